@@ -1,0 +1,70 @@
+"""What every nbstage actor shares: a parent-death guard, request handling that
+never lets an exception escape, and replies addressed to the socket edge.
+
+thespian re-delivers a message whose handler raised, so an escaping exception
+could apply a mutation twice. ``receiveMsg_ClientRequest`` therefore turns every
+failure into a :class:`RequestFailed` reply.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import multiprocessing
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from thespian.actors import ActorAddress, ActorTypeDispatcher
+
+from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
+from nbstage.protocol.errors import ErrorCode, NbstageError
+
+log = logging.getLogger("nbstage.actors")
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the process that started it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class NbActor(ActorTypeDispatcher):
+    """Base of the Daemon, Room and Kernel actors."""
+
+    edge: ActorAddress | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if multiprocessing.parent_process() is not None:
+            die_with_parent()
+
+    def request_handlers(self) -> dict[type, Callable[[Origin, Any], None]]:
+        return {}
+
+    def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
+        handler = self.request_handlers().get(type(msg.body))
+        if handler is None:
+            self.fail(msg.origin, NbstageError(ErrorCode.UNKNOWN_REQUEST, "not handled here"))
+            return
+        self.guarded(msg.origin, handler, msg.body)
+
+    def guarded(self, origin: Origin, handler: Callable[[Origin, Any], None], body: Any) -> None:
+        try:
+            handler(origin, body)
+        except NbstageError as exc:
+            self.fail(origin, exc)
+        except Exception:
+            log.exception("%s failed on %s", type(self).__name__, type(body).__name__)
+            self.fail(origin, NbstageError(ErrorCode.INTERNAL, "internal error; see daemon logs"))
+
+    def answer(self, origin: Origin, result: dict[str, Any]) -> None:
+        self.send(self.edge, RequestAnswered(origin, result))
+
+    def fail(self, origin: Origin, error: NbstageError) -> None:
+        self.send(self.edge, RequestFailed(origin, error.code, error.message))
+
+    def receiveUnrecognizedMessage(self, msg: object, sender: ActorAddress) -> None:
+        log.warning("%s ignored %s from %s", type(self).__name__, type(msg).__name__, sender)

@@ -1,0 +1,305 @@
+"""The Daemon actor: the registry, admission and the set of resident rooms.
+
+It is the only place the registry's bindings change and the only place rooms are
+created or removed. Room requests do not pass through here: the edge learns each
+room's address (RoomResident) and talks to rooms directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
+
+from nbstage.actors.admission import (
+    AttachFacts,
+    JoinResident,
+    Refuse,
+    StartNewRoom,
+    admit_attach,
+    admit_open,
+)
+from nbstage.actors.base import NbActor
+from nbstage.actors.registry import Registry
+from nbstage.actors.room import Room
+from nbstage.protocol.edge import (
+    Origin,
+    RoomEventOccurred,
+    RoomGone,
+    RoomResident,
+)
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.requests import (
+    AttachNotebook,
+    CreateNotebook,
+    GetStatus,
+    ListRooms,
+    OpenNotebook,
+)
+from nbstage.protocol.rooms import (
+    ClaimPath,
+    CloseRoom,
+    DaemonStarted,
+    DaemonStopped,
+    JoinRoom,
+    PathClaimed,
+    PathRefused,
+    RoomClosed,
+    RoomSource,
+    RoomStarted,
+    RoomStartFailed,
+    RoomStatus,
+    StartDaemon,
+    StartRoom,
+    StopDaemon,
+)
+
+log = logging.getLogger("nbstage.daemon")
+
+CHILD_CHECK_TICK = timedelta(milliseconds=100)
+
+
+@dataclass
+class RoomEntry:
+    address: ActorAddress
+    path: str | None
+    ephemeral: bool
+    starting: bool = True
+    status: RoomStatus | None = None
+    closing: bool = False
+
+
+@dataclass
+class _Stopping:
+    waiting: set[str] = field(default_factory=set)
+    closed: int = 0
+
+
+class Daemon(NbActor):
+    """Admits opens, creates and attaches; owns the registry; creates and removes rooms."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rooms: dict[str, RoomEntry] = {}
+        self.by_path: dict[str, str] = {}
+        self.registry: Registry | None = None
+        self.config: StartDaemon | None = None
+        self.stopping: _Stopping | None = None
+
+    def receiveMsg_StartDaemon(self, msg: StartDaemon, sender: ActorAddress) -> None:
+        self.config = msg
+        self.edge = sender
+        self.registry = Registry(Path(msg.state_dir) / "registry.sqlite3")
+        self.wakeupAfter(CHILD_CHECK_TICK)
+        self.send(sender, DaemonStarted(os.getpid()))
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+        self.wakeupAfter(CHILD_CHECK_TICK)
+
+    def request_handlers(self):
+        return {
+            OpenNotebook: self._open,
+            AttachNotebook: self._attach,
+            CreateNotebook: self._create,
+            ListRooms: self._list_rooms,
+            GetStatus: self._status,
+        }
+
+    def _refuse_while_stopping(self) -> None:
+        if self.stopping is not None:
+            raise NbstageError(ErrorCode.SHUTTING_DOWN, "The daemon is shutting down.")
+
+    def _open(self, origin: Origin, req: OpenNotebook) -> None:
+        self._refuse_while_stopping()
+        path = str(Path(req.path).expanduser().resolve())
+        admission = admit_open(
+            self.by_path,
+            path,
+            Path(path).is_file(),
+            self.registry.id_for(path),
+            str(uuid.uuid4()),
+        )
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python")
+
+    def _attach(self, origin: Origin, req: AttachNotebook) -> None:
+        self._refuse_while_stopping()
+        bound = self.registry.path_for(req.notebook_id)
+        facts = AttachFacts(
+            bound_path=bound,
+            bound_file_exists=bound is not None and Path(bound).is_file(),
+            has_untitled=self.registry.has_untitled(req.notebook_id),
+        )
+        admission = admit_attach(self.rooms, req.notebook_id, facts)
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python")
+
+    def _create(self, origin: Origin, req: CreateNotebook) -> None:
+        self._refuse_while_stopping()
+        admission = StartNewRoom(str(uuid.uuid4()), RoomSource.NEW, None)
+        self._carry_out(
+            origin, admission, req.peer_label, req.ephemeral, req.runtime, req.working_dir
+        )
+
+    def _carry_out(
+        self,
+        origin: Origin,
+        admission: JoinResident | StartNewRoom | Refuse,
+        peer_label: str,
+        ephemeral: bool,
+        runtime: str | None,
+        working_dir: str | None = None,
+    ) -> None:
+        match admission:
+            case Refuse(code, message):
+                raise NbstageError(code, message)
+            case JoinResident(notebook_id):
+                self.send(self.rooms[notebook_id].address, JoinRoom(origin, peer_label, False))
+            case StartNewRoom(notebook_id, source, path):
+                entry = self._start_room(notebook_id, source, path, ephemeral, runtime, working_dir)
+                self.send(entry.address, JoinRoom(origin, peer_label, source is RoomSource.NEW))
+
+    def _start_room(
+        self,
+        notebook_id: str,
+        source: RoomSource,
+        path: str | None,
+        ephemeral: bool,
+        runtime: str | None,
+        working_dir: str | None,
+    ) -> RoomEntry:
+        address = self.createActor(Room)
+        entry = RoomEntry(address, path, ephemeral)
+        self.rooms[notebook_id] = entry
+        if path is not None:
+            self.by_path[path] = notebook_id
+            self.registry.bind(notebook_id, path)
+        cfg = self.config
+        self.send(
+            address,
+            StartRoom(
+                notebook_id,
+                source,
+                path,
+                ephemeral,
+                runtime,
+                working_dir,
+                cfg.state_dir,
+                cfg.kernel_dir,
+                cfg.settings,
+                self.edge,
+            ),
+        )
+        self.send(self.edge, RoomResident(notebook_id, address))
+        return entry
+
+    def receiveMsg_RoomStarted(self, msg: RoomStarted, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        if entry is not None:
+            entry.starting = False
+            self.send(
+                self.edge, RoomEventOccurred("created", msg.notebook_id, {"path": entry.path})
+            )
+
+    def receiveMsg_RoomStartFailed(self, msg: RoomStartFailed, sender: ActorAddress) -> None:
+        log.info("room %s failed to start: %s", msg.notebook_id, msg.message)
+        self._forget_room(msg.notebook_id)
+        self.send(sender, ActorExitRequest())
+
+    def receiveMsg_RoomStatus(self, msg: RoomStatus, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        if entry is not None:
+            entry.status = msg
+
+    def receiveMsg_ClaimPath(self, msg: ClaimPath, sender: ActorAddress) -> None:
+        path = str(Path(msg.path).expanduser().resolve())
+        holder = self.by_path.get(path)
+        if holder is not None and holder != msg.notebook_id:
+            self.send(
+                sender,
+                PathRefused(
+                    path,
+                    msg.origin,
+                    ErrorCode.PATH_ALREADY_OPEN,
+                    f"{path} is open in notebook {holder}; save to another path or "
+                    "connect to that notebook instead.",
+                ),
+            )
+            return
+        entry = self.rooms[msg.notebook_id]
+        if entry.path is not None and entry.path != path:
+            self.by_path.pop(entry.path, None)
+        entry.path = path
+        entry.ephemeral = False
+        self.by_path[path] = msg.notebook_id
+        self.registry.bind(msg.notebook_id, path)
+        self.send(sender, PathClaimed(path, msg.origin))
+
+    def _room_view(self, notebook_id: str, entry: RoomEntry) -> dict[str, Any]:
+        status = entry.status
+        return {
+            "notebook_id": notebook_id,
+            "path": entry.path,
+            "ephemeral": entry.ephemeral,
+            "starting": entry.starting,
+            "peers": [{"peer_id": p, "label": label} for p, label in status.peers]
+            if status
+            else [],
+            "kernel_status": status.kernel_status if status else "none",
+            "kernel_pid": status.kernel_pid if status else None,
+        }
+
+    def _list_rooms(self, origin: Origin, req: ListRooms) -> None:
+        views = [self._room_view(nid, entry) for nid, entry in self.rooms.items()]
+        self.answer(origin, {"rooms": views})
+
+    def _status(self, origin: Origin, req: GetStatus) -> None:
+        kernels = sum(
+            1
+            for e in self.rooms.values()
+            if e.status is not None and e.status.kernel_status not in ("none", "dead")
+        )
+        self.answer(origin, {"rooms": len(self.rooms), "kernels": kernels})
+
+    def receiveMsg_StopDaemon(self, msg: StopDaemon, sender: ActorAddress) -> None:
+        self.stopping = _Stopping(waiting=set(self.rooms))
+        for entry in self.rooms.values():
+            entry.closing = True
+            self.send(entry.address, CloseRoom("daemon stopping"))
+        self._finish_stop_if_done()
+
+    def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:
+        self._forget_room(msg.notebook_id)
+        self.send(sender, ActorExitRequest())
+        if self.stopping is not None:
+            self.stopping.waiting.discard(msg.notebook_id)
+            self.stopping.closed += 1
+            self._finish_stop_if_done()
+
+    def _finish_stop_if_done(self) -> None:
+        if self.stopping is not None and not self.stopping.waiting:
+            self.registry.close()
+            self.send(self.edge, DaemonStopped(self.stopping.closed))
+
+    def _forget_room(self, notebook_id: str) -> None:
+        entry = self.rooms.pop(notebook_id, None)
+        if entry is None:
+            return
+        if entry.path is not None and self.by_path.get(entry.path) == notebook_id:
+            del self.by_path[entry.path]
+        self.send(self.edge, RoomGone(notebook_id))
+        if not entry.starting:
+            self.send(self.edge, RoomEventOccurred("removed", notebook_id, {"path": entry.path}))
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+        for notebook_id, entry in list(self.rooms.items()):
+            if entry.address == msg.childAddress:
+                log.warning("room %s exited unexpectedly", notebook_id)
+                self._forget_room(notebook_id)
+                if self.stopping is not None:
+                    self.stopping.waiting.discard(notebook_id)
+                    self._finish_stop_if_done()

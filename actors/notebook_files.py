@@ -1,0 +1,202 @@
+"""Reading and writing ``.ipynb`` files for a Room.
+
+Loading upgrades any nbformat version to 4.5 and gives every cell a unique id before
+nbformat validates, so nbformat never has to repair ids (and never warns about them).
+Saving validates first and then replaces the file atomically, so a failed save leaves
+the previous file byte-identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from nbstage.actors.document import fresh_cell_id, valid_cell_id
+from nbstage.protocol.errors import ErrorCode, NbstageError
+
+NEW_FILE_MODE = 0o644
+_PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError, nbformat.ValidationError)
+
+
+def canonical_path(path: str | Path, base: Path | None = None) -> Path:
+    """Absolute path with ``~`` expanded and symlinks resolved; the file need not exist."""
+    if not str(path):
+        raise NbstageError(ErrorCode.BAD_REQUEST, "The path is empty. Pass a notebook path.")
+    expanded = Path(path).expanduser()
+    if not expanded.is_absolute():
+        expanded = (base or Path.cwd()) / expanded
+    return expanded.resolve(strict=False)
+
+
+def load_notebook(path: Path) -> dict:
+    """Read a notebook of any nbformat version as a plain, valid v4.5 notebook dict."""
+    raw = _parse(_read_text(path), path)
+    try:
+        node = nbformat.convert(nbformat.from_dict(raw), 4)
+        node.nbformat_minor = max(node.get("nbformat_minor", 0), 5)
+        nbformat.validate(node)
+    except _PARSE_ERRORS as exc:
+        raise _not_a_notebook(path, exc) from None
+    return json.loads(json.dumps(node))
+
+
+def serialize_notebook(nb: dict) -> bytes:
+    """Validate ``nb`` as nbformat 4 and return its file content (UTF-8, final newline)."""
+    try:
+        _check_ids(nb)
+        node = nbformat.from_dict(nb)
+        nbformat.validate(node)
+        text = nbformat.writes(node)
+    except _PARSE_ERRORS as exc:
+        raise NbstageError(
+            ErrorCode.SAVE_FAILED,
+            f"The notebook was not saved because it is not valid nbformat: {_reason(exc)}. "
+            "The file on disk was not changed.",
+        ) from None
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8")
+
+
+def save_notebook(path: Path, nb: dict) -> None:
+    """Validate and atomically write ``nb`` to ``path``."""
+    write_atomic(path, serialize_notebook(nb))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory.
+
+    The file keeps its permission bits (a new file gets 0o644). On failure the temp
+    file is removed and the previous file is untouched.
+    """
+    tmp = _write_temp(path, data, _mode_for(path))
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise _save_failed(path, exc, "The file on disk was not changed.") from None
+    try:
+        _fsync_directory(path.parent)
+    except OSError as exc:
+        raise _save_failed(
+            path, exc, "The new content is in place but may not be on disk yet."
+        ) from None
+
+
+# Loading
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NbstageError(
+            ErrorCode.NOT_FOUND,
+            f"There is no file at {path}. Check the path, or call create_notebook to start "
+            "a new notebook.",
+        ) from None
+    except IsADirectoryError:
+        raise _not_a_notebook(path, "it is a directory") from None
+    except UnicodeDecodeError:
+        raise _not_a_notebook(path, "it is not UTF-8 text") from None
+    except OSError as exc:
+        raise _not_a_notebook(path, f"it cannot be read ({exc.strerror})") from None
+
+
+def _parse(text: str, path: Path) -> dict:
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise _not_a_notebook(path, f"it is not valid JSON ({exc})") from None
+    if not isinstance(raw, dict) or "nbformat" not in raw:
+        raise _not_a_notebook(path, "it has no 'nbformat' version field")
+    if raw["nbformat"] == 4:
+        _give_ids(raw)
+    return raw
+
+
+def _give_ids(raw: dict) -> None:
+    """Give cells a unique valid id where they have none, a bad one or a repeated one."""
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        return
+    cells = [c for c in cells if isinstance(c, dict)]
+    taken = {c.get("id") for c in cells}
+    seen: set[object] = set()
+    for cell in cells:
+        if not valid_cell_id(cell.get("id")) or cell["id"] in seen:
+            cell["id"] = fresh_cell_id(taken)
+            taken.add(cell["id"])
+        seen.add(cell["id"])
+
+
+def _not_a_notebook(path: Path, why: object) -> NbstageError:
+    reason = why if isinstance(why, str) else _reason(why)
+    return NbstageError(ErrorCode.BAD_REQUEST, f"{path} is not a Jupyter notebook: {reason}.")
+
+
+def _reason(exc: object, limit: int = 300) -> str:
+    text = str(getattr(exc, "message", None) or exc).strip().rstrip(".")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# Saving
+
+
+def _check_ids(nb: dict) -> None:
+    ids = [c.get("id") for c in nb.get("cells", []) if isinstance(c, dict)]
+    if not all(valid_cell_id(i) for i in ids):
+        raise ValueError("a cell has a missing or malformed id")
+    if len(set(ids)) != len(ids):
+        raise ValueError("two cells share an id")
+    if nb.get("nbformat") != 4:
+        raise ValueError(f"nbformat is {nb.get('nbformat')!r}, expected 4")
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return NEW_FILE_MODE
+    except OSError as exc:
+        raise _save_failed(path, exc, "The file on disk was not changed.") from None
+
+
+def _write_temp(path: Path, data: bytes, mode: int) -> str:
+    """Write ``data`` to a fsynced hidden temp file beside ``path``; return its name."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _save_failed(path, exc, "The file on disk was not changed.") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise _save_failed(path, exc, "The file on disk was not changed.") from None
+    return tmp
+
+
+def _remove_quietly(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _save_failed(path: Path, exc: OSError, outcome: str) -> NbstageError:
+    reason = exc.strerror or str(exc)
+    return NbstageError(ErrorCode.SAVE_FAILED, f"Could not save {path}: {reason}. {outcome}")

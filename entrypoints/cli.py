@@ -1,0 +1,118 @@
+"""The ``nbstage`` command line.
+
+This module is the main module of every nbstage process, and under thespian's
+spawn start method every actor process re-imports it. So its top-level imports
+stay light, and it applies the thespian tweaks before anything else can start
+an actor system.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import orjson
+
+import nbstage.actors.thespian_tweaks  # noqa: F401 - must run in every actor process
+from nbstage.entrypoints.statedir import STATE_DIR_ENV, state_paths
+
+state_dir_option = click.option(
+    "--state-dir",
+    envvar=STATE_DIR_ENV,
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the daemon keeps its socket, registry and logs "
+    "(default $XDG_STATE_HOME/nbstage or ~/.local/state/nbstage).",
+)
+
+
+@click.group()
+def main() -> None:
+    """nbstage: Jupyter notebooks for AI agents, over MCP."""
+
+
+@main.group()
+def daemon() -> None:
+    """Start, stop and inspect the per-user notebook daemon."""
+
+
+def _print_status(status: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(orjson.dumps(status, option=orjson.OPT_INDENT_2).decode())
+        return
+    click.echo(
+        f"nbstage daemon {status['version']} pid {status['pid']} "
+        f"on {status['socket']}: {status['rooms']} rooms, {status['kernels']} kernels"
+    )
+
+
+@daemon.command("start")
+@click.option("--foreground", is_flag=True, help="Run in this process instead of detaching.")
+@state_dir_option
+def daemon_start(foreground: bool, state_dir: str | None) -> None:
+    """Start the daemon; if one is running, report it and exit 0."""
+    from nbstage.entrypoints import daemon_control
+
+    paths = state_paths(state_dir)
+    if foreground:
+        try:
+            daemon_control.run_foreground(paths)
+        except daemon_control.AlreadyRunning:
+            status = daemon_control.query_status(paths)
+            click.echo("already running: ", nl=False)
+            _print_status(
+                status
+                or {
+                    "version": "?",
+                    "pid": "?",
+                    "socket": str(paths.socket),
+                    "rooms": "?",
+                    "kernels": "?",
+                },
+                False,
+            )
+        return
+    status, started = daemon_control.start_background(paths)
+    click.echo("started: " if started else "already running: ", nl=False)
+    _print_status(status, False)
+
+
+@daemon.command("stop")
+@state_dir_option
+def daemon_stop(state_dir: str | None) -> None:
+    """Save every notebook, stop every kernel and end the daemon."""
+    from nbstage.entrypoints import daemon_control
+
+    pid = daemon_control.stop(state_paths(state_dir))
+    click.echo("no daemon running" if pid is None else f"stopped daemon pid {pid}")
+
+
+@daemon.command("restart")
+@state_dir_option
+def daemon_restart(state_dir: str | None) -> None:
+    """Stop the daemon if it runs, then start a fresh one."""
+    from nbstage.entrypoints import daemon_control
+
+    paths = state_paths(state_dir)
+    daemon_control.stop(paths)
+    status, _ = daemon_control.start_background(paths)
+    click.echo("restarted: ", nl=False)
+    _print_status(status, False)
+
+
+@daemon.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@state_dir_option
+def daemon_status(as_json: bool, state_dir: str | None) -> None:
+    """Show the running daemon's identity, socket and counts (exit 1 if none runs)."""
+    from nbstage.entrypoints import daemon_control
+
+    status = daemon_control.query_status(state_paths(state_dir))
+    if status is None:
+        click.echo("The nbstage daemon is not running.", err=True)
+        sys.exit(1)
+    _print_status(status, as_json)
+
+
+if __name__ == "__main__":
+    main()

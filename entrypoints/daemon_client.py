@@ -1,0 +1,65 @@
+"""A small blocking client for the daemon socket, used by the CLI, the admin console and tests."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from pathlib import Path
+from typing import Any
+
+from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
+
+
+class DaemonError(Exception):
+    """The daemon answered a request with an error frame."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class DaemonNotRunning(Exception):
+    """Nothing answers on the socket."""
+
+
+class DaemonClient:
+    def __init__(self, socket_path: Path, timeout: float | None = 60.0) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(str(socket_path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            self._sock.close()
+            raise DaemonNotRunning(f"no daemon is listening on {socket_path}") from exc
+        self._ids = itertools.count(1)
+
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def send(self, kind: str, **fields: Any) -> int:
+        request_id = next(self._ids)
+        self._sock.sendall(
+            encode_frame({"v": WIRE_VERSION, "type": kind, "id": request_id, **fields})
+        )
+        return request_id
+
+    def receive(self) -> dict[str, Any]:
+        return recv_frame(self._sock)
+
+    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Send one request and wait for its answer; raise DaemonError on an error frame."""
+        request_id = self.send(kind, **fields)
+        while True:
+            frame = self.receive()
+            if frame.get("id") == request_id and frame["type"] in ("result", "error"):
+                break
+        if frame["type"] == "error":
+            raise DaemonError(frame["error"]["code"], frame["error"]["message"])
+        return frame["result"]

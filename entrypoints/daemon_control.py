@@ -1,0 +1,128 @@
+"""Starting, stopping and asking after the daemon process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
+from nbstage.entrypoints.statedir import StatePaths, prepare
+
+VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 40.0
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+def daemon_version() -> str:
+    return os.environ.get(VERSION_ENV) or package_version("nbstage")
+
+
+def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:
+    """The running daemon's status, or None if nothing answers on the socket."""
+    try:
+        with DaemonClient(paths.socket, timeout=timeout) as client:
+            return client.request("status")
+    except (DaemonNotRunning, ConnectionError, OSError):
+        return None
+
+
+def _take_lock(paths: StatePaths) -> int:
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise AlreadyRunning(str(paths.lock)) from None
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def run_foreground(paths: StatePaths) -> None:
+    """Run the daemon in this process until it is told to stop. Raises AlreadyRunning."""
+    from nbstage.entrypoints.daemon_edge import Edge
+    from nbstage.entrypoints.logs import setup_logging
+    from nbstage.protocol.settings import load_settings
+
+    prepare(paths)
+    lock_fd = _take_lock(paths)
+    try:
+        setup_logging(paths.logs, "daemon")
+        with contextlib.suppress(FileNotFoundError):
+            paths.socket.unlink()
+        edge = Edge(paths, load_settings(paths.root), daemon_version())
+        asyncio.run(edge.run())
+    finally:
+        os.close(lock_fd)
+
+
+def start_background(paths: StatePaths) -> tuple[dict[str, Any], bool]:
+    """Start a detached daemon unless one runs; return (status, started_now)."""
+    status = query_status(paths)
+    if status is not None:
+        return status, False
+    prepare(paths)
+    log_file = open(paths.logs / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
+    with log_file:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nbstage.entrypoints.cli",
+                "daemon",
+                "start",
+                "--foreground",
+                "--state-dir",
+                str(paths.root),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        status = query_status(paths, timeout=2.0)
+        if status is not None:
+            return status, status["pid"] == proc.pid
+        if proc.poll() is not None:
+            status = query_status(paths)
+            if status is not None:
+                return status, False
+            raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
+        time.sleep(0.05)
+    raise TimeoutError(f"daemon did not answer within {START_TIMEOUT:.0f}s; see {paths.logs}")
+
+
+def stop(paths: StatePaths) -> int | None:
+    """Ask the daemon to stop and wait until its process is gone; return its pid."""
+    status = query_status(paths)
+    if status is None:
+        return None
+    pid = status["pid"]
+    with (
+        contextlib.suppress(DaemonNotRunning, ConnectionError, OSError),
+        DaemonClient(paths.socket) as client,
+    ):
+        client.request("shutdown")
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).wait(timeout=STOP_TIMEOUT)
+    return pid
+
+
+def socket_dir_of(state_dir: Path) -> Path | None:
+    record = state_dir / "socket-dir"
+    return Path(record.read_text().strip()) if record.exists() else None

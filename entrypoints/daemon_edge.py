@@ -1,0 +1,354 @@
+"""The daemon process's edge: the Unix socket outside, the actor system inside.
+
+This process starts the thespian system and owns all outside I/O. Frames from
+clients become :class:`ClientRequest` messages; actor answers and room events
+come back through one listener thread and are written to the right connection.
+
+Threads: the asyncio loop owns the sockets. A listener thread blocks in
+``listen()`` on its own ``private()`` context, whose address is the reply address
+every actor answers to. A sender thread does every ``tell()``, so a full actor
+queue can never freeze the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import psutil
+
+from nbstage.entrypoints.statedir import StatePaths
+from nbstage.protocol.edge import (
+    ClientRequest,
+    Origin,
+    ProcessEnded,
+    ProcessStarted,
+    RequestAnswered,
+    RequestFailed,
+    RoomEventOccurred,
+    RoomGone,
+    RoomResident,
+)
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frames import WIRE_VERSION, FrameError, encode_frame, read_frame
+from nbstage.protocol.requests import (
+    AttachNotebook,
+    CreateNotebook,
+    GetIdentity,
+    GetStatus,
+    LeaveRoom,
+    OpenNotebook,
+    ShutdownDaemon,
+    Watch,
+    decode_request,
+)
+from nbstage.protocol.rooms import DaemonStarted, DaemonStopped, StartDaemon, StopDaemon
+from nbstage.protocol.settings import Settings
+
+log = logging.getLogger("nbstage.edge")
+
+ACTOR_START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+JOIN_REQUESTS = (OpenNotebook, CreateNotebook, AttachNotebook)
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    pid: int
+    started_at: float
+    version: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "started_at": self.started_at,
+            "version": self.version,
+            "incarnation": [self.pid, self.started_at],
+        }
+
+
+@dataclass
+class Connection:
+    conn_id: int
+    writer: asyncio.StreamWriter
+    watch_id: int | str | None = None
+    client: dict[str, Any] | None = None
+    peers: set[tuple[str, str]] = field(default_factory=set)
+
+    def send(self, payload: dict[str, Any]) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(encode_frame({"v": WIRE_VERSION, **payload}))
+
+
+class ActorBridge:
+    """The two thespian contexts the edge uses, each on its own thread."""
+
+    def __init__(self, system: Any, deliver: Any) -> None:
+        self._system = system
+        self._deliver = deliver
+        self._outbox: queue.SimpleQueue[tuple[Any, Any] | None] = queue.SimpleQueue()
+        self._stopped = threading.Event()
+        self._listener = threading.Thread(target=self._listen, name="edge-listen", daemon=True)
+        self._sender = threading.Thread(target=self._send, name="edge-send", daemon=True)
+        self._first: tuple[Any, Any] | None = None
+
+    def start(self, first_address: Any, first_message: Any) -> None:
+        """Start both threads; ``first_message`` goes out from the listener's own context."""
+        self._first = (first_address, first_message)
+        self._listener.start()
+        self._sender.start()
+
+    def tell(self, address: Any, message: Any) -> None:
+        self._outbox.put((address, message))
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._outbox.put(None)
+        self._sender.join(timeout=5)
+        self._listener.join(timeout=5)
+
+    def _listen(self) -> None:
+        with self._system.private() as ctx:
+            ctx.tell(*self._first)
+            while not self._stopped.is_set():
+                message = ctx.listen(timedelta(milliseconds=200))
+                if message is not None:
+                    self._deliver(message)
+
+    def _send(self) -> None:
+        with self._system.private() as ctx:
+            while (item := self._outbox.get()) is not None:
+                ctx.tell(*item)
+
+
+class Edge:
+    def __init__(self, paths: StatePaths, settings: Settings, version: str) -> None:
+        self.paths = paths
+        self.settings = settings
+        self.identity = Identity(os.getpid(), round(time.time(), 6), version)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.connections: dict[int, Connection] = {}
+        self.rooms: dict[str, Any] = {}
+        self.pending: dict[Origin, Any] = {}
+        self.pids: dict[int, tuple[str, str, float]] = {}
+        self._conn_ids = itertools.count(1)
+        self._started = asyncio.Event()
+        self._stop_requested = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._bridge: ActorBridge | None = None
+        self._system: Any = None
+        self._daemon_actor: Any = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self._stop_requested.set)
+        await self._start_actors()
+        server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
+        os.chmod(self.paths.socket, 0o600)
+        heartbeat = asyncio.create_task(self._heartbeat())
+        log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
+        await self._stop_requested.wait()
+        log.info("daemon stopping")
+        server.close()
+        heartbeat.cancel()
+        await self._stop_actors()
+        for conn in list(self.connections.values()):
+            conn.writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.socket.unlink()
+
+    async def _start_actors(self) -> None:
+        from thespian.actors import ActorSystem
+
+        from nbstage.actors.daemon import Daemon
+        from nbstage.entrypoints.logs import actor_log_config
+
+        os.environ["NBSTAGE_EDGE_PID"] = str(os.getpid())
+        self._system = await asyncio.to_thread(
+            ActorSystem,
+            "multiprocQueueBase",
+            {"Process Startup Method": "spawn"},
+            logDefs=actor_log_config(self.paths.logs),
+        )
+        self._daemon_actor = await asyncio.to_thread(self._system.createActor, Daemon)
+        self._bridge = ActorBridge(self._system, self._from_actor)
+        start = StartDaemon(str(self.paths.root), str(self.paths.kernel_dir), self.settings)
+        self._bridge.start(self._daemon_actor, start)
+        await asyncio.wait_for(self._started.wait(), ACTOR_START_TIMEOUT)
+
+    async def _stop_actors(self) -> None:
+        self._bridge.tell(self._daemon_actor, StopDaemon())
+        try:
+            await asyncio.wait_for(self._stopped.wait(), STOP_TIMEOUT)
+        except TimeoutError:
+            log.error("rooms did not close within %.0fs; stopping anyway", STOP_TIMEOUT)
+        self._bridge.stop()
+        await asyncio.to_thread(self._system.shutdown)
+        await asyncio.to_thread(self._kill_leftovers)
+
+    def _kill_leftovers(self) -> None:
+        """Last resort: SIGKILL any recorded actor or kernel process still alive."""
+        for pid, (role, name, created) in self.pids.items():
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if abs(proc.create_time() - created) < 1.0:
+                    log.warning("killing leftover %s %s (pid %d)", role, name, pid)
+                    proc.kill()
+
+    # --- messages from actors (listener thread → loop) -----------------------------------
+
+    def _from_actor(self, message: Any) -> None:
+        self.loop.call_soon_threadsafe(self._on_actor_message, message)
+
+    def _on_actor_message(self, message: Any) -> None:
+        match message:
+            case RequestAnswered(origin, result):
+                self._answer(origin, result)
+            case RequestFailed(origin, code, text):
+                self._reply(origin, {"type": "error", "error": {"code": code, "message": text}})
+            case RoomEventOccurred(kind, notebook_id, detail):
+                self._broadcast(
+                    {"type": "event", "event": {"kind": kind, "notebook_id": notebook_id, **detail}}
+                )
+            case RoomResident(notebook_id, address):
+                self.rooms[notebook_id] = address
+            case RoomGone(notebook_id):
+                self.rooms.pop(notebook_id, None)
+            case ProcessStarted(role, name, pid):
+                self._record_pid(role, name, pid)
+            case ProcessEnded(_, _, pid):
+                self.pids.pop(pid, None)
+            case DaemonStarted(pid):
+                self._record_pid("daemon-actor", "daemon", pid)
+                self._started.set()
+            case DaemonStopped():
+                self._stopped.set()
+            case _:
+                log.warning("edge ignored %s", type(message).__name__)
+
+    def _record_pid(self, role: str, name: str, pid: int) -> None:
+        with contextlib.suppress(psutil.Error):
+            self.pids[pid] = (role, name, psutil.Process(pid).create_time())
+
+    def _answer(self, origin: Origin, result: dict[str, Any]) -> None:
+        request = self.pending.get(origin)
+        conn = self.connections.get(origin.conn)
+        if isinstance(request, GetStatus):
+            result = {
+                **self.identity.to_wire(),
+                "socket": str(self.paths.socket),
+                "state_dir": str(self.paths.root),
+                **result,
+            }
+        elif isinstance(request, JOIN_REQUESTS) and conn is not None:
+            conn.peers.add((result["notebook_id"], result["peer_id"]))
+        self._reply(origin, {"type": "result", "result": result})
+
+    def _reply(self, origin: Origin, payload: dict[str, Any]) -> None:
+        self.pending.pop(origin, None)
+        conn = self.connections.get(origin.conn)
+        if conn is not None:
+            conn.send({"id": origin.request_id, **payload})
+
+    def _broadcast(self, payload: dict[str, Any]) -> None:
+        for conn in self.connections.values():
+            if conn.watch_id is not None:
+                conn.send({"id": conn.watch_id, **payload})
+
+    async def _heartbeat(self) -> None:
+        while True:
+            self._broadcast({"type": "heartbeat", "identity": self.identity.to_wire()})
+            await asyncio.sleep(self.settings.heartbeat_secs)
+
+    # --- client connections ---------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Connection(next(self._conn_ids), writer)
+        self.connections[conn.conn_id] = conn
+        try:
+            while True:
+                try:
+                    frame = await read_frame(reader)
+                except FrameError as exc:
+                    conn.send(_error_frame(None, ErrorCode.BAD_FRAME, str(exc)))
+                    break
+                if frame is None:
+                    break
+                if not self._dispatch(conn, frame):
+                    break
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            self._drop(conn)
+            writer.close()
+
+    def _drop(self, conn: Connection) -> None:
+        """A closed connection leaves every room it joined."""
+        del self.connections[conn.conn_id]
+        for notebook_id, peer_id in conn.peers:
+            address = self.rooms.get(notebook_id)
+            if address is not None:
+                origin = Origin(0, f"leave-{conn.conn_id}-{peer_id}")
+                self._bridge.tell(address, ClientRequest(origin, LeaveRoom(notebook_id, peer_id)))
+
+    def _dispatch(self, conn: Connection, frame: dict[str, Any]) -> bool:
+        """Route one request; False closes the connection (an unknown request type)."""
+        request_id = frame["id"]
+        try:
+            request = decode_request(frame)
+        except NbstageError as exc:
+            conn.send(_error_frame(request_id, exc.code, exc.message))
+            return exc.code is not ErrorCode.UNKNOWN_REQUEST
+        origin = Origin(conn.conn_id, request_id)
+        match request:
+            case GetIdentity():
+                conn.send({"id": request_id, "type": "result", "result": self.identity.to_wire()})
+            case Watch(client):
+                conn.watch_id = request_id
+                conn.client = client
+                conn.send(
+                    {"id": request_id, "type": "heartbeat", "identity": self.identity.to_wire()}
+                )
+            case ShutdownDaemon():
+                conn.send({"id": request_id, "type": "result", "result": {"stopping": True}})
+                self._stop_requested.set()
+            case _:
+                self._route(origin, conn, request)
+        return True
+
+    def _route(self, origin: Origin, conn: Connection, request: Any) -> None:
+        notebook_id = getattr(request, "notebook_id", None)
+        target = self._daemon_actor
+        if notebook_id is not None and not isinstance(request, AttachNotebook):
+            target = self.rooms.get(notebook_id)
+            if target is None:
+                conn.send(
+                    _error_frame(
+                        origin.request_id,
+                        ErrorCode.NOTEBOOK_UNAVAILABLE,
+                        f"Notebook {notebook_id} is not open in the daemon; attach it first.",
+                    )
+                )
+                return
+        if isinstance(request, LeaveRoom):
+            conn.peers.discard((request.notebook_id, request.peer_id))
+        self.pending[origin] = request
+        self._bridge.tell(target, ClientRequest(origin, request))
+
+
+def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"id": request_id, "type": "error", "error": {"code": code.value, "message": message}}

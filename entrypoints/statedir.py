@@ -1,0 +1,81 @@
+"""Where a daemon keeps its files, and where its sockets go when the path is too long.
+
+A Unix socket path holds at most 107 bytes. When ``<state dir>/daemon.sock`` (or a
+kernel's IPC socket below it) would be longer, sockets move to a short per-user
+runtime dir named after a hash of the state dir, and the state dir records where.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIR_ENV = "NBSTAGE_STATE_DIR"
+_SOCKET_PATH_LIMIT = 107
+_KERNEL_SOCKET_ALLOWANCE = 48
+"""Room left for a kernel's IPC socket name (<kernel dir>/<uuid>-<port>)."""
+
+
+def default_state_dir() -> Path:
+    if os.environ.get(STATE_DIR_ENV):
+        return Path(os.environ[STATE_DIR_ENV])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "nbstage"
+
+
+@dataclass(frozen=True, slots=True)
+class StatePaths:
+    root: Path
+    socket_dir: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.socket_dir / "daemon.sock"
+
+    @property
+    def kernel_dir(self) -> Path:
+        return self.socket_dir / "kernels"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "daemon.lock"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def executions(self) -> Path:
+        return self.root / "executions"
+
+    @property
+    def socket_record(self) -> Path:
+        return self.root / "socket-dir"
+
+
+def _short_socket_dir(root: Path) -> Path:
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"nbstage-{os.getuid()}-{digest}"
+
+
+def state_paths(state_dir: str | Path | None = None) -> StatePaths:
+    root = Path(state_dir).expanduser().absolute() if state_dir else default_state_dir().absolute()
+    longest = len(str(root / "kernels")) + _KERNEL_SOCKET_ALLOWANCE
+    socket_dir = root if longest <= _SOCKET_PATH_LIMIT else _short_socket_dir(root)
+    return StatePaths(root, socket_dir)
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+def prepare(paths: StatePaths) -> None:
+    """Create the state dir and its parts, each readable by this user alone."""
+    for path in (paths.root, paths.logs, paths.executions, paths.socket_dir, paths.kernel_dir):
+        _private_dir(path)
+    paths.socket_record.write_text(str(paths.socket_dir) + "\n")

@@ -1,0 +1,83 @@
+"""Messages between the socket edge and the actors behind it.
+
+The edge is the daemon's main process: it owns the Unix socket, turns frames into
+:class:`ClientRequest` messages and sends answers back to the right connection.
+Actors never see a socket; they answer with :class:`RequestAnswered` or
+:class:`RequestFailed` addressed to the edge, carrying the request's origin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nbstage.protocol.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an answer goes: a socket connection and the frame id on it."""
+
+    conn: int
+    request_id: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientRequest:
+    """A decoded wire request travelling from the edge to the actor that answers it."""
+
+    origin: Origin
+    body: Any
+    """One of the dataclasses in nbstage.protocol.requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAnswered:
+    origin: Origin
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    origin: Origin
+    code: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoomEventOccurred:
+    """Something watchers should hear about: created, removed, peer_joined, peer_left, saved."""
+
+    kind: str
+    notebook_id: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStarted:
+    """An actor (or a kernel it owns) reports its pid, so teardown can find every process."""
+
+    role: str
+    name: str
+    pid: int
+    parent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessEnded:
+    role: str
+    name: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoomResident:
+    """The Daemon tells the edge where a room lives, so room requests skip the Daemon hop."""
+
+    notebook_id: str
+    address: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RoomGone:
+    notebook_id: str

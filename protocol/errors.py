@@ -1,0 +1,46 @@
+"""Error codes shared by the daemon wire, the actors and the MCP tools.
+
+A failure travels as a code from :class:`ErrorCode` plus a sentence for people.
+Codes are stable strings so programs can branch on them; the sentence says what
+to do next.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    BAD_FRAME = "bad_frame"
+    BAD_REQUEST = "bad_request"
+    UNKNOWN_REQUEST = "unknown_request"
+    NOTEBOOK_UNAVAILABLE = "notebook_unavailable"
+    NOT_FOUND = "not_found"
+    PATH_ALREADY_OPEN = "path_already_open"
+    CELL_NOT_FOUND = "cell_not_found"
+    BAD_INDEX = "bad_index"
+    BAD_CELL_TYPE = "bad_cell_type"
+    NO_MATCH = "no_match"
+    AMBIGUOUS_MATCH = "ambiguous_match"
+    BAD_PATTERN = "bad_pattern"
+    NOT_A_PEER = "not_a_peer"
+    SAVE_FAILED = "save_failed"
+    NO_PATH = "no_path"
+    UNKNOWN_RUNTIME = "unknown_runtime"
+    NO_KERNEL = "no_kernel"
+    KERNEL_DIED = "kernel_died"
+    EXECUTION_NOT_FOUND = "execution_not_found"
+    SHUTTING_DOWN = "shutting_down"
+    INTERNAL = "internal"
+
+
+class NbstageError(Exception):
+    """A failure with a stable code; pure code raises it, the actor turns it into a reply."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"NbstageError({self.code.value!r}, {self.message!r})"

@@ -1,0 +1,86 @@
+"""The daemon's wire format: a 4-byte big-endian length, then one orjson object.
+
+Every frame is an object carrying ``v`` (the wire version), ``type`` and ``id``.
+Nothing else is accepted and nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from typing import Any
+
+import orjson
+
+WIRE_VERSION = 1
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+
+
+class FrameError(Exception):
+    """The peer sent something that is not a valid frame; the connection must close."""
+
+
+def encode_frame(payload: dict[str, Any]) -> bytes:
+    body = orjson.dumps(payload)
+    if len(body) > MAX_FRAME_BYTES:
+        raise FrameError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+    return _HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """Parse a frame body and check its envelope (``v``, ``type``, ``id``)."""
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"frame is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise FrameError("frame must be a JSON object")
+    if payload.get("v") != WIRE_VERSION:
+        raise FrameError(f"frame must carry v={WIRE_VERSION}")
+    if not isinstance(payload.get("type"), str):
+        raise FrameError("frame must carry a string 'type'")
+    frame_id = payload.get("id")
+    if isinstance(frame_id, bool) or not isinstance(frame_id, int | str):
+        raise FrameError("frame must carry an 'id' that is an integer or a string")
+    return payload
+
+
+def _check_length(header: bytes) -> int:
+    (length,) = _HEADER.unpack(header)
+    if length > MAX_FRAME_BYTES:
+        raise FrameError(f"frame length {length} exceeds the {MAX_FRAME_BYTES}-byte limit")
+    return length
+
+
+async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """Read one frame; None at a clean end of stream between frames."""
+    try:
+        header = await reader.readexactly(_HEADER.size)
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            raise FrameError("connection closed inside a frame header") from None
+        return None
+    length = _check_length(header)
+    try:
+        body = await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        raise FrameError("connection closed inside a frame body") from None
+    return decode_body(body)
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("daemon closed the connection")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def recv_frame(sock: socket.socket) -> dict[str, Any]:
+    """Blocking read of one frame from a socket (used by clients)."""
+    length = _check_length(_recv_exactly(sock, _HEADER.size))
+    return decode_body(_recv_exactly(sock, length))

@@ -1,0 +1,238 @@
+"""Requests a client may send to the daemon over its socket.
+
+Each class is registered under its wire ``type`` with :func:`wire_request`.
+``decode_request`` turns a checked frame into one of these, naming any bad field.
+Requests that carry ``notebook_id`` are answered by that notebook's Room; the rest
+by the Daemon or by the socket edge itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from nbstage.protocol.codec import from_wire
+from nbstage.protocol.errors import ErrorCode, NbstageError
+
+REQUEST_TYPES: dict[str, type] = {}
+WIRE_NAMES: dict[type, str] = {}
+_R = TypeVar("_R", bound=type)
+
+
+def wire_request(name: str):
+    def register(cls: _R) -> _R:
+        REQUEST_TYPES[name] = cls
+        WIRE_NAMES[cls] = name
+        return cls
+
+    return register
+
+
+def decode_request(frame: dict[str, Any]) -> object:
+    """Build the request a checked frame asks for (envelope keys are ignored)."""
+    cls = REQUEST_TYPES.get(frame["type"])
+    if cls is None:
+        known = ", ".join(sorted(REQUEST_TYPES))
+        raise NbstageError(
+            ErrorCode.UNKNOWN_REQUEST, f"unknown request type {frame['type']!r}; known: {known}"
+        )
+    fields = {k: v for k, v in frame.items() if k not in ("v", "type", "id")}
+    return from_wire(cls, fields)
+
+
+# --- daemon-level requests -------------------------------------------------------------
+
+
+@wire_request("identity")
+@dataclass(frozen=True, slots=True)
+class GetIdentity:
+    """Ask who the daemon is: pid, start time, version and incarnation."""
+
+
+@wire_request("status")
+@dataclass(frozen=True, slots=True)
+class GetStatus:
+    """Identity plus the socket path and room and kernel counts."""
+
+
+@wire_request("watch")
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """Open a stream of heartbeats and room events on this connection."""
+
+    client: dict[str, Any] | None = None
+    """What the watching client reports about itself (label, pids, notebooks); shown by admin."""
+
+
+@wire_request("shutdown")
+@dataclass(frozen=True, slots=True)
+class ShutdownDaemon:
+    """Save and flush every room, stop every kernel, then exit."""
+
+
+@wire_request("list_rooms")
+@dataclass(frozen=True, slots=True)
+class ListRooms:
+    """Every resident room with its id, path, peers and flags."""
+
+
+@wire_request("open")
+@dataclass(frozen=True, slots=True)
+class OpenNotebook:
+    """Join the room of an .ipynb file, loading it if no room holds it yet."""
+
+    path: str
+    peer_label: str = "anonymous"
+
+
+@wire_request("create")
+@dataclass(frozen=True, slots=True)
+class CreateNotebook:
+    """Make a new untitled room and join it."""
+
+    runtime: str | None = "python"
+    """Kernel runtime; None makes a room with no kernel."""
+    ephemeral: bool = True
+    """Ephemeral rooms are never written anywhere; others are journaled in the registry."""
+    working_dir: str | None = None
+    peer_label: str = "anonymous"
+
+
+@wire_request("attach")
+@dataclass(frozen=True, slots=True)
+class AttachNotebook:
+    """Join a notebook by UUID; attach-only, never creates an empty document."""
+
+    notebook_id: str
+    peer_label: str = "anonymous"
+
+
+# --- room-level requests (answered by the Room that holds notebook_id) ------------------
+
+
+@wire_request("leave")
+@dataclass(frozen=True, slots=True)
+class LeaveRoom:
+    notebook_id: str
+    peer_id: str
+
+
+@wire_request("save")
+@dataclass(frozen=True, slots=True)
+class SaveNotebook:
+    """Write the notebook atomically; ``path`` saves it there (promoting an untitled room)."""
+
+    notebook_id: str
+    path: str | None = None
+
+
+@wire_request("get_cell")
+@dataclass(frozen=True, slots=True)
+class GetCell:
+    notebook_id: str
+    cell_id: str
+
+
+@wire_request("get_cells")
+@dataclass(frozen=True, slots=True)
+class GetCells:
+    notebook_id: str
+    format: str = "summary"
+    """"summary" gives one short line per cell; "json" gives whole cells."""
+    start: int = 0
+    count: int | None = None
+    include_outputs: bool = False
+
+
+@wire_request("create_cell")
+@dataclass(frozen=True, slots=True)
+class CreateCell:
+    notebook_id: str
+    source: str = ""
+    cell_type: str = "code"
+    index: int | None = None
+    key: str | None = None
+    """Idempotency key: a repeat returns the first result and changes nothing."""
+
+
+@wire_request("set_cell")
+@dataclass(frozen=True, slots=True)
+class SetCell:
+    notebook_id: str
+    cell_id: str
+    source: str | None = None
+    cell_type: str | None = None
+    key: str | None = None
+
+
+@wire_request("delete_cell")
+@dataclass(frozen=True, slots=True)
+class DeleteCell:
+    notebook_id: str
+    cell_id: str
+    key: str | None = None
+
+
+@wire_request("move_cell")
+@dataclass(frozen=True, slots=True)
+class MoveCell:
+    notebook_id: str
+    cell_id: str
+    after_cell_id: str | None = None
+    key: str | None = None
+
+
+@wire_request("replace_match")
+@dataclass(frozen=True, slots=True)
+class ReplaceMatch:
+    notebook_id: str
+    cell_id: str
+    match: str
+    content: str
+    context_before: str | None = None
+    context_after: str | None = None
+    key: str | None = None
+
+
+@wire_request("replace_regex")
+@dataclass(frozen=True, slots=True)
+class ReplaceRegex:
+    notebook_id: str
+    cell_id: str
+    pattern: str
+    content: str
+    key: str | None = None
+
+
+@wire_request("execute")
+@dataclass(frozen=True, slots=True)
+class ExecuteCell:
+    """Queue a cell; answer when it finishes or after ``wait_secs``, whichever comes first."""
+
+    notebook_id: str
+    cell_id: str
+    wait_secs: float = 0.0
+    key: str | None = None
+
+
+@wire_request("get_execution")
+@dataclass(frozen=True, slots=True)
+class GetExecution:
+    notebook_id: str
+    execution_id: str
+    wait_secs: float = 0.0
+
+
+@wire_request("interrupt")
+@dataclass(frozen=True, slots=True)
+class InterruptKernel:
+    notebook_id: str
+
+
+@wire_request("restart_kernel")
+@dataclass(frozen=True, slots=True)
+class RestartKernel:
+    notebook_id: str
+
+
+MUTATIONS = (CreateCell, SetCell, DeleteCell, MoveCell, ReplaceMatch, ReplaceRegex)

@@ -1,0 +1,135 @@
+"""The Daemon ↔ Room conversation: starting, joining, path claims and closing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from nbstage.protocol.edge import Origin
+from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.settings import Settings
+
+
+class RoomSource(StrEnum):
+    FILE = "file"
+    """Load the .ipynb at the room's path."""
+    UNTITLED = "untitled"
+    """Load a persisted untitled notebook from the registry."""
+    NEW = "new"
+    """Start from an empty document."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartDaemon:
+    """The edge's first message to the Daemon actor; its sender is the edge's reply address."""
+
+    state_dir: str
+    kernel_dir: str
+    settings: Settings
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStarted:
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopDaemon:
+    """Close every room (saving and flushing), then answer DaemonStopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStopped:
+    rooms_closed: int
+
+
+@dataclass(frozen=True, slots=True)
+class StartRoom:
+    """A new Room's first message: who it is and where its document comes from."""
+
+    notebook_id: str
+    source: RoomSource
+    path: str | None
+    ephemeral: bool
+    runtime: str | None
+    working_dir: str | None
+    state_dir: str
+    kernel_dir: str
+    settings: Settings
+    edge: Any
+    """The edge's address: answers and events go straight there."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomStarted:
+    notebook_id: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoomStartFailed:
+    notebook_id: str
+    code: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRoom:
+    """Admit a peer; the Room answers the origin directly."""
+
+    origin: Origin
+    peer_label: str
+    created: bool
+    """True when this join created the room (reported as a fresh notebook)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomStatus:
+    """A Room's summary, sent to the Daemon whenever it changes (peers, kernel, path)."""
+
+    notebook_id: str
+    path: str | None
+    ephemeral: bool
+    peers: tuple[tuple[str, str], ...]
+    """(peer_id, label) pairs."""
+    kernel_status: str
+    kernel_pid: int | None
+    idle_since: float | None
+    """Monotonic time the room last lost its last peer, or None while it has peers."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimPath:
+    """A Room asks to bind ``path`` before writing there (save-as, promotion)."""
+
+    notebook_id: str
+    path: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class PathClaimed:
+    path: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class PathRefused:
+    path: str
+    origin: Origin
+    code: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRoom:
+    """Save or flush, stop the kernel, then answer RoomClosed. The Daemon then stops the actor."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoomClosed:
+    notebook_id: str
+    saved: bool
