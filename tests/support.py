@@ -1,0 +1,110 @@
+"""Helpers the tests share: a real daemon in a temp state dir, and process accounting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from nbstage.entrypoints.daemon_client import DaemonClient
+from nbstage.entrypoints.statedir import StatePaths, state_paths
+
+NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll an OS fact (a pid exiting, a file appearing) until it holds; fail loudly if not."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
+    """Every live process that belongs to a daemon: itself, its actors and its kernels.
+
+    Actor and kernel processes inherit NBSTAGE_EDGE_PID from the daemon, which is
+    how they are found even after the actor admin daemonizes itself.
+    """
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == daemon_pid or proc.environ().get("NBSTAGE_EDGE_PID") == str(daemon_pid):
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def run_cli(*args: str, state_dir: Path, env: dict[str, str] | None = None, timeout: float = 90):
+    full_env = {**os.environ, "NBSTAGE_STATE_DIR": str(state_dir), **(env or {})}
+    return subprocess.run(
+        [*NBSTAGE, *args], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@dataclass
+class RunningDaemon:
+    paths: StatePaths
+    env: dict[str, str]
+    pid: int
+
+    def client(self, timeout: float = 60.0) -> DaemonClient:
+        return DaemonClient(self.paths.socket, timeout=timeout)
+
+    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+        with self.client() as client:
+            return client.request(kind, **fields)
+
+    def status(self) -> dict[str, Any]:
+        return self.request("status")
+
+    def stop(self) -> None:
+        result = run_cli("daemon", "stop", state_dir=self.paths.root, env=self.env)
+        assert result.returncode == 0, result.stderr
+
+    def kill(self) -> None:
+        os.kill(self.pid, 9)
+
+
+def start_daemon(state_dir: Path, env: dict[str, str] | None = None) -> RunningDaemon:
+    env = env or {}
+    result = run_cli("daemon", "start", state_dir=state_dir, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    paths = state_paths(state_dir)
+    with DaemonClient(paths.socket) as client:
+        pid = client.request("identity")["pid"]
+    return RunningDaemon(paths, env, pid)
+
+
+@contextmanager
+def daemon_running(state_dir: Path, env: dict[str, str] | None = None) -> Iterator[RunningDaemon]:
+    """A daemon for the body of the block; afterwards, stopped with nothing left behind."""
+    daemon = start_daemon(state_dir, env)
+    try:
+        yield daemon
+    finally:
+        assert_daemon_gone(daemon)
+
+
+def assert_daemon_gone(daemon: RunningDaemon) -> None:
+    """Stop the daemon if it still runs, then require that none of its processes remain."""
+    if psutil.pid_exists(daemon.pid):
+        daemon.stop()
+    leftover = wait_until(
+        lambda: not processes_of_daemon(daemon.pid) or None, 15, "daemon processes to exit"
+    )
+    assert leftover
