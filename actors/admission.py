@@ -75,5 +75,6 @@ def admit_attach(
     return Refuse(
         ErrorCode.NOTEBOOK_UNAVAILABLE,
         f"Notebook {notebook_id} is not available: it is not open, has no saved file and no "
-        "persisted copy (ephemeral notebooks end with the daemon). Create a new one or open a path.",
+        "persisted copy (ephemeral notebooks end with the daemon). "
+        "Create a new one or open a path.",
     )

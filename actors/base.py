@@ -66,5 +66,8 @@ class NbActor(ActorTypeDispatcher):
     def fail(self, origin: Origin, error: NbstageError) -> None:
         self.send(self.edge, RequestFailed(origin, error.code, error.message))
 
+    def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
+        """thespian stops the actor after this returns; subclasses release what they hold."""
+
     def receiveUnrecognizedMessage(self, msg: object, sender: ActorAddress) -> None:
         log.warning("%s ignored %s from %s", type(self).__name__, type(msg).__name__, sender)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -26,9 +27,11 @@ from nbstage.actors.admission import (
     admit_open,
 )
 from nbstage.actors.base import NbActor
+from nbstage.actors.reaper import RoomFacts, choose_rooms_to_reap
 from nbstage.actors.registry import Registry
 from nbstage.actors.room import Room
 from nbstage.protocol.edge import (
+    ClientRequest,
     Origin,
     RoomEventOccurred,
     RoomGone,
@@ -41,6 +44,7 @@ from nbstage.protocol.requests import (
     GetStatus,
     ListRooms,
     OpenNotebook,
+    RunReaper,
 )
 from nbstage.protocol.rooms import (
     ClaimPath,
@@ -65,6 +69,11 @@ log = logging.getLogger("nbstage.daemon")
 CHILD_CHECK_TICK = timedelta(milliseconds=100)
 
 
+@dataclass(frozen=True, slots=True)
+class ReapDue:
+    """Reaper timer payload."""
+
+
 @dataclass
 class RoomEntry:
     address: ActorAddress
@@ -73,6 +82,25 @@ class RoomEntry:
     starting: bool = True
     status: RoomStatus | None = None
     closing: bool = False
+    joins_sent: int = 0
+    deferred: list[tuple[Origin, Any]] = field(default_factory=list)
+    """Admissions that arrived while the room was closing; replayed once it is gone."""
+
+    @property
+    def reserved(self) -> bool:
+        """Being created or joined: such a room is never reaped."""
+        seen = self.status.joins_seen if self.status is not None else 0
+        return self.starting or self.joins_sent > seen
+
+    def facts(self, notebook_id: str) -> RoomFacts:
+        status = self.status
+        return RoomFacts(
+            notebook_id,
+            peers=len(status.peers) if status else 0,
+            has_kernel=status is not None and status.kernel_status != "none",
+            idle_since=status.idle_since if status else None,
+            reserved=self.reserved,
+        )
 
 
 @dataclass
@@ -97,10 +125,39 @@ class Daemon(NbActor):
         self.edge = sender
         self.registry = Registry(Path(msg.state_dir) / "registry.sqlite3")
         self.wakeupAfter(CHILD_CHECK_TICK)
+        self._schedule_reaper()
         self.send(sender, DaemonStarted(os.getpid()))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        self.wakeupAfter(CHILD_CHECK_TICK)
+        if isinstance(msg.payload, ReapDue):
+            self._reap()
+            self._schedule_reaper()
+        else:
+            self.wakeupAfter(CHILD_CHECK_TICK)
+
+    def _schedule_reaper(self) -> None:
+        interval = timedelta(seconds=self.config.settings.reaper_interval_secs)
+        self.wakeupAfter(interval, payload=ReapDue())
+
+    def _reap(self) -> list[str]:
+        settings = self.config.settings
+        chosen = choose_rooms_to_reap(
+            [entry.facts(nid) for nid, entry in self.rooms.items() if not entry.closing],
+            time.monotonic(),
+            settings.reaper_ttl_secs,
+            settings.reaper_soft_cap,
+        )
+        for notebook_id in chosen:
+            self._close_room(notebook_id, "reaped")
+        return chosen
+
+    def _run_reaper(self, origin: Origin, req: RunReaper) -> None:
+        self.answer(origin, {"reaped": self._reap()})
+
+    def _close_room(self, notebook_id: str, reason: str) -> None:
+        entry = self.rooms[notebook_id]
+        entry.closing = True
+        self.send(entry.address, CloseRoom(reason))
 
     def request_handlers(self):
         return {
@@ -109,7 +166,26 @@ class Daemon(NbActor):
             CreateNotebook: self._create,
             ListRooms: self._list_rooms,
             GetStatus: self._status,
+            RunReaper: self._run_reaper,
         }
+
+    def receiveMsg_ClientRequest(self, msg: Any, sender: ActorAddress) -> None:
+        closing = self._closing_target(msg.body)
+        if closing is not None:
+            closing.deferred.append((msg.origin, msg.body))
+            return
+        super().receiveMsg_ClientRequest(msg, sender)
+
+    def _closing_target(self, body: Any) -> RoomEntry | None:
+        """The closing room an admission would join, if any: it must wait until it is gone."""
+        if isinstance(body, AttachNotebook):
+            entry = self.rooms.get(body.notebook_id)
+        elif isinstance(body, OpenNotebook):
+            path = str(Path(body.path).expanduser().resolve())
+            entry = self.rooms.get(self.by_path.get(path, ""))
+        else:
+            entry = None
+        return entry if entry is not None and entry.closing else None
 
     def _refuse_while_stopping(self) -> None:
         if self.stopping is not None:
@@ -125,7 +201,7 @@ class Daemon(NbActor):
             self.registry.id_for(path),
             str(uuid.uuid4()),
         )
-        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python")
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python3")
 
     def _attach(self, origin: Origin, req: AttachNotebook) -> None:
         self._refuse_while_stopping()
@@ -136,14 +212,17 @@ class Daemon(NbActor):
             has_untitled=self.registry.has_untitled(req.notebook_id),
         )
         admission = admit_attach(self.rooms, req.notebook_id, facts)
-        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python")
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python3")
 
     def _create(self, origin: Origin, req: CreateNotebook) -> None:
         self._refuse_while_stopping()
+        runtime = None
+        if req.runtime is not None:
+            from nbstage.actors.kernel_backend import resolve_kernel_name
+
+            runtime = resolve_kernel_name(req.runtime)
         admission = StartNewRoom(str(uuid.uuid4()), RoomSource.NEW, None)
-        self._carry_out(
-            origin, admission, req.peer_label, req.ephemeral, req.runtime, req.working_dir
-        )
+        self._carry_out(origin, admission, req.peer_label, req.ephemeral, runtime, req.working_dir)
 
     def _carry_out(
         self,
@@ -158,10 +237,14 @@ class Daemon(NbActor):
             case Refuse(code, message):
                 raise NbstageError(code, message)
             case JoinResident(notebook_id):
-                self.send(self.rooms[notebook_id].address, JoinRoom(origin, peer_label, False))
+                self._join(self.rooms[notebook_id], origin, peer_label, created=False)
             case StartNewRoom(notebook_id, source, path):
                 entry = self._start_room(notebook_id, source, path, ephemeral, runtime, working_dir)
-                self.send(entry.address, JoinRoom(origin, peer_label, source is RoomSource.NEW))
+                self._join(entry, origin, peer_label, created=source is RoomSource.NEW)
+
+    def _join(self, entry: RoomEntry, origin: Origin, peer_label: str, created: bool) -> None:
+        entry.joins_sent += 1
+        self.send(entry.address, JoinRoom(origin, peer_label, created, entry.joins_sent))
 
     def _start_room(
         self,
@@ -267,9 +350,9 @@ class Daemon(NbActor):
 
     def receiveMsg_StopDaemon(self, msg: StopDaemon, sender: ActorAddress) -> None:
         self.stopping = _Stopping(waiting=set(self.rooms))
-        for entry in self.rooms.values():
-            entry.closing = True
-            self.send(entry.address, CloseRoom("daemon stopping"))
+        for notebook_id, entry in self.rooms.items():
+            if not entry.closing:
+                self._close_room(notebook_id, "daemon stopping")
         self._finish_stop_if_done()
 
     def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:
@@ -294,6 +377,8 @@ class Daemon(NbActor):
         self.send(self.edge, RoomGone(notebook_id))
         if not entry.starting:
             self.send(self.edge, RoomEventOccurred("removed", notebook_id, {"path": entry.path}))
+        for origin, body in entry.deferred:
+            self.receiveMsg_ClientRequest(ClientRequest(origin, body), self.myAddress)
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         for notebook_id, entry in list(self.rooms.items()):

@@ -47,12 +47,16 @@ def load_notebook(path: Path) -> dict:
 
 
 def serialize_notebook(nb: dict) -> bytes:
-    """Validate ``nb`` as nbformat 4 and return its file content (UTF-8, final newline)."""
+    """Validate ``nb`` as nbformat 4 and return its file content (UTF-8, final newline).
+
+    Writes with ``nbformat.v4.writes``, the writer ``nbformat.writes`` ends in, so the
+    notebook is validated once rather than twice.
+    """
     try:
         _check_ids(nb)
         node = nbformat.from_dict(nb)
         nbformat.validate(node)
-        text = nbformat.writes(node)
+        text = nbformat.v4.writes(node)
     except _PARSE_ERRORS as exc:
         raise NbstageError(
             ErrorCode.SAVE_FAILED,
@@ -114,7 +118,10 @@ def _parse(text: str, path: Path) -> dict:
         raise _not_a_notebook(path, f"it is not valid JSON ({exc})") from None
     if not isinstance(raw, dict) or "nbformat" not in raw:
         raise _not_a_notebook(path, "it has no 'nbformat' version field")
-    if raw["nbformat"] == 4:
+    version = raw["nbformat"]
+    if not isinstance(version, int) or version not in nbformat.versions:
+        raise _not_a_notebook(path, f"nbformat version {_clip(version)} is not supported")
+    if version == 4:
         _give_ids(raw)
     return raw
 
@@ -125,13 +132,18 @@ def _give_ids(raw: dict) -> None:
     if not isinstance(cells, list):
         return
     cells = [c for c in cells if isinstance(c, dict)]
-    taken = {c.get("id") for c in cells}
-    seen: set[object] = set()
+    taken = {c["id"] for c in cells if isinstance(c.get("id"), str)}
+    seen: set[str] = set()
     for cell in cells:
         if not valid_cell_id(cell.get("id")) or cell["id"] in seen:
             cell["id"] = fresh_cell_id(taken)
             taken.add(cell["id"])
         seen.add(cell["id"])
+
+
+def _clip(value: object, limit: int = 40) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def _not_a_notebook(path: Path, why: object) -> NbstageError:

@@ -1,12 +1,14 @@
 """The Room actor: one open notebook, the only place its document changes.
 
-It answers room requests from the edge directly, keeps its peers, applies
-mutations at most once per idempotency key, saves atomically, and autosaves
-file-backed notebooks. Kernel work is delegated to a Kernel child (see kernel.py).
+It answers room requests from the edge directly, keeps its peers, applies each
+mutation at most once per idempotency key, saves atomically, autosaves, and
+drives executions on its Kernel child. Decisions about the kernel's lifetime
+come from lifetime.py; execution bookkeeping from executions.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -18,22 +20,48 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from thespian.actors import ActorAddress, WakeupMessage
+from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
 
+from nbstage.actors import lifetime, persistence
 from nbstage.actors.base import NbActor
 from nbstage.actors.document import Document
+from nbstage.actors.executions import Execution, ExecutionBook
+from nbstage.actors.kernel import Kernel
 from nbstage.actors.registry import Registry
-from nbstage.protocol.edge import Origin, ProcessStarted, RoomEventOccurred
+from nbstage.protocol.edge import Origin, ProcessEnded, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import (
+    ExecutionFinished,
+    ExecutionsCancelled,
+    ExecutionStarted,
+    ExecutionStatus,
+    InterruptKernelNow,
+    KernelDied,
+    KernelFailed,
+    KernelInterrupted,
+    KernelReady,
+    KernelRestarted,
+    KernelState,
+    KernelStopped,
+    OutputsArrived,
+    RestartKernelNow,
+    RunCode,
+    ShutdownKernel,
+    StartKernel,
+)
 from nbstage.protocol.requests import (
     CreateCell,
     DeleteCell,
+    ExecuteCell,
     GetCell,
     GetCells,
+    GetExecution,
+    InterruptKernel,
     LeaveRoom,
     MoveCell,
     ReplaceMatch,
     ReplaceRegex,
+    RestartKernel,
     SaveNotebook,
     SetCell,
 )
@@ -58,9 +86,20 @@ REMEMBERED_KEYS = 512
 
 @dataclass(frozen=True, slots=True)
 class AutosaveDue:
-    """Timer payload; stale generations are ignored because wakeups cannot be cancelled."""
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeepAliveExpired:
+    """Keep-alive timer payload; also accepted as a message so tests can fire it in order."""
 
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class WaitExpired:
+    execution_id: str
+    origin: Origin
 
 
 class Room(NbActor):
@@ -77,6 +116,15 @@ class Room(NbActor):
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
+        self.life = lifetime.Lifetime(has_runtime=False)
+        self.kernel: ActorAddress | None = None
+        self.kernel_state = KernelState.NONE
+        self.kernel_pid: int | None = None
+        self.kernel_problem: str | None = None
+        self.pending_restart: list[Origin] = []
+        self.book = ExecutionBook()
+        self.finished_count = 0
+        self.joins_seen = 0
         self._registry: Registry | None = None
 
     # --- start ----------------------------------------------------------------------------
@@ -87,6 +135,7 @@ class Room(NbActor):
         self.edge = msg.edge
         self.path = msg.path
         self.ephemeral = msg.ephemeral
+        self.life = lifetime.Lifetime(has_runtime=msg.runtime is not None)
         try:
             self.doc = self._load(msg)
         except NbstageError as exc:
@@ -95,7 +144,6 @@ class Room(NbActor):
         self.saved_revision = self.doc.revision
         if msg.source is RoomSource.NEW and not msg.ephemeral:
             self._flush_untitled()
-        self.send(self.edge, ProcessStarted("room", msg.notebook_id, os.getpid()))
         self.send(sender, RoomStarted(msg.notebook_id, os.getpid()))
         self._report_status()
 
@@ -124,18 +172,25 @@ class Room(NbActor):
     def notebook_id(self) -> str:
         return self.config.notebook_id
 
-    # --- peers ----------------------------------------------------------------------------
+    @property
+    def executions_dir(self) -> Path:
+        return Path(self.config.state_dir) / "executions"
+
+    # --- peers and the kernel's lifetime --------------------------------------------------
 
     def receiveMsg_JoinRoom(self, msg: JoinRoom, sender: ActorAddress) -> None:
         if self.doc is None:
+            self.joins_seen = max(self.joins_seen, msg.join_seq)
             self.fail(
                 msg.origin,
                 NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, "The notebook could not be loaded."),
             )
             return
+        self.joins_seen = max(self.joins_seen, msg.join_seq)
         peer_id = uuid.uuid4().hex[:12]
         self.peers[peer_id] = msg.peer_label
         self.idle_since = None
+        self._carry_out(lifetime.peer_joined, self.life)
         self.answer(msg.origin, {**self._describe(), "peer_id": peer_id, "created": msg.created})
         self._event("peer_joined", {"peer_id": peer_id, "label": msg.peer_label})
         self._report_status()
@@ -146,9 +201,89 @@ class Room(NbActor):
             raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
         if not self.peers:
             self.idle_since = time.monotonic()
+        self._carry_out(lifetime.peer_left, self.life)
         self.answer(origin, {"left": True})
         self._event("peer_left", {"peer_id": req.peer_id, "label": label})
         self._report_status()
+
+    def receiveMsg_KeepAliveExpired(self, msg: KeepAliveExpired, sender: ActorAddress) -> None:
+        self._carry_out(lifetime.keep_alive_expired, self.life, msg.generation)
+
+    def _carry_out(self, decide: Any, *args: Any) -> None:
+        self.life, actions = decide(*args)
+        for action in actions:
+            match action:
+                case lifetime.StartFreshKernel():
+                    self._start_kernel()
+                case lifetime.ScheduleTeardown(generation):
+                    delay = timedelta(seconds=self.config.settings.keep_alive_secs)
+                    self.wakeupAfter(delay, payload=KeepAliveExpired(generation))
+                case lifetime.BeginTeardown():
+                    self._detach_kernel("keep-alive expired")
+
+    def _start_kernel(self) -> None:
+        self.kernel = self.createActor(Kernel)
+        self.kernel_state = KernelState.STARTING
+        self.kernel_problem = None
+        cfg = self.config
+        self.send(
+            self.kernel,
+            StartKernel(
+                cfg.notebook_id,
+                cfg.runtime,
+                cfg.kernel_dir,
+                cfg.working_dir,
+                self.edge,
+            ),
+        )
+
+    def _detach_kernel(self, reason: str) -> None:
+        """The latch: from here on the old kernel is never handed out."""
+        if self.kernel is not None:
+            self.send(self.kernel, ShutdownKernel())
+        self.kernel = None
+        self.kernel_state = KernelState.NONE
+        self.kernel_pid = None
+        self._fail_live_executions(ExecutionStatus.ERROR, f"kernel stopped: {reason}")
+        self._report_status()
+
+    def _from_current_kernel(self, sender: ActorAddress) -> bool:
+        return self.kernel is not None and sender == self.kernel
+
+    def receiveMsg_KernelReady(self, msg: KernelReady, sender: ActorAddress) -> None:
+        if self._from_current_kernel(sender):
+            self.kernel_state = KernelState.IDLE
+            self.kernel_pid = msg.pid
+            self._answer_restarts()
+            self._report_status()
+
+    def receiveMsg_KernelFailed(self, msg: KernelFailed, sender: ActorAddress) -> None:
+        if self._from_current_kernel(sender):
+            self.kernel_state = KernelState.DEAD
+            self.kernel_problem = msg.message
+            self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
+            self._report_status()
+
+    def receiveMsg_KernelDied(self, msg: KernelDied, sender: ActorAddress) -> None:
+        if self._from_current_kernel(sender):
+            self.kernel_state = KernelState.DEAD
+            self.kernel_problem = f"The kernel (pid {msg.pid}) died."
+            self._event("kernel_died", {"pid": msg.pid})
+            self._report_status()
+
+    def receiveMsg_KernelStopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
+        self.send(sender, ActorExitRequest())
+        if msg.pid is not None:
+            self.send(self.edge, ProcessEnded("kernel", self.notebook_id, msg.pid))
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+        if self.kernel is not None and msg.childAddress == self.kernel:
+            self.kernel = None
+            self.kernel_state = KernelState.DEAD
+            self.kernel_problem = "The kernel's actor exited."
+            self.life = lifetime.kernel_released(self.life)
+            self._fail_live_executions(ExecutionStatus.ERROR, self.kernel_problem)
+            self._report_status()
 
     def _describe(self) -> dict[str, Any]:
         return {
@@ -157,12 +292,8 @@ class Room(NbActor):
             "ephemeral": self.ephemeral,
             "runtime": self.config.runtime,
             "cell_count": len(self.doc.cells),
-            "kernel_status": self.kernel_status,
+            "kernel_status": self.kernel_state.value,
         }
-
-    @property
-    def kernel_status(self) -> str:
-        return "none"
 
     def _report_status(self) -> None:
         self.send(
@@ -172,9 +303,10 @@ class Room(NbActor):
                 self.path,
                 self.ephemeral,
                 tuple(self.peers.items()),
-                self.kernel_status,
-                None,
+                self.kernel_state.value,
+                self.kernel_pid,
                 self.idle_since,
+                self.joins_seen,
             ),
         )
 
@@ -195,6 +327,10 @@ class Room(NbActor):
             ReplaceMatch: self._mutation(self._replace_match),
             ReplaceRegex: self._mutation(self._replace_regex),
             SaveNotebook: self._save_request,
+            ExecuteCell: self._execute,
+            GetExecution: self._get_execution,
+            InterruptKernel: self._interrupt,
+            RestartKernel: self._restart,
         }
 
     def _get_cell(self, origin: Origin, req: GetCell) -> None:
@@ -219,14 +355,18 @@ class Room(NbActor):
                 self.answer(origin, self.applied[req.key])
                 return
             result = apply(req)
-            if req.key is not None:
-                self.applied[req.key] = result
-                while len(self.applied) > REMEMBERED_KEYS:
-                    self.applied.popitem(last=False)
+            self._remember(req.key, result)
             self.answer(origin, result)
             self._edited()
 
         return handle
+
+    def _remember(self, key: str | None, result: dict[str, Any]) -> None:
+        if key is None:
+            return
+        self.applied[key] = result
+        while len(self.applied) > REMEMBERED_KEYS:
+            self.applied.popitem(last=False)
 
     def _create_cell(self, req: CreateCell) -> dict[str, Any]:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
@@ -254,6 +394,158 @@ class Room(NbActor):
         cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
         return {"cell_id": cell.id}
 
+    # --- execution ------------------------------------------------------------------------
+
+    def _execute(self, origin: Origin, req: ExecuteCell) -> None:
+        if req.key is not None and req.key in self.applied:
+            self._answer_execution(origin, self.applied[req.key]["execution_id"], req.wait_secs)
+            return
+        cell = self.doc.cell(req.cell_id)
+        if cell.cell_type != "code":
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST, f"Cell {cell.id} is {cell.cell_type}, not code."
+            )
+        self._require_kernel()
+        record, is_new = self.book.queue(cell.id)
+        self._remember(req.key, {"execution_id": record.execution_id})
+        if is_new:
+            self.doc.clear_outputs(cell.id)
+            self.send(self.kernel, RunCode(record.execution_id, cell.source))
+        self._answer_execution(origin, record.execution_id, req.wait_secs)
+
+    def _require_kernel(self) -> None:
+        if not self.life.has_runtime:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
+        if self.kernel_state is KernelState.DEAD:
+            raise NbstageError(
+                ErrorCode.KERNEL_DIED,
+                f"{self.kernel_problem or 'The kernel died.'} Call restart_kernel to start a "
+                "fresh kernel (its variables are lost), then run the cells you need again.",
+            )
+        if self.kernel is None:
+            self._carry_out(lambda s: (s, [lifetime.StartFreshKernel()]), self.life)
+
+    def _answer_execution(self, origin: Origin, execution_id: str, wait_secs: float) -> None:
+        record = self.book.get(execution_id)
+        if record is None:
+            stored = persistence.read_execution(self.executions_dir, execution_id)
+            if stored is None:
+                raise NbstageError(
+                    ErrorCode.EXECUTION_NOT_FOUND, f"No execution {execution_id} in this notebook."
+                )
+            self.answer(origin, {"execution": stored})
+        elif record.status.finished or wait_secs <= 0:
+            self.answer(origin, {"execution": record.to_wire()})
+        else:
+            self.book.wait(execution_id, origin)
+            self.wakeupAfter(
+                timedelta(seconds=wait_secs), payload=WaitExpired(execution_id, origin)
+            )
+
+    def _get_execution(self, origin: Origin, req: GetExecution) -> None:
+        self._answer_execution(origin, req.execution_id, req.wait_secs)
+
+    def receiveMsg_ExecutionStarted(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
+        if self._from_current_kernel(sender) and self.book.started(msg.execution_id):
+            self.kernel_state = KernelState.BUSY
+
+    def receiveMsg_OutputsArrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
+        record = self.book.add_outputs(msg.execution_id, msg.outputs, msg.replace)
+        if record is not None:
+            if msg.replace:
+                self.doc.clear_outputs(record.cell_id)
+            self.doc.append_outputs(record.cell_id, msg.outputs)
+
+    def receiveMsg_ExecutionFinished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
+        record = self.book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
+        if self._from_current_kernel(sender):
+            self.kernel_state = KernelState.IDLE
+        if record is not None:
+            self._settle(record)
+
+    def receiveMsg_ExecutionsCancelled(
+        self, msg: ExecutionsCancelled, sender: ActorAddress
+    ) -> None:
+        for execution_id in msg.execution_ids:
+            record = self.book.finish(execution_id, msg.status, error=msg.reason)
+            if record is not None:
+                self._settle(record)
+
+    def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
+        for execution_id in self.book.live_ids():
+            record = self.book.finish(execution_id, status, error=reason)
+            if record is not None:
+                self._settle(record)
+
+    def _settle(self, record: Execution) -> None:
+        """A finished execution: update the cell, keep a record on disk, answer waiters."""
+        with contextlib.suppress(NbstageError):
+            self.doc.set_outputs(record.cell_id, record.outputs, record.execution_count)
+        view = record.to_wire()
+        for origin in self.book.release_waiters(record.execution_id):
+            self.answer(origin, {"execution": view})
+        self._store_execution(view)
+        self._edited()
+
+    def _store_execution(self, view: dict[str, Any]) -> None:
+        try:
+            persistence.write_execution(self.executions_dir, view)
+            self.finished_count += 1
+            if self.finished_count % persistence.PRUNE_EVERY == 0:
+                persistence.prune_executions(
+                    self.executions_dir, self.config.settings.execution_retention
+                )
+        except OSError:
+            log.exception("could not record execution %s", view["execution_id"])
+
+    def _interrupt(self, origin: Origin, req: InterruptKernel) -> None:
+        if self.kernel is None or self.kernel_state is KernelState.DEAD:
+            raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
+        self.send(self.kernel, InterruptKernelNow(origin))
+
+    def receiveMsg_KernelInterrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
+        self.answer(msg.origin, {"interrupted": True})
+
+    def _restart(self, origin: Origin, req: RestartKernel) -> None:
+        if not self.life.has_runtime:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
+        self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
+        self.pending_restart.append(origin)
+        if self.kernel is not None and self.kernel_state is not KernelState.DEAD:
+            self.kernel_state = KernelState.RESTARTING
+            self.send(self.kernel, RestartKernelNow(origin))
+            return
+        if self.kernel is not None:
+            self.send(self.kernel, ShutdownKernel())
+        self._start_kernel()
+        self.life = lifetime.Lifetime(True, self.life.peers, self.life.generation, True)
+
+    def receiveMsg_KernelRestarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
+        if self._from_current_kernel(sender):
+            self.kernel_state = KernelState.IDLE
+            self.kernel_pid = msg.pid
+            self._answer_restarts()
+            self._report_status()
+
+    def _answer_restarts(self) -> None:
+        for origin in self.pending_restart:
+            self.answer(origin, {"restarted": True, "kernel_pid": self.kernel_pid})
+        self.pending_restart = []
+
+    # --- timers ---------------------------------------------------------------------------
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+        match msg.payload:
+            case AutosaveDue(generation) if generation == self.autosave_generation:
+                self._persist_if_changed()
+            case KeepAliveExpired() as expired:
+                self.receiveMsg_KeepAliveExpired(expired, sender)
+            case WaitExpired(execution_id, origin) if self.book.release_waiter(
+                execution_id, origin
+            ):
+                record = self.book.get(execution_id)
+                self.answer(origin, {"execution": record.to_wire()})
+
     # --- saving ---------------------------------------------------------------------------
 
     def _edited(self) -> None:
@@ -268,11 +560,6 @@ class Room(NbActor):
         delay = max(0.0, min(settings.autosave_delay_secs, deadline - now))
         self.autosave_generation += 1
         self.wakeupAfter(timedelta(seconds=delay), payload=AutosaveDue(self.autosave_generation))
-
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        payload = msg.payload
-        if isinstance(payload, AutosaveDue) and payload.generation == self.autosave_generation:
-            self._persist_if_changed()
 
     def _persist_if_changed(self) -> None:
         if self.doc.revision == self.saved_revision:
@@ -302,27 +589,25 @@ class Room(NbActor):
         self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
 
     def receiveMsg_PathClaimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
-        def write(origin: Origin, path: str) -> None:
-            self._write_file(path)
-            self.path = path
-            self.ephemeral = False
-            self.answer(origin, {"notebook_id": self.notebook_id, "path": path})
-            self._report_status()
+        self.guarded(msg.origin, self._save_claimed, msg.path)
 
-        self.guarded(msg.origin, write, msg.path)
+    def _save_claimed(self, origin: Origin, path: str) -> None:
+        self._write_file(path)
+        self.path = path
+        self.ephemeral = False
+        self.answer(origin, {"notebook_id": self.notebook_id, "path": path})
+        self._report_status()
 
     def receiveMsg_PathRefused(self, msg: PathRefused, sender: ActorAddress) -> None:
         self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def _write_file(self, path: str) -> None:
-        from nbstage.actors.notebook_files import serialize_notebook, write_atomic
-
-        write_atomic(Path(path), serialize_notebook(self.doc.to_json()))
+        persistence.write_notebook_file(Path(path), self.doc.to_json())
         self._mark_saved()
         self._event("saved", {"path": path})
 
     def _flush_untitled(self) -> None:
-        self.registry.store_untitled(self.notebook_id, orjson.dumps(self.doc.to_json()))
+        persistence.flush_untitled(self.registry, self.notebook_id, self.doc.to_json())
         self._mark_saved()
 
     def _mark_saved(self) -> None:
@@ -339,6 +624,8 @@ class Room(NbActor):
                 saved = True
             except Exception:
                 log.exception("closing %s: final save failed", self.notebook_id)
+        if self.kernel is not None:
+            self._detach_kernel(msg.reason)
         if self._registry is not None:
             self._registry.close()
             self._registry = None

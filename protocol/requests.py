@@ -76,6 +76,12 @@ class ListRooms:
     """Every resident room with its id, path, peers and flags."""
 
 
+@wire_request("reap")
+@dataclass(frozen=True, slots=True)
+class RunReaper:
+    """Run the ghost-room reaper now; answers with the rooms it chose."""
+
+
 @wire_request("open")
 @dataclass(frozen=True, slots=True)
 class OpenNotebook:

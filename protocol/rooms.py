@@ -82,6 +82,8 @@ class JoinRoom:
     peer_label: str
     created: bool
     """True when this join created the room (reported as a fresh notebook)."""
+    join_seq: int = 0
+    """The Daemon's count of joins sent to this room; RoomStatus echoes the last one seen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class RoomStatus:
     kernel_pid: int | None
     idle_since: float | None
     """Monotonic time the room last lost its last peer, or None while it has peers."""
+    joins_seen: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,292 @@
+"""The Kernel actor: one real Jupyter kernel, its run queue and its output batches.
+
+It never blocks on the kernel. It drains the kernel's sockets on timer ticks: every
+millisecond while something runs or starts, every 100 ms otherwise (which is also
+how it notices the process dying). Timers cannot be cancelled in thespian, so each
+tick carries a generation and stale ones are dropped.
+
+Code runs one cell at a time, in request order. An error cancels the queue behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorAddress, WakeupMessage
+
+from nbstage.actors.base import NbActor
+from nbstage.protocol.edge import ProcessStarted
+from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.kernels import (
+    ExecutionFinished,
+    ExecutionsCancelled,
+    ExecutionStarted,
+    ExecutionStatus,
+    InterruptKernelNow,
+    KernelDied,
+    KernelFailed,
+    KernelInterrupted,
+    KernelReady,
+    KernelRestarted,
+    KernelState,
+    KernelStopped,
+    OutputsArrived,
+    RestartKernelNow,
+    RunCode,
+    ShutdownKernel,
+    StartKernel,
+)
+
+log = logging.getLogger("nbstage.kernel")
+
+BUSY_TICK = timedelta(milliseconds=1)
+IDLE_TICK = timedelta(milliseconds=100)
+FLUSH_EVERY_SECS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    generation: int
+
+
+@dataclass
+class Run:
+    """The execution the kernel is working on now."""
+
+    execution_id: str
+    msg_id: str
+    execution_count: int | None = None
+    reply: Any = None
+    idle: bool = False
+    batch: list[dict[str, Any]] = field(default_factory=list)
+    replace_batch: bool = False
+    last_flush: float = field(default_factory=time.monotonic)
+
+
+def merge_into(batch: list[dict[str, Any]], output: dict[str, Any]) -> None:
+    """Append an output, joining consecutive chunks of the same stream."""
+    last = batch[-1] if batch else None
+    if (
+        last is not None
+        and output["output_type"] == "stream"
+        and last["output_type"] == "stream"
+        and last["name"] == output["name"]
+    ):
+        batch[-1] = {**last, "text": last["text"] + output["text"]}
+    else:
+        batch.append(output)
+
+
+class Kernel(NbActor):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.room: ActorAddress | None = None
+        self.backend: Any = None
+        self.state = KernelState.NONE
+        self.waiting: deque[tuple[str, str]] = deque()
+        self.run: Run | None = None
+        self.info_msg_id: str | None = None
+        self.restart_origin: Any = None
+        self.tick_generation = 0
+
+    # --- ticks ----------------------------------------------------------------------------
+
+    def _tick_soon(self) -> None:
+        """Start a new tick chain at the pace the current state needs."""
+        self.tick_generation += 1
+        busy = self.state in (KernelState.STARTING, KernelState.RESTARTING) or self.run is not None
+        self.wakeupAfter(BUSY_TICK if busy else IDLE_TICK, payload=Tick(self.tick_generation))
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+        if not isinstance(msg.payload, Tick) or msg.payload.generation != self.tick_generation:
+            return
+        if self.backend is None or self.state is KernelState.DEAD:
+            return
+        try:
+            self._pump()
+        except Exception:
+            log.exception("kernel pump failed")
+        if self.state is not KernelState.DEAD:
+            self._tick_soon()
+
+    def _pump(self) -> None:
+        for event in self.backend.drain():
+            self._on_event(event)
+        if self.run is not None:
+            self._finish_or_flush()
+        if not self.backend.is_alive():
+            self._died()
+
+    # --- start ----------------------------------------------------------------------------
+
+    def receiveMsg_StartKernel(self, msg: StartKernel, sender: ActorAddress) -> None:
+        self.room = sender
+        self.edge = msg.edge
+        try:
+            from nbstage.actors.kernel_backend import JupyterBackend
+
+            self.backend = JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), msg.notebook_id)
+            self.info_msg_id = self.backend.start(msg.working_dir)
+        except Exception as exc:
+            log.exception("kernel start failed")
+            self.state = KernelState.DEAD
+            self.send(sender, KernelFailed(ErrorCode.INTERNAL, f"kernel failed to start: {exc}"))
+            return
+        self.state = KernelState.STARTING
+        self.send(self.edge, ProcessStarted("kernel", msg.notebook_id, self.backend.pid))
+        self._tick_soon()
+
+    # --- events from the kernel -----------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        from nbstage.actors.kernel_backend import (
+            ExecutionCounted,
+            KernelWentIdle,
+            OutputCleared,
+            OutputEmitted,
+            ReplyReceived,
+        )
+
+        if isinstance(event, ReplyReceived) and event.parent_id == self.info_msg_id:
+            self._ready()
+            return
+        run = self.run
+        if run is None or event.parent_id != run.msg_id:
+            return
+        match event:
+            case OutputEmitted(_, output):
+                merge_into(run.batch, output)
+            case OutputCleared():
+                run.batch.clear()
+                run.replace_batch = True
+            case ExecutionCounted(_, count):
+                run.execution_count = count
+            case KernelWentIdle():
+                run.idle = True
+            case ReplyReceived():
+                run.reply = event
+
+    def _ready(self) -> None:
+        self.info_msg_id = None
+        restarting = self.state is KernelState.RESTARTING
+        self.state = KernelState.IDLE
+        if restarting:
+            self.send(self.room, KernelRestarted(self.restart_origin, self.backend.pid))
+            self.restart_origin = None
+        else:
+            self.send(self.room, KernelReady(self.backend.pid))
+        self._next()
+
+    def _finish_or_flush(self) -> None:
+        run = self.run
+        if run.reply is not None and run.idle:
+            self._flush(run)
+            ok = run.reply.ok
+            status = ExecutionStatus.DONE if ok else ExecutionStatus.ERROR
+            count = run.execution_count or run.reply.execution_count
+            self.send(
+                self.room, ExecutionFinished(run.execution_id, status, count, run.reply.error)
+            )
+            self.run = None
+            self.state = KernelState.IDLE
+            if not ok:
+                self._cancel_waiting(ExecutionStatus.CANCELLED, "an earlier cell failed")
+            self._next()
+        elif time.monotonic() - run.last_flush >= FLUSH_EVERY_SECS:
+            self._flush(run)
+
+    def _flush(self, run: Run) -> None:
+        if run.batch or run.replace_batch:
+            self.send(self.room, OutputsArrived(run.execution_id, run.batch, run.replace_batch))
+            run.batch = []
+            run.replace_batch = False
+        run.last_flush = time.monotonic()
+
+    # --- running code ---------------------------------------------------------------------
+
+    def receiveMsg_RunCode(self, msg: RunCode, sender: ActorAddress) -> None:
+        if self.state is KernelState.DEAD:
+            self.send(
+                sender,
+                ExecutionsCancelled((msg.execution_id,), ExecutionStatus.ERROR, "the kernel died"),
+            )
+            return
+        self.waiting.append((msg.execution_id, msg.code))
+        self._next()
+
+    def _next(self) -> None:
+        if self.run is not None or self.state is not KernelState.IDLE or not self.waiting:
+            return
+        execution_id, code = self.waiting.popleft()
+        self.run = Run(execution_id, self.backend.execute(code))
+        self.state = KernelState.BUSY
+        self.send(self.room, ExecutionStarted(execution_id))
+        self._tick_soon()
+
+    def _cancel_waiting(self, status: ExecutionStatus, reason: str) -> None:
+        if self.waiting:
+            ids = tuple(execution_id for execution_id, _ in self.waiting)
+            self.waiting.clear()
+            self.send(self.room, ExecutionsCancelled(ids, status, reason))
+
+    def _abandon_run(self, reason: str) -> None:
+        """The running cell will never finish normally: report it as an error."""
+        if self.run is not None:
+            self._flush(self.run)
+            self.send(
+                self.room,
+                ExecutionsCancelled((self.run.execution_id,), ExecutionStatus.ERROR, reason),
+            )
+            self.run = None
+
+    # --- control --------------------------------------------------------------------------
+
+    def receiveMsg_InterruptKernelNow(self, msg: InterruptKernelNow, sender: ActorAddress) -> None:
+        if self.backend is not None and self.state is not KernelState.DEAD:
+            self.backend.interrupt()
+        self.send(sender, KernelInterrupted(msg.origin))
+
+    def receiveMsg_RestartKernelNow(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
+        self._abandon_run("the kernel was restarted")
+        self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
+        try:
+            self.info_msg_id = self.backend.restart()
+        except Exception as exc:
+            log.exception("kernel restart failed")
+            self.state = KernelState.DEAD
+            self.send(sender, KernelFailed(ErrorCode.INTERNAL, f"kernel restart failed: {exc}"))
+            return
+        self.state = KernelState.RESTARTING
+        self.restart_origin = msg.origin
+        self.send(self.edge, ProcessStarted("kernel", "restarted", self.backend.pid))
+        self._tick_soon()
+
+    def _died(self) -> None:
+        pid = self.backend.pid
+        log.warning("kernel pid %s died", pid)
+        self.state = KernelState.DEAD
+        self._abandon_run("the kernel died")
+        self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
+        self.send(self.room, KernelDied(pid))
+
+    def receiveMsg_ShutdownKernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
+        pid = self.backend.pid if self.backend is not None else None
+        self._abandon_run("the kernel was shut down")
+        self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
+        if self.backend is not None:
+            try:
+                self.backend.shutdown()
+            except Exception:
+                log.exception("kernel shutdown failed")
+        self.state = KernelState.DEAD
+        self.send(sender, KernelStopped(pid))
+
+    def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:
+        if self.backend is not None and self.state is not KernelState.DEAD:
+            self.backend.shutdown()

@@ -1,0 +1,178 @@
+"""The seam between the Kernel actor and jupyter_client.
+
+Everything Jupyter-shaped (channels, msg dicts, msg_type strings) stays in this
+module. The Kernel actor sees typed events, drained without blocking on its ticks.
+Only Kernel actor processes import this module, because jupyter_client is heavy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+from nbstage.protocol.errors import ErrorCode, NbstageError
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True, slots=True)
+class OutputEmitted:
+    parent_id: str
+    output: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputCleared:
+    parent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelWentIdle:
+    parent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionCounted:
+    parent_id: str
+    execution_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyReceived:
+    parent_id: str
+    ok: bool
+    execution_count: int | None
+    error: str | None
+
+
+KernelEvent = OutputEmitted | OutputCleared | KernelWentIdle | ExecutionCounted | ReplyReceived
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def resolve_kernel_name(runtime: str) -> str:
+    """Map a runtime ("python", or a kernelspec name) to an installed kernelspec name."""
+    name = "python3" if runtime == "python" else runtime
+    specs = KernelSpecManager().find_kernel_specs()
+    if name not in specs:
+        available = ", ".join(sorted(specs)) or "none"
+        raise NbstageError(
+            ErrorCode.UNKNOWN_RUNTIME,
+            f"No kernel for runtime {runtime!r}. Available kernelspecs: {available}.",
+        )
+    return name
+
+
+def _to_output(msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:
+    if msg_type == "stream":
+        return {"output_type": "stream", "name": content["name"], "text": content["text"]}
+    if msg_type in ("display_data", "execute_result"):
+        output = {
+            "output_type": msg_type,
+            "data": content.get("data", {}),
+            "metadata": content.get("metadata", {}),
+        }
+        if msg_type == "execute_result":
+            output["execution_count"] = content.get("execution_count")
+        return output
+    if msg_type == "error":
+        return {
+            "output_type": "error",
+            "ename": content.get("ename", ""),
+            "evalue": content.get("evalue", ""),
+            "traceback": content.get("traceback", []),
+        }
+    return None
+
+
+def _iopub_event(msg: dict[str, Any]) -> KernelEvent | None:
+    parent_id = msg.get("parent_header", {}).get("msg_id", "")
+    msg_type = msg["header"]["msg_type"]
+    content = msg.get("content", {})
+    if msg_type == "status":
+        return KernelWentIdle(parent_id) if content.get("execution_state") == "idle" else None
+    if msg_type == "execute_input":
+        return ExecutionCounted(parent_id, content.get("execution_count"))
+    if msg_type == "clear_output":
+        return OutputCleared(parent_id)
+    output = _to_output(msg_type, content)
+    return OutputEmitted(parent_id, output) if output is not None else None
+
+
+def _shell_event(msg: dict[str, Any]) -> ReplyReceived:
+    content = msg.get("content", {})
+    ok = content.get("status") == "ok"
+    error = None if ok else f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
+    return ReplyReceived(
+        msg.get("parent_header", {}).get("msg_id", ""), ok, content.get("execution_count"), error
+    )
+
+
+class JupyterBackend:
+    """One real kernel through jupyter_client, over IPC sockets in a private dir."""
+
+    def __init__(self, kernel_name: str, kernel_dir: Path, kernel_id: str) -> None:
+        kernel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._km = KernelManager(
+            kernel_name=kernel_name,
+            transport="ipc",
+            ip=str(kernel_dir / kernel_id[:8]),
+            connection_file=str(kernel_dir / f"{kernel_id[:8]}.json"),
+        )
+        self._kc: Any = None
+
+    @property
+    def pid(self) -> int | None:
+        provisioner = self._km.provisioner
+        process = getattr(provisioner, "process", None) if provisioner else None
+        return process.pid if process is not None else None
+
+    def start(self, working_dir: str | None) -> str:
+        """Launch the kernel and ask for kernel_info; returns that request's msg_id."""
+        self._km.start_kernel(cwd=working_dir, preexec_fn=_die_with_parent)
+        self._kc = self._km.client()
+        self._kc.start_channels(hb=False)
+        return self._kc.kernel_info()
+
+    def execute(self, code: str) -> str:
+        return self._kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+
+    def drain(self) -> list[KernelEvent]:
+        """Every message already waiting on iopub and shell, without blocking."""
+        events: list[KernelEvent] = []
+        iopub, shell = self._kc.iopub_channel, self._kc.shell_channel
+        while iopub.msg_ready():
+            event = _iopub_event(iopub.get_msg(timeout=0))
+            if event is not None:
+                events.append(event)
+        while shell.msg_ready():
+            events.append(_shell_event(shell.get_msg(timeout=0)))
+        return events
+
+    def is_alive(self) -> bool:
+        return self._km.is_alive()
+
+    def interrupt(self) -> None:
+        self._km.interrupt_kernel()
+
+    def restart(self) -> str:
+        """Kill and relaunch in place; returns the new kernel_info request's msg_id."""
+        self._km.restart_kernel(now=True, preexec_fn=_die_with_parent)
+        while self._kc.iopub_channel.msg_ready() or self._kc.shell_channel.msg_ready():
+            self.drain()
+        return self._kc.kernel_info()
+
+    def shutdown(self) -> None:
+        if self._kc is not None:
+            self._kc.stop_channels()
+        if self._km.has_kernel:
+            self._km.shutdown_kernel(now=True)
+        self._km.cleanup_resources()

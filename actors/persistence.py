@@ -1,0 +1,54 @@
+"""Disk writes a Room makes: notebook files, untitled journal rows, execution records."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from nbstage.actors.registry import Registry
+
+PRUNE_EVERY = 50
+
+
+def write_notebook_file(path: Path, notebook: dict[str, Any]) -> None:
+    from nbstage.actors.notebook_files import serialize_notebook, write_atomic
+
+    write_atomic(path, serialize_notebook(notebook))
+
+
+def flush_untitled(registry: Registry, notebook_id: str, notebook: dict[str, Any]) -> None:
+    registry.store_untitled(notebook_id, orjson.dumps(notebook))
+
+
+def record_path(executions_dir: Path, execution_id: str) -> Path:
+    return executions_dir / f"{execution_id}.json"
+
+
+def write_execution(executions_dir: Path, record: dict[str, Any]) -> None:
+    target = record_path(executions_dir, record["execution_id"])
+    temp = target.with_suffix(".tmp")
+    temp.write_bytes(orjson.dumps(record))
+    os.replace(temp, target)
+
+
+def read_execution(executions_dir: Path, execution_id: str) -> dict[str, Any] | None:
+    if not execution_id.replace("-", "").isalnum():
+        return None
+    try:
+        return orjson.loads(record_path(executions_dir, execution_id).read_bytes())
+    except (FileNotFoundError, orjson.JSONDecodeError):
+        return None
+
+
+def prune_executions(executions_dir: Path, keep: int) -> int:
+    """Delete the oldest records beyond ``keep``; returns how many went."""
+    records = sorted(executions_dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+    doomed = records[: max(0, len(records) - keep)]
+    for path in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return len(doomed)

@@ -1,0 +1,131 @@
+"""The Room ↔ Kernel conversation: start, run code, interrupt, restart, stop.
+
+Output travels up in batches (OutputsArrived) rather than one message per
+iopub message: thespian's queues are bounded, and a burst must never fill them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from nbstage.protocol.edge import Origin
+from nbstage.protocol.errors import ErrorCode
+
+
+class KernelState(StrEnum):
+    NONE = "none"
+    STARTING = "starting"
+    IDLE = "idle"
+    BUSY = "busy"
+    RESTARTING = "restarting"
+    DEAD = "dead"
+
+
+class ExecutionStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (ExecutionStatus.DONE, ExecutionStatus.ERROR, ExecutionStatus.CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class StartKernel:
+    """A Kernel actor's first message."""
+
+    notebook_id: str
+    kernel_name: str
+    kernel_dir: str
+    working_dir: str | None
+    edge: Any
+    backend: str = "jupyter"
+    """"jupyter" for a real kernel; tests of the Room may name an in-memory one."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelReady:
+    pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelFailed:
+    code: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelDied:
+    """The kernel process ended without being asked to."""
+
+    pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunCode:
+    execution_id: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionStarted:
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutputsArrived:
+    execution_id: str
+    outputs: list[dict[str, Any]]
+    replace: bool = False
+    """True after clear_output: these outputs replace everything before."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionFinished:
+    execution_id: str
+    status: ExecutionStatus
+    execution_count: int | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionsCancelled:
+    execution_ids: tuple[str, ...]
+    status: ExecutionStatus
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptKernelNow:
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class KernelInterrupted:
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class RestartKernelNow:
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRestarted:
+    origin: Origin
+    pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownKernel:
+    """Stop the kernel process, then answer KernelStopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStopped:
+    pid: int | None
