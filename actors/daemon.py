@@ -83,6 +83,7 @@ class RoomEntry:
     status: RoomStatus | None = None
     closing: bool = False
     joins_sent: int = 0
+    pid: int | None = None
     deferred: list[tuple[Origin, Any]] = field(default_factory=list)
     """Admissions that arrived while the room was closing; replayed once it is gone."""
 
@@ -284,6 +285,7 @@ class Daemon(NbActor):
         entry = self.rooms.get(msg.notebook_id)
         if entry is not None:
             entry.starting = False
+            entry.pid = msg.pid
             self.send(
                 self.edge, RoomEventOccurred("created", msg.notebook_id, {"path": entry.path})
             )
@@ -329,6 +331,7 @@ class Daemon(NbActor):
             "path": entry.path,
             "ephemeral": entry.ephemeral,
             "starting": entry.starting,
+            "room_pid": entry.pid,
             "peers": [{"peer_id": p, "label": label} for p, label in status.peers]
             if status
             else [],

@@ -21,6 +21,13 @@ from typing import Any
 from thespian.actors import ActorAddress, WakeupMessage
 
 from nbstage.actors.base import NbActor
+from nbstage.actors.kernel_backend_events import (
+    ExecutionCounted,
+    KernelWentIdle,
+    OutputCleared,
+    OutputEmitted,
+    ReplyReceived,
+)
 from nbstage.protocol.edge import ProcessStarted
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.kernels import (
@@ -83,6 +90,16 @@ def merge_into(batch: list[dict[str, Any]], output: dict[str, Any]) -> None:
         batch.append(output)
 
 
+def _make_backend(msg: StartKernel) -> Any:
+    if msg.backend == "scripted":
+        from nbstage.actors.scripted_backend import ScriptedBackend
+
+        return ScriptedBackend()
+    from nbstage.actors.kernel_backend import JupyterBackend
+
+    return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), msg.notebook_id)
+
+
 class Kernel(NbActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -129,9 +146,7 @@ class Kernel(NbActor):
         self.room = sender
         self.edge = msg.edge
         try:
-            from nbstage.actors.kernel_backend import JupyterBackend
-
-            self.backend = JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), msg.notebook_id)
+            self.backend = _make_backend(msg)
             self.info_msg_id = self.backend.start(msg.working_dir)
         except Exception as exc:
             log.exception("kernel start failed")
@@ -145,14 +160,6 @@ class Kernel(NbActor):
     # --- events from the kernel -----------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
-        from nbstage.actors.kernel_backend import (
-            ExecutionCounted,
-            KernelWentIdle,
-            OutputCleared,
-            OutputEmitted,
-            ReplyReceived,
-        )
-
         if isinstance(event, ReplyReceived) and event.parent_id == self.info_msg_id:
             self._ready()
             return

@@ -9,49 +9,23 @@ from __future__ import annotations
 
 import ctypes
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from nbstage.actors.kernel_backend_events import (
+    ExecutionCounted,
+    KernelEvent,
+    KernelWentIdle,
+    OutputCleared,
+    OutputEmitted,
+    ReplyReceived,
+)
 from nbstage.protocol.errors import ErrorCode, NbstageError
 
 _PR_SET_PDEATHSIG = 1
-
-
-@dataclass(frozen=True, slots=True)
-class OutputEmitted:
-    parent_id: str
-    output: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class OutputCleared:
-    parent_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class KernelWentIdle:
-    parent_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionCounted:
-    parent_id: str
-    execution_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyReceived:
-    parent_id: str
-    ok: bool
-    execution_count: int | None
-    error: str | None
-
-
-KernelEvent = OutputEmitted | OutputCleared | KernelWentIdle | ExecutionCounted | ReplyReceived
 
 
 def _die_with_parent() -> None:

@@ -234,6 +234,7 @@ class Room(NbActor):
                 cfg.kernel_dir,
                 cfg.working_dir,
                 self.edge,
+                cfg.kernel_backend,
             ),
         )
 

@@ -59,6 +59,8 @@ class StartRoom:
     settings: Settings
     edge: Any
     """The edge's address: answers and events go straight there."""
+    kernel_backend: str = "jupyter"
+    """Passed on to StartKernel; unit tests use "scripted"."""
 
 
 @dataclass(frozen=True, slots=True)
