@@ -1,9 +1,12 @@
 """The Kernel actor: one real Jupyter kernel, its run queue and its output batches.
 
-It never blocks on the kernel. It drains the kernel's sockets on timer ticks: every
-millisecond while something runs or starts, every 100 ms otherwise (which is also
-how it notices the process dying). Timers cannot be cancelled in thespian, so each
-tick carries a generation and stale ones are dropped.
+It never blocks on the kernel. A small waker thread selects on the kernel sockets'
+fds and posts KernelIoReady to this actor when they may be readable; the actor
+then drains them. Timer ticks back this up: every 50 ms while something runs (to
+flush output batches), every 100 ms otherwise (which is also how it notices the
+process dying). Without a waker (other thespian bases, the scripted backend) the
+busy tick is 1 ms. Timers cannot be cancelled in thespian, so each tick carries a
+generation and stale ones are dropped.
 
 Code runs one cell at a time, in request order. An error cancels the queue behind it.
 """
@@ -11,6 +14,8 @@ Code runs one cell at a time, in request order. An error cancels the queue behin
 from __future__ import annotations
 
 import logging
+import select
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,6 +25,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
 
+from nbstage.actors import thespian_tweaks
 from nbstage.actors.base import NbActor
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
@@ -52,7 +58,8 @@ from nbstage.protocol.kernels import (
 
 log = logging.getLogger("nbstage.kernel")
 
-BUSY_TICK = timedelta(milliseconds=1)
+POLLING_TICK = timedelta(milliseconds=1)
+FLUSH_TICK = timedelta(milliseconds=50)
 IDLE_TICK = timedelta(milliseconds=100)
 FLUSH_EVERY_SECS = 0.05
 
@@ -60,6 +67,46 @@ FLUSH_EVERY_SECS = 0.05
 @dataclass(frozen=True, slots=True)
 class Tick:
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class KernelIoReady:
+    """Posted by the waker thread: the kernel's sockets may have messages."""
+
+
+class Waker:
+    """A thread that nudges the actor when the kernel's sockets may be readable.
+
+    The fds are edge-triggered, so after each nudge the thread waits until the
+    actor has drained the sockets and re-armed it.
+    """
+
+    def __init__(self, fds: list[int], post: Any) -> None:
+        self._fds = fds
+        self._post = post
+        self._armed = threading.Event()
+        self._armed.set()
+        self._stopped = False
+        threading.Thread(target=self._run, name="kernel-waker", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            self._armed.wait()
+            if self._stopped:
+                return
+            readable, _, _ = select.select(self._fds, [], [], 1.0)
+            if self._stopped:
+                return
+            if readable:
+                self._armed.clear()
+                self._post(KernelIoReady())
+
+    def rearm(self) -> None:
+        self._armed.set()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._armed.set()
 
 
 @dataclass
@@ -111,6 +158,7 @@ class Kernel(NbActor):
         self.info_msg_id: str | None = None
         self.restart_origin: Any = None
         self.tick_generation = 0
+        self.waker: Waker | None = None
 
     # --- ticks ----------------------------------------------------------------------------
 
@@ -118,19 +166,29 @@ class Kernel(NbActor):
         """Start a new tick chain at the pace the current state needs."""
         self.tick_generation += 1
         busy = self.state in (KernelState.STARTING, KernelState.RESTARTING) or self.run is not None
-        self.wakeupAfter(BUSY_TICK if busy else IDLE_TICK, payload=Tick(self.tick_generation))
+        busy_tick = FLUSH_TICK if self.waker is not None else POLLING_TICK
+        self.wakeupAfter(busy_tick if busy else IDLE_TICK, payload=Tick(self.tick_generation))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         if not isinstance(msg.payload, Tick) or msg.payload.generation != self.tick_generation:
             return
         if self.backend is None or self.state is KernelState.DEAD:
             return
+        self._pump_safely()
+        if self.state is not KernelState.DEAD:
+            self._tick_soon()
+
+    def receiveMsg_KernelIoReady(self, msg: KernelIoReady, sender: ActorAddress) -> None:
+        if self.backend is not None and self.state is not KernelState.DEAD:
+            self._pump_safely()
+        if self.waker is not None and self.state is not KernelState.DEAD:
+            self.waker.rearm()
+
+    def _pump_safely(self) -> None:
         try:
             self._pump()
         except Exception:
             log.exception("kernel pump failed")
-        if self.state is not KernelState.DEAD:
-            self._tick_soon()
 
     def _pump(self) -> None:
         for event in self.backend.drain():
@@ -155,6 +213,10 @@ class Kernel(NbActor):
             return
         self.state = KernelState.STARTING
         self.send(self.edge, ProcessStarted("kernel", msg.notebook_id, self.backend.pid))
+        post = thespian_tweaks.self_poster(self)
+        fds = self.backend.wake_fds()
+        if post is not None and fds:
+            self.waker = Waker(fds, post)
         self._tick_soon()
 
     # --- events from the kernel -----------------------------------------------------------
@@ -267,6 +329,7 @@ class Kernel(NbActor):
         except Exception as exc:
             log.exception("kernel restart failed")
             self.state = KernelState.DEAD
+            self._stop_waker()
             self.send(sender, KernelFailed(ErrorCode.INTERNAL, f"kernel restart failed: {exc}"))
             return
         self.state = KernelState.RESTARTING
@@ -274,10 +337,16 @@ class Kernel(NbActor):
         self.send(self.edge, ProcessStarted("kernel", "restarted", self.backend.pid))
         self._tick_soon()
 
+    def _stop_waker(self) -> None:
+        if self.waker is not None:
+            self.waker.stop()
+            self.waker = None
+
     def _died(self) -> None:
         pid = self.backend.pid
         log.warning("kernel pid %s died", pid)
         self.state = KernelState.DEAD
+        self._stop_waker()
         self._abandon_run("the kernel died")
         self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
         self.send(self.room, KernelDied(pid))
@@ -286,6 +355,7 @@ class Kernel(NbActor):
         pid = self.backend.pid if self.backend is not None else None
         self._abandon_run("the kernel was shut down")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
+        self._stop_waker()
         if self.backend is not None:
             try:
                 self.backend.shutdown()
@@ -295,5 +365,6 @@ class Kernel(NbActor):
         self.send(sender, KernelStopped(pid))
 
     def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:
+        self._stop_waker()
         if self.backend is not None and self.state is not KernelState.DEAD:
             self.backend.shutdown()

@@ -7,11 +7,10 @@ Only Kernel actor processes import this module, because jupyter_client is heavy.
 
 from __future__ import annotations
 
-import ctypes
-import signal
 from pathlib import Path
 from typing import Any
 
+import zmq
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -24,12 +23,6 @@ from nbstage.actors.kernel_backend_events import (
     ReplyReceived,
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def resolve_kernel_name(runtime: str) -> str:
@@ -91,7 +84,11 @@ def _shell_event(msg: dict[str, Any]) -> ReplyReceived:
 
 
 class JupyterBackend:
-    """One real kernel through jupyter_client, over IPC sockets in a private dir."""
+    """One real kernel through jupyter_client, over IPC sockets in a private dir.
+
+    The kernel's own parent-death guard applies: jupyter_client sets JPY_PARENT_PID,
+    and ipykernel exits within about a second once that process (the Kernel actor)
+    is gone."""
 
     def __init__(self, kernel_name: str, kernel_dir: Path, kernel_id: str) -> None:
         kernel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -111,10 +108,17 @@ class JupyterBackend:
 
     def start(self, working_dir: str | None) -> str:
         """Launch the kernel and ask for kernel_info; returns that request's msg_id."""
-        self._km.start_kernel(cwd=working_dir, preexec_fn=_die_with_parent)
+        self._km.start_kernel(cwd=working_dir)
         self._kc = self._km.client()
         self._kc.start_channels(hb=False)
         return self._kc.kernel_info()
+
+    def wake_fds(self) -> list[int]:
+        """OS fds that turn readable when iopub or shell may hold messages (edge-triggered)."""
+        return [
+            self._kc.iopub_channel.socket.getsockopt(zmq.FD),
+            self._kc.shell_channel.socket.getsockopt(zmq.FD),
+        ]
 
     def execute(self, code: str) -> str:
         return self._kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
@@ -139,7 +143,7 @@ class JupyterBackend:
 
     def restart(self) -> str:
         """Kill and relaunch in place; returns the new kernel_info request's msg_id."""
-        self._km.restart_kernel(now=True, preexec_fn=_die_with_parent)
+        self._km.restart_kernel(now=True)
         while self._kc.iopub_channel.msg_ready() or self._kc.shell_channel.msg_ready():
             self.drain()
         return self._kc.kernel_info()

@@ -36,6 +36,9 @@ class ScriptedBackend:
         self._outbox.append(ReplyReceived(msg_id, ok, self._count or None, error))
         return msg_id
 
+    def wake_fds(self) -> list[int]:
+        return []
+
     def execute(self, code: str) -> str:
         self._count += 1
         msg_id = uuid.uuid4().hex

@@ -11,7 +11,11 @@ module, which is how the tweaks reach them all.
    nothing is inherited, so there is nothing to close.
 2. Queue depths: thespian's defaults (10 per actor, 40 for the admin) make a
    sender block and then drop messages under load. Raised here.
-3. The admin daemonizes itself (setsid + double fork), so it would outlive a
+3. ``self_poster``: thespian gives a thread inside an actor process no way to
+   post to its own actor (``ActorSystem()`` from there silently loses messages).
+   The Kernel actor needs one so kernel I/O can wake it without polling; this
+   puts a message straight into the actor's own input queue.
+4. The admin daemonizes itself (setsid + double fork), so it would outlive a
    SIGKILLed daemon. ``GuardedAdmin`` watches the daemon's pid and, when it dies,
    kills the admin's whole process group (admin, logger and actors).
 """
@@ -60,6 +64,24 @@ class GuardedAdmin(multiprocCommon.MultiProcAdmin):
                 name="nbstage-edge-watch",
                 daemon=True,
             ).start()
+
+
+def self_poster(actor: object):
+    """A function that any thread of this actor's process may call to message the actor.
+
+    Only valid under multiprocQueueBase. Returns None under other bases, whose
+    actors must fall back to timer ticks.
+    """
+    core = getattr(getattr(actor._myRef, "transport", None), "_QCore", None)
+    queue = getattr(core, "_myInputQ", None)
+    if queue is None:
+        return None
+    me = actor.myAddress
+
+    def post(message: object) -> None:
+        queue.put((me, (me, me, message)))
+
+    return post
 
 
 def apply() -> None:
