@@ -37,7 +37,8 @@ def decode_body(body: bytes) -> dict[str, Any]:
         raise FrameError(f"frame is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise FrameError("frame must be a JSON object")
-    if payload.get("v") != WIRE_VERSION:
+    version = payload.get("v")
+    if isinstance(version, bool) or version != WIRE_VERSION:
         raise FrameError(f"frame must carry v={WIRE_VERSION}")
     if not isinstance(payload.get("type"), str):
         raise FrameError("frame must carry a string 'type'")
