@@ -38,7 +38,7 @@ def decode_body(body: bytes) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise FrameError("frame must be a JSON object")
     version = payload.get("v")
-    if isinstance(version, bool) or version != WIRE_VERSION:
+    if type(version) is not int or version != WIRE_VERSION:
         raise FrameError(f"frame must carry v={WIRE_VERSION}")
     if not isinstance(payload.get("type"), str):
         raise FrameError("frame must carry a string 'type'")
