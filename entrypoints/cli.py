@@ -114,5 +114,30 @@ def daemon_status(as_json: bool, state_dir: str | None) -> None:
     _print_status(status, as_json)
 
 
+@main.command("mcp")
+@click.option("--label", default=None, help="Display label for this client (default: clientInfo).")
+@click.option("--no-autostart", is_flag=True, help="Do not start the daemon if none runs.")
+@state_dir_option
+def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) -> None:
+    """Serve MCP on stdio: the command an MCP client launches."""
+    import asyncio
+    import os
+    import threading
+
+    from nbstage.entrypoints import daemon_control
+    from nbstage.entrypoints.logs import setup_logging
+    from nbstage.entrypoints.mcp_edge import McpEdge, claim_stdio
+    from nbstage.entrypoints.statedir import prepare
+
+    mcp_in, mcp_out = claim_stdio()
+    paths = state_paths(state_dir)
+    prepare(paths)
+    setup_logging(paths.logs, "mcp")
+    if not no_autostart:
+        threading.Thread(target=daemon_control.start_background, args=(paths,), daemon=True).start()
+    rejoin = os.environ.get("NBSTAGE_REJOIN_NOTEBOOK") or None
+    asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out).run())
+
+
 if __name__ == "__main__":
     main()

@@ -520,10 +520,11 @@ def tool_result(
 ) -> dict[str, Any]:
     """A ``tools/call`` result: text for people first, then ``content``, then the data.
 
-    Without ``text``, the structured value is serialized as JSON into the first text
-    item, as the spec asks for clients that do not read ``structuredContent``.
+    With neither ``text`` nor ``content``, the structured value is serialized as JSON
+    into the one text item, as the spec asks for clients that do not read
+    ``structuredContent``.
     """
-    if text is None and structured is not None:
+    if text is None and not content and structured is not None:
         text = orjson.dumps(structured).decode()
     blocks = [text_content(text)] if text is not None else []
     blocks.extend(dict(block) for block in content)

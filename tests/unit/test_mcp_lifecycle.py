@@ -765,6 +765,15 @@ def test_admissions_become_responses_to_the_request_id() -> None:
             id="extra content follows the text",
         ),
         pytest.param(
+            tool_result({"n": 1}, content=[{"type": "text", "text": "rendered"}]),
+            {
+                "content": [{"type": "text", "text": "rendered"}],
+                "structuredContent": {"n": 1},
+                "isError": False,
+            },
+            id="rendered content stands in for the json text",
+        ),
+        pytest.param(
             tool_error("No active notebook session. Call connect_notebook first."),
             {
                 "content": [

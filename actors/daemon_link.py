@@ -1,0 +1,67 @@
+"""A connection from an actor to the daemon socket, read by a thread of its own.
+
+thespian's Queue base cannot watch a socket, so a reader thread blocks on it and
+posts each frame to the owning actor through ``thespian_tweaks.self_poster``.
+Sending happens on the actor's own thread. A closed link posts DaemonLinkClosed.
+The connection is the actor's identity in the daemon: when the process dies, the
+socket closes and the daemon makes its peers leave their rooms.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nbstage.protocol.frames import WIRE_VERSION, FrameError, encode_frame, recv_frame
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonFrameArrived:
+    link: int
+    frame: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonLinkClosed:
+    link: int
+    reason: str
+
+
+class DaemonLink:
+    def __init__(self, socket_path: str, post: Callable[[object], None], link: int) -> None:
+        self.link = link
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(socket_path)
+        except OSError:
+            self._sock.close()
+            raise
+        self._post = post
+        self._ids = itertools.count(1)
+        self._send_lock = threading.Lock()
+        threading.Thread(target=self._read, name=f"daemon-link-{link}", daemon=True).start()
+
+    def send(self, kind: str, **fields: Any) -> int:
+        request_id = next(self._ids)
+        frame = encode_frame({"v": WIRE_VERSION, "type": kind, "id": request_id, **fields})
+        with self._send_lock:
+            self._sock.sendall(frame)
+        return request_id
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                self._post(DaemonFrameArrived(self.link, recv_frame(self._sock)))
+        except (OSError, ConnectionError, FrameError) as exc:
+            self._post(DaemonLinkClosed(self.link, str(exc) or type(exc).__name__))

@@ -1,0 +1,315 @@
+"""The session model as pure decisions: active and parked sessions, activations,
+the intent epoch and drop info (SPEC §6).
+
+``decide(state, event)`` returns the new state and the actions the
+SessionManager actor must carry out. Nothing here talks to the daemon; joins
+and leaves are actions, and their outcomes come back as events. That is what
+lets the races of SPEC §14 be tested as plain tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+MAX_PARKED = 8
+
+
+class DropReason(StrEnum):
+    SWITCHED = "switched to another notebook"
+    DISCONNECTED = "disconnected"
+    EVICTED = "notebook is no longer available"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a connect asks for: a file path, a notebook id, or a new notebook."""
+
+    path: str | None = None
+    notebook_id: str | None = None
+    create: dict[str, Any] | None = None
+
+    @property
+    def shareable(self) -> bool:
+        return self.create is None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    notebook_id: str
+    path: str | None
+    peer_id: str
+    incarnation: tuple[Any, ...] | None = None
+
+    def matches(self, target: Target) -> bool:
+        return target.notebook_id == self.notebook_id or (
+            target.path is not None and target.path == self.path
+        )
+
+    @property
+    def best_target(self) -> str:
+        """A saved path ahead of a UUID (SPEC §7.5)."""
+        return self.path or self.notebook_id
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    reason: DropReason
+    notebook_id: str
+    path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    activation_id: int
+    target: Target
+    waiters: tuple[str, ...]
+    epoch: int
+    background: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    active: Session | None = None
+    parked: tuple[Session, ...] = ()
+    """Least recently active first."""
+    epoch: int = 0
+    next_activation: int = 1
+    pending: Activation | None = None
+    drop: Drop | None = None
+    stale: tuple[int, ...] = field(default=())
+    """Activations that were superseded or cancelled; their joins are released on arrival."""
+
+
+# --- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectRequested:
+    call_id: str
+    target: Target
+
+
+@dataclass(frozen=True, slots=True)
+class RejoinRequested:
+    """A background rejoin (watch loop or restart target); never beats an installed session."""
+
+    target: Target
+
+
+@dataclass(frozen=True, slots=True)
+class JoinSucceeded:
+    activation_id: int
+    session: Session
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JoinFailed:
+    activation_id: int
+    message: str
+    unavailable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DisconnectRequested:
+    call_id: str
+    notebook_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionsLost:
+    """The daemon restarted: every handle is stale. Parked ones are dropped, not recovered."""
+
+
+# --- actions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    activation_id: int
+    target: Target
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    notebook_id: str
+    peer_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    call_id: str
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    call_id: str
+    message: str
+
+
+Action = Join | Leave | Answer | Refuse
+
+
+def decide(state: SessionState, event: object) -> tuple[SessionState, list[Action]]:
+    match event:
+        case ConnectRequested():
+            return _connect(state, event)
+        case RejoinRequested(target):
+            return _rejoin(state, target)
+        case JoinSucceeded():
+            return _joined(state, event)
+        case JoinFailed():
+            return _join_failed(state, event)
+        case DisconnectRequested():
+            return _disconnect(state, event)
+        case SessionsLost():
+            return _lost(state)
+    raise TypeError(f"unknown session event {event!r}")
+
+
+def _connect(state: SessionState, event: ConnectRequested) -> tuple[SessionState, list[Action]]:
+    pending = state.pending
+    if pending is not None and pending.target == event.target and event.target.shareable:
+        shared = replace(pending, waiters=(*pending.waiters, event.call_id))
+        return replace(state, pending=shared), []
+    if state.active is not None and event.target.shareable and state.active.matches(event.target):
+        result = _result(state.active, {}, resumed=False, switched_from=None)
+        return state, [Answer(event.call_id, result)]
+    actions: list[Action] = []
+    if pending is not None:
+        state = _supersede(state)
+        actions += [Refuse(w, "superseded by a later connect") for w in pending.waiters]
+    activation = Activation(state.next_activation, event.target, (event.call_id,), state.epoch)
+    state = replace(state, pending=activation, next_activation=state.next_activation + 1)
+    return state, [*actions, Join(activation.activation_id, event.target)]
+
+
+def _rejoin(state: SessionState, target: Target) -> tuple[SessionState, list[Action]]:
+    if state.active is not None or state.pending is not None:
+        return state, []
+    activation = Activation(state.next_activation, target, (), state.epoch, background=True)
+    state = replace(state, pending=activation, next_activation=state.next_activation + 1)
+    return state, [Join(activation.activation_id, target)]
+
+
+def _supersede(state: SessionState) -> SessionState:
+    return replace(state, pending=None, stale=(*state.stale, state.pending.activation_id))
+
+
+def _joined(state: SessionState, event: JoinSucceeded) -> tuple[SessionState, list[Action]]:
+    pending = state.pending
+    new = event.session
+    release = [Leave(new.notebook_id, new.peer_id)]
+    if pending is None or pending.activation_id != event.activation_id:
+        return replace(state, stale=_without(state.stale, event.activation_id)), release
+    if pending.epoch != state.epoch or (pending.background and state.active is not None):
+        return replace(state, pending=None), release
+    return _install(replace(state, pending=None), pending, event)
+
+
+def _install(
+    state: SessionState, activation: Activation, event: JoinSucceeded
+) -> tuple[SessionState, list[Action]]:
+    new = event.session
+    previous = state.active
+    resumed_from = next((s for s in state.parked if s.notebook_id == new.notebook_id), None)
+    parked = tuple(s for s in state.parked if s.notebook_id != new.notebook_id)
+    actions: list[Action] = []
+    switched_from = None
+    if previous is not None:
+        if previous.notebook_id == new.notebook_id:
+            actions.append(Leave(previous.notebook_id, previous.peer_id))
+        else:
+            parked = (*parked, previous)
+            switched_from = previous.notebook_id
+    if resumed_from is not None:
+        actions.append(Leave(resumed_from.notebook_id, resumed_from.peer_id))
+    while len(parked) > MAX_PARKED:
+        evicted, parked = parked[0], parked[1:]
+        actions.append(Leave(evicted.notebook_id, evicted.peer_id))
+    state = replace(state, active=new, parked=parked, drop=None)
+    result = _result(
+        new, event.details, resumed=resumed_from is not None, switched_from=switched_from
+    )
+    actions += [Answer(w, result) for w in activation.waiters]
+    return state, actions
+
+
+def _result(
+    session: Session, details: dict[str, Any], resumed: bool, switched_from: str | None
+) -> dict[str, Any]:
+    result = {
+        "notebook_id": session.notebook_id,
+        "path": session.path,
+        "cell_count": details.get("cell_count"),
+        "kernel_status": details.get("kernel_status"),
+        "ephemeral": details.get("ephemeral"),
+        "runtime": details.get("runtime"),
+        "resumed": resumed,
+    }
+    if switched_from is not None:
+        result["switched_from"] = switched_from
+    return result
+
+
+def _join_failed(state: SessionState, event: JoinFailed) -> tuple[SessionState, list[Action]]:
+    pending = state.pending
+    if pending is None or pending.activation_id != event.activation_id:
+        return replace(state, stale=_without(state.stale, event.activation_id)), []
+    state = replace(state, pending=None)
+    if pending.background and event.unavailable and state.drop is not None:
+        state = replace(state, drop=replace(state.drop, reason=DropReason.EVICTED))
+    return state, [Refuse(w, event.message) for w in pending.waiters]
+
+
+def _disconnect(
+    state: SessionState, event: DisconnectRequested
+) -> tuple[SessionState, list[Action]]:
+    actions: list[Action] = []
+    state = replace(state, epoch=state.epoch + 1)
+    if state.pending is not None:
+        actions += [Refuse(w, "cancelled by disconnect_notebook") for w in state.pending.waiters]
+        state = _supersede(state)
+    target_id = event.notebook_id or (state.active.notebook_id if state.active else None)
+    if state.active is not None and state.active.notebook_id == target_id:
+        gone = state.active
+        drop = Drop(DropReason.DISCONNECTED, gone.notebook_id, gone.path)
+        state = replace(state, active=None, drop=drop)
+        actions.append(Leave(gone.notebook_id, gone.peer_id))
+        return state, [*actions, Answer(event.call_id, {"disconnected": gone.notebook_id})]
+    parked = next((s for s in state.parked if s.notebook_id == target_id), None)
+    if parked is None:
+        message = (
+            "No active notebook session to disconnect."
+            if target_id is None
+            else f"Notebook {target_id} is not connected in this session."
+        )
+        return state, [*actions, Refuse(event.call_id, message)]
+    state = replace(state, parked=tuple(s for s in state.parked if s is not parked))
+    actions.append(Leave(parked.notebook_id, parked.peer_id))
+    return state, [*actions, Answer(event.call_id, {"disconnected": parked.notebook_id})]
+
+
+def _lost(state: SessionState) -> tuple[SessionState, list[Action]]:
+    drop = state.drop
+    if state.active is not None:
+        drop = Drop(DropReason.EVICTED, state.active.notebook_id, state.active.path)
+    return replace(state, active=None, parked=(), drop=drop), []
+
+
+def _without(items: tuple[int, ...], item: int) -> tuple[int, ...]:
+    return tuple(i for i in items if i != item)
+
+
+def no_session_message(drop: Drop | None) -> str:
+    """The exact no-session error of SPEC §4."""
+    if drop is None:
+        return "No active notebook session. Call connect_notebook or create_notebook first."
+    message = (
+        f"No active notebook session ({drop.reason.value}). "
+        f'Reconnect with: connect_notebook(notebook_id="{drop.notebook_id}")'
+    )
+    return message + (f" — file: {drop.path}" if drop.path else "")

@@ -1,0 +1,340 @@
+"""The ProxySupervisor actor: one MCP client's connection, kept alive across child restarts.
+
+It speaks MCP (through protocol.mcp.Lifecycle), answers initialize, ping and
+tools/list itself, and forwards tools/call to its SessionManager child with an
+idempotency key. When the child dies it restarts it (restart_policy.py decides
+when), retries the calls that were in flight once, and hands the new child the
+restart target (restart_target.py) so the notebook is rejoined.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+
+import orjson
+from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
+
+from nbstage.actors import restart_policy, restart_target
+from nbstage.actors.base import NbActor
+from nbstage.actors.session_manager import SessionManager
+from nbstage.protocol import jsonrpc, mcp, tools
+from nbstage.protocol.supervision import (
+    ChildProcessDied,
+    HandoffRequested,
+    McpMessageReceived,
+    McpMessageToSend,
+    SessionConfig,
+    SessionManagerReady,
+    StartSupervisor,
+    StdinClosed,
+    StopSessionManager,
+    SupervisorStopped,
+    ToolCallCancelled,
+    ToolCallFinished,
+    ToolCallRequested,
+    WatchChildPid,
+)
+
+log = logging.getLogger("nbstage.supervisor")
+
+PROGRESS_EVERY = timedelta(seconds=4)
+CALL_WAIT_LIMIT = timedelta(seconds=30)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartDue:
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressDue:
+    call_id: str
+    beat: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallWaitExpired:
+    call_id: str
+
+
+@dataclass
+class PendingCall:
+    request_id: Any
+    name: str
+    arguments: Any
+    key: str
+    version: str
+    progress_token: Any
+    attempts: int = 0
+    sent_to: int | None = None
+    """The child generation it was sent to, or None while it waits for a child."""
+    started: float = field(default_factory=time.monotonic)
+
+
+class ProxySupervisor(NbActor):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.config: StartSupervisor | None = None
+        self.lifecycle: mcp.Lifecycle | None = None
+        self.entrypoint = uuid.uuid4().hex[:8]
+        self.child: ActorAddress | None = None
+        self.generation = 0
+        self.ready = False
+        self.restart = restart_policy.RestartState()
+        self.target = restart_target.RestartTarget()
+        self.calls: dict[str, PendingCall] = {}
+        self.tools: list[dict[str, Any]] = []
+        self.banner: str | None = None
+        self.daemon_version: str | None = None
+        self.handoff_to: tuple[str, str] | None = None
+
+    # --- start and stop -------------------------------------------------------------------
+
+    def receiveMsg_StartSupervisor(self, msg: StartSupervisor, sender: ActorAddress) -> None:
+        self.config = msg
+        self.edge = sender
+        self.lifecycle = mcp.Lifecycle(version=package_version("nbstage"))
+        self.target = restart_target.RestartTarget(msg.rejoin_target, None)
+        self.tools = self._cached_tools() or tools.builtin_tool_list()
+
+    @property
+    def _cache_path(self) -> Path:
+        return Path(self.config.state_dir) / "tool-cache.json"
+
+    def _cached_tools(self) -> list[dict[str, Any]]:
+        try:
+            cached = orjson.loads(self._cache_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return []
+        return cached if isinstance(cached, list) else []
+
+    def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
+        self.lifecycle.close()
+        if self.child is not None:
+            self.send(self.child, StopSessionManager())
+            self.send(self.child, ActorExitRequest())
+            self.child = None
+        self.send(self.edge, SupervisorStopped())
+
+    # --- MCP messages ---------------------------------------------------------------------
+
+    def _send_mcp(self, message: Any) -> None:
+        self.send(self.edge, McpMessageToSend(message))
+
+    def receiveMsg_McpMessageReceived(self, msg: McpMessageReceived, sender: ActorAddress) -> None:
+        message = msg.message
+        if isinstance(message, jsonrpc.Notification):
+            if self.lifecycle.notice(message) and message.method == "notifications/cancelled":
+                self._cancel((message.params or {}).get("requestId"))
+            return
+        admission = self.lifecycle.admit(message)
+        match admission:
+            case mcp.Answer() | mcp.Reject():
+                self._send_mcp(admission.response(message.id))
+            case mcp.Dispatch():
+                self._dispatch(message, admission)
+
+    def _dispatch(self, request: jsonrpc.Request, dispatch: mcp.Dispatch) -> None:
+        if self.child is None and not self.calls and self.generation == 0:
+            self._start_child()
+        if request.method == "tools/list":
+            result = self.lifecycle.decorate(
+                {"tools": self.tools}, version=dispatch.version, method="tools/list"
+            )
+            self._send_mcp(jsonrpc.Response(request.id, result))
+        elif request.method == "tools/call":
+            self._tool_call(request, dispatch)
+        else:
+            self._send_mcp(mcp.method_not_found(request.method).response(request.id))
+
+    def _tool_call(self, request: jsonrpc.Request, dispatch: mcp.Dispatch) -> None:
+        params = request.params or {}
+        name = params.get("name")
+        if not isinstance(name, str) or name not in tools.TOOLS_BY_NAME:
+            error = jsonrpc.ErrorResponse(
+                request.id, jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}"
+            )
+            self._send_mcp(error)
+            return
+        call = PendingCall(
+            request.id,
+            name,
+            params.get("arguments"),
+            f"{self.entrypoint}:{request.id}",
+            dispatch.version,
+            dispatch.progress_token,
+        )
+        call_id = str(request.id)
+        if name == "reconnect":
+            self._reconnect(call_id, call)
+            return
+        if restart_policy.circuit_is_open(self.restart, time.monotonic()):
+            self._reply(call_id, call, mcp.tool_error(self._circuit_message()))
+            return
+        self.calls[call_id] = call
+        if call.progress_token is not None:
+            self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id, 1))
+        self._forward(call_id, call)
+
+    def _forward(self, call_id: str, call: PendingCall) -> None:
+        if not self.ready:
+            self.wakeupAfter(CALL_WAIT_LIMIT, payload=CallWaitExpired(call_id))
+            return
+        call.attempts += 1
+        call.sent_to = self.generation
+        self.send(self.child, ToolCallRequested(call_id, call.name, call.arguments, call.key))
+
+    def _cancel(self, request_id: Any) -> None:
+        call_id = str(request_id)
+        call = self.calls.pop(call_id, None)
+        if call is not None and self.child is not None:
+            self.send(self.child, ToolCallCancelled(call_id))
+
+    def receiveMsg_ToolCallFinished(self, msg: ToolCallFinished, sender: ActorAddress) -> None:
+        call = self.calls.pop(msg.call_id, None)
+        if call is None:
+            return
+        self.target = restart_target.after_call(self.target, call.name, msg.result)
+        self._reply(msg.call_id, call, msg.result)
+
+    def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
+        if self.banner is not None:
+            result = {**result, "content": [mcp.text_content(self.banner), *result["content"]]}
+            self.banner = None
+        decorated = self.lifecycle.decorate(result, version=call.version, method="tools/call")
+        self._send_mcp(jsonrpc.Response(call.request_id, decorated))
+
+    # --- the child ------------------------------------------------------------------------
+
+    def _start_child(self) -> None:
+        self.generation += 1
+        self.ready = False
+        self.child = self.createActor(SessionManager)
+        label = self.config.label or self.lifecycle.client_label or "agent"
+        self.send(
+            self.child,
+            SessionConfig(
+                self.config.state_dir,
+                self.config.socket_path,
+                label,
+                f"agent::{label}",
+                self.config.cwd,
+                self.target.value,
+                self.config.supervisor_pid,
+                self.restart.restarts,
+                self.generation,
+            ),
+        )
+
+    def receiveMsg_SessionManagerReady(
+        self, msg: SessionManagerReady, sender: ActorAddress
+    ) -> None:
+        if msg.generation != self.generation:
+            return
+        self.ready = True
+        self.restart = restart_policy.child_ready(self.restart)
+        self.send(self.edge, WatchChildPid(msg.pid, msg.generation))
+        version = msg.server_title.removeprefix("nbstage (daemon ").rstrip(")")
+        self.daemon_version = self.daemon_version or version
+        for call_id, call in list(self.calls.items()):
+            if call.sent_to is None:
+                self._forward(call_id, call)
+
+    def _child_lost(self, generation: int, why: str) -> None:
+        if generation != self.generation or self.child is None:
+            return
+        log.warning("session manager generation %d lost: %s", generation, why)
+        self.child = None
+        self.ready = False
+        self._requeue_or_fail_calls()
+        self.restart, decision = restart_policy.child_crashed(self.restart, time.monotonic())
+        self._plan_restart(decision, "[nbstage] Session server restarted")
+
+    def _requeue_or_fail_calls(self) -> None:
+        """Calls in flight on the dead child are retried once, with the same key."""
+        for call_id, call in list(self.calls.items()):
+            if call.sent_to is None:
+                continue
+            if call.attempts >= 2:
+                del self.calls[call_id]
+                message = "The session server crashed twice while running this call; not retried."
+                self._reply(call_id, call, mcp.tool_error(message))
+            else:
+                call.sent_to = None
+
+    def _plan_restart(self, decision: restart_policy.Decision, banner: str) -> None:
+        suffix = ", rejoin requested" if self.target.value else ""
+        self.banner = banner + suffix
+        match decision:
+            case restart_policy.RestartAfter(delay):
+                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
+            case restart_policy.OpenCircuit(until):
+                for call_id, call in list(self.calls.items()):
+                    del self.calls[call_id]
+                    self._reply(call_id, call, mcp.tool_error(self._circuit_message()))
+                delay = max(0.0, until - time.monotonic())
+                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
+
+    def _circuit_message(self) -> str:
+        until = self.restart.circuit_open_until or time.monotonic()
+        wait = max(0, round(until - time.monotonic()))
+        return (
+            f"The nbstage session server crashed {len(self.restart.crashes)} times in "
+            f"{restart_policy.RestartPolicy().window_secs:.0f} s, so restarts are paused "
+            f"(circuit open). It retries by itself in {wait} s; call the reconnect tool to "
+            "retry now."
+        )
+
+    def receiveMsg_ChildProcessDied(self, msg: ChildProcessDied, sender: ActorAddress) -> None:
+        self._child_lost(msg.generation, f"process {msg.pid} died")
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+        if self.child is not None and msg.childAddress == self.child:
+            self._child_lost(self.generation, "actor exited")
+
+    def receiveMsg_HandoffRequested(self, msg: HandoffRequested, sender: ActorAddress) -> None:
+        if msg.generation != self.generation or self.child is None:
+            return
+        self.send(self.child, ActorExitRequest())
+        self.child = None
+        self.ready = False
+        self._requeue_or_fail_calls()
+        self.restart, decision = restart_policy.handoff(self.restart)
+        self._plan_restart(
+            decision, f"[nbstage] Daemon upgraded ({msg.from_version} → {msg.to_version})"
+        )
+
+    def _reconnect(self, call_id: str, call: PendingCall) -> None:
+        if self.child is not None:
+            self.send(self.child, ActorExitRequest())
+            self.child = None
+        self.ready = False
+        self._requeue_or_fail_calls()
+        self.restart, _ = restart_policy.reconnect(self.restart)
+        self._start_child()
+        structured = {"restarted": True, "restarts": self.restart.restarts}
+        self._reply(call_id, call, mcp.tool_result(structured, text="Session server restarted."))
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+        match msg.payload:
+            case RestartDue(generation) if generation == self.generation and self.child is None:
+                self._start_child()
+            case ProgressDue(call_id, beat) if call_id in self.calls:
+                call = self.calls[call_id]
+                elapsed = time.monotonic() - call.started
+                note = f"{call.name} still running after {elapsed:.0f} s"
+                self._send_mcp(mcp.progress_notification(call.progress_token, beat, message=note))
+                self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id, beat + 1))
+            case CallWaitExpired(call_id) if call_id in self.calls:
+                call = self.calls[call_id]
+                if call.sent_to is None:
+                    del self.calls[call_id]
+                    message = "The nbstage session server did not come back in time; try again."
+                    self._reply(call_id, call, mcp.tool_error(message))

@@ -1,0 +1,182 @@
+"""The `nbstage mcp` process's edge: stdio outside, the ProxySupervisor inside.
+
+stdout carries MCP messages only. Before anything else starts, the real stdout
+is kept on a private fd and fd 1 is pointed at stderr, so no stray print from
+this process, an actor or a library can corrupt the stream; fd 0 is likewise
+moved aside and replaced by /dev/null.
+
+Lines from stdin are parsed here (a line that is not JSON-RPC is answered at
+once); everything else goes to the ProxySupervisor actor. The edge also gives
+the supervisor a fast death signal for its child: a pidfd on the SessionManager
+process, which fires in milliseconds where thespian's own notice takes seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from typing import Any
+
+from nbstage.entrypoints.daemon_edge import ActorBridge
+from nbstage.entrypoints.statedir import StatePaths
+from nbstage.protocol import jsonrpc
+from nbstage.protocol.supervision import (
+    ChildProcessDied,
+    McpMessageReceived,
+    McpMessageToSend,
+    StartSupervisor,
+    StdinClosed,
+    SupervisorStopped,
+    WatchChildPid,
+)
+
+log = logging.getLogger("nbstage.mcp")
+
+MAX_LINE = 64 * 1024 * 1024
+STOP_TIMEOUT = 2.0
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Take fds 0 and 1 for MCP alone; return (input fd, output fd)."""
+    mcp_in = os.dup(0)
+    mcp_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return mcp_in, mcp_out
+
+
+class McpEdge:
+    def __init__(
+        self,
+        paths: StatePaths,
+        label: str | None,
+        rejoin_target: str | None,
+        mcp_in: int,
+        mcp_out: int,
+    ) -> None:
+        self.paths = paths
+        self.label = label
+        self.rejoin_target = rejoin_target
+        self._in = mcp_in
+        self._out = os.fdopen(mcp_out, "wb", buffering=0)
+        self._write_lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._bridge: ActorBridge | None = None
+        self._system: Any = None
+        self._supervisor: Any = None
+        self._stopped = asyncio.Event()
+        self._supervisor_stopped = asyncio.Event()
+        self._child_fds: dict[int, int] = {}
+        self._child_pids: set[int] = set()
+
+    async def run(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self._start_actors()
+        reader = asyncio.create_task(self._read_stdin())
+        await self._stopped.wait()
+        reader.cancel()
+        await self._stop_actors()
+
+    async def _start_actors(self) -> None:
+        from thespian.actors import ActorSystem
+
+        from nbstage.actors.supervisor import ProxySupervisor
+        from nbstage.entrypoints.logs import actor_log_config
+
+        os.environ["NBSTAGE_EDGE_PID"] = str(os.getpid())
+        self._system = await asyncio.to_thread(
+            ActorSystem,
+            "multiprocQueueBase",
+            {"Process Startup Method": "spawn"},
+            logDefs=actor_log_config(self.paths.logs),
+        )
+        self._supervisor = await asyncio.to_thread(self._system.createActor, ProxySupervisor)
+        self._bridge = ActorBridge(self._system, self._from_actor)
+        start = StartSupervisor(
+            str(self.paths.root),
+            str(self.paths.socket),
+            self.label,
+            self.rejoin_target,
+            os.getcwd(),
+            os.getpid(),
+        )
+        self._bridge.start(self._supervisor, start)
+
+    async def _stop_actors(self) -> None:
+        self._bridge.tell(self._supervisor, StdinClosed())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._supervisor_stopped.wait(), STOP_TIMEOUT)
+        self._bridge.stop()
+        await asyncio.to_thread(self._system.shutdown)
+        for fd in self._child_fds.values():
+            os.close(fd)
+        for pid in self._child_pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+
+    # --- stdin ----------------------------------------------------------------------------
+
+    async def _read_stdin(self) -> None:
+        reader = asyncio.StreamReader(limit=MAX_LINE)
+        pipe = os.fdopen(self._in, "rb", buffering=0)
+        await self.loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        try:
+            while line := await reader.readline():
+                if line.strip():
+                    self._on_line(line)
+        except (ValueError, asyncio.LimitOverrunError):
+            log.error("an input line exceeded %d bytes; closing", MAX_LINE)
+        self._stopped.set()
+
+    def _on_line(self, line: bytes) -> None:
+        try:
+            message = jsonrpc.parse_line(line)
+        except jsonrpc.JsonRpcError as exc:
+            self._write(exc.to_response())
+            return
+        if isinstance(message, jsonrpc.Request | jsonrpc.Notification):
+            self._bridge.tell(self._supervisor, McpMessageReceived(message))
+
+    def _write(self, message: Any) -> None:
+        data = jsonrpc.encode(message)
+        with self._write_lock:
+            self._out.write(data)
+
+    # --- from the actors ------------------------------------------------------------------
+
+    def _from_actor(self, message: Any) -> None:
+        if isinstance(message, McpMessageToSend):
+            self._write(message.message)
+        else:
+            self.loop.call_soon_threadsafe(self._on_actor_message, message)
+
+    def _on_actor_message(self, message: Any) -> None:
+        match message:
+            case WatchChildPid(pid, generation):
+                self._watch(pid, generation)
+            case SupervisorStopped():
+                self._supervisor_stopped.set()
+            case _:
+                log.warning("mcp edge ignored %s", type(message).__name__)
+
+    def _watch(self, pid: int, generation: int) -> None:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._bridge.tell(self._supervisor, ChildProcessDied(pid, generation))
+            return
+        self._child_fds[pid] = fd
+        self._child_pids.add(pid)
+
+        def died() -> None:
+            self.loop.remove_reader(fd)
+            os.close(self._child_fds.pop(pid))
+            self._child_pids.discard(pid)
+            self._bridge.tell(self._supervisor, ChildProcessDied(pid, generation))
+
+        self.loop.add_reader(fd, died)

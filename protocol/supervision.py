@@ -1,0 +1,114 @@
+"""Messages inside one `nbstage mcp` process: the stdio edge, the ProxySupervisor
+and the SessionManager it supervises."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class StartSupervisor:
+    """The edge's first message to the ProxySupervisor; its sender is the edge."""
+
+    state_dir: str
+    socket_path: str
+    label: str | None
+    rejoin_target: str | None
+    cwd: str
+    supervisor_pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class McpMessageReceived:
+    """One parsed JSON-RPC message from stdin (a jsonrpc Request or Notification)."""
+
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class McpMessageToSend:
+    """Write this JSON-RPC message to stdout."""
+
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class StdinClosed:
+    """The client went away: stop the children and end the process."""
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorStopped:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class WatchChildPid:
+    """Ask the edge for a fast death signal (pidfd) on this child process."""
+
+    pid: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChildProcessDied:
+    pid: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """A SessionManager's first message: everything it needs to serve one client."""
+
+    state_dir: str
+    socket_path: str
+    label: str
+    operator_id: str
+    cwd: str
+    rejoin_target: str | None
+    supervisor_pid: int
+    restarts: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionManagerReady:
+    pid: int
+    generation: int
+    server_title: str | None
+    """``nbstage (daemon <version>)`` once the daemon's version is known."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequested:
+    call_id: str
+    name: str
+    arguments: Any
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    call_id: str
+    result: dict[str, Any]
+    """A complete MCP tools/call result (content, structuredContent, isError)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallCancelled:
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffRequested:
+    """The daemon's version changed: restart the session manager at once, outside the budget."""
+
+    from_version: str
+    to_version: str
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopSessionManager:
+    pass

@@ -1,0 +1,374 @@
+"""The MCP tool catalogue: each tool's arguments, schema, hints and access need.
+
+Every tool's arguments are a frozen dataclass. The same class gives the JSON
+schema that ``tools/list`` publishes and validates incoming arguments (through
+the codec), so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from nbstage.protocol.codec import from_wire
+from nbstage.protocol.errors import ErrorCode, NbstageError
+
+
+class Access(StrEnum):
+    """What a tool needs from the session (SPEC §6 "Access requirements")."""
+
+    NONE = "none"
+    PROJECTION_READ = "projection_read"
+    DOCUMENT_READ = "document_read"
+    DOCUMENT_MUTATION = "document_mutation"
+    KERNEL_CONTROL = "kernel_control"
+    RUNTIME_READ = "runtime_read"
+    EXECUTE = "execute"
+
+
+def arg(description: str, default: Any = dataclasses.MISSING) -> Any:
+    return field(default=default, metadata={"description": description})
+
+
+@dataclass(frozen=True, slots=True)
+class NoArgs:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectArgs:
+    path: str | None = arg("Path of an .ipynb file to open (relative to the server's cwd).", None)
+    notebook_id: str | None = arg("UUID of a notebook the daemon knows.", None)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateArgs:
+    runtime: str = arg('Kernel runtime: "python" or an installed kernelspec name.', "python")
+    working_dir: str | None = arg("Directory the kernel starts in (default: server cwd).", None)
+    ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
+
+
+@dataclass(frozen=True, slots=True)
+class SaveArgs:
+    path: str | None = arg("Where to save; required for a notebook that has no file yet.", None)
+
+
+@dataclass(frozen=True, slots=True)
+class DisconnectArgs:
+    notebook_id: str | None = arg("Which notebook to leave (default: the active one).", None)
+
+
+@dataclass(frozen=True, slots=True)
+class GetCellArgs:
+    cell_id: str = arg("The cell's id.")
+    full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
+
+
+@dataclass(frozen=True, slots=True)
+class GetAllCellsArgs:
+    format: str = arg('"summary" (one line per cell), "json" or "rich".', "summary")
+    start: int = arg("Index of the first cell.", 0)
+    count: int | None = arg("How many cells (default: all).", None)
+    include_outputs: bool = arg("Include outputs in json/rich formats.", False)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateCellArgs:
+    source: str = arg("The cell's source.", "")
+    cell_type: str = arg('"code", "markdown" or "raw".', "code")
+    index: int | None = arg("Position to insert at (default: append).", None)
+    and_run: bool = arg("Execute the new cell right away.", False)
+    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class SetCellArgs:
+    cell_id: str = arg("The cell's id.")
+    source: str | None = arg("New source.", None)
+    cell_type: str | None = arg("New type.", None)
+    and_run: bool = arg("Execute the cell after the change.", False)
+    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class CellIdArgs:
+    cell_id: str = arg("The cell's id.")
+
+
+@dataclass(frozen=True, slots=True)
+class MoveCellArgs:
+    cell_id: str = arg("The cell's id.")
+    after_cell_id: str | None = arg("Put it after this cell; null moves it to the front.", None)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteCellArgs:
+    cell_id: str = arg("The cell's id.")
+    timeout_secs: float = arg("Wait this long; a longer run answers 'running'.", 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RunAllArgs:
+    timeout_secs: float = arg("Total time to wait for all cells.", 300.0)
+    wait: bool = arg("Wait for the runs; false answers as soon as they are queued.", True)
+
+
+@dataclass(frozen=True, slots=True)
+class GetResultsArgs:
+    execution_id: str = arg("The execution's id, from execute_cell or run_all_cells.")
+    full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceMatchArgs:
+    cell_id: str = arg("The cell's id.")
+    match: str = arg("Literal text to replace; it must occur exactly once.")
+    content: str = arg("The replacement text.")
+    context_before: str | None = arg("Text that must come right before the match.", None)
+    context_after: str | None = arg("Text that must come right after the match.", None)
+    and_run: bool = arg("Execute the cell after the change.", False)
+    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceRegexArgs:
+    cell_id: str = arg("The cell's id.")
+    pattern: str = arg("Python regular expression (MULTILINE); exactly one match.")
+    content: str = arg(r"Replacement; \1 and \g<name> refer to groups.")
+    and_run: bool = arg("Execute the cell after the change.", False)
+    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    args: type
+    access: Access
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    def parse(self, arguments: object) -> Any:
+        """Validate arguments; unknown names and wrong types are errors naming the argument."""
+        arguments = {} if arguments is None else arguments
+        if not isinstance(arguments, dict):
+            raise NbstageError(ErrorCode.BAD_REQUEST, "arguments must be an object")
+        known = {f.name for f in dataclasses.fields(self.args)}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST,
+                f"unknown argument {unknown[0]!r} for {self.name}; "
+                f"it takes {', '.join(sorted(known)) or 'no arguments'}",
+            )
+        return from_wire(self.args, arguments)
+
+    def to_mcp(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": input_schema(self.args),
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": self.read_only,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": False,
+            },
+        }
+
+
+def _schema_of(hint: Any) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        arms = [a for a in typing.get_args(hint) if a is not type(None)]
+        schema = _schema_of(arms[0])
+        return {**schema, "type": [schema["type"], "null"]}
+    names = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    return {"type": names[hint]}
+
+
+def input_schema(args: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(args)
+    properties, required = {}, []
+    for f in dataclasses.fields(args):
+        prop = {**_schema_of(hints[f.name]), "description": f.metadata.get("description", "")}
+        if f.default is dataclasses.MISSING:
+            required.append(f.name)
+        elif f.default is not None:
+            prop["default"] = f.default
+        properties[f.name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema
+
+
+A = Access
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "list_active_notebooks",
+        "List notebooks",
+        "Notebooks open in the daemon, with peers and kernel status, and which are this session's.",
+        NoArgs,
+        A.PROJECTION_READ,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "connect_notebook",
+        "Connect to a notebook",
+        "Open an .ipynb by path, or join a "
+        "notebook by id. Give exactly one of path and notebook_id. The previous notebook "
+        "stays parked, with its kernel alive.",
+        ConnectArgs,
+        A.NONE,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "create_notebook",
+        "Create a notebook",
+        "Start a new untitled notebook with a "
+        "kernel. Ephemeral ones vanish with the daemon; save_notebook gives one a file.",
+        CreateArgs,
+        A.NONE,
+    ),
+    ToolSpec(
+        "save_notebook",
+        "Save the notebook",
+        "Write the notebook atomically to its file, or to path (required the first time).",
+        SaveArgs,
+        A.DOCUMENT_MUTATION,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "disconnect_notebook",
+        "Disconnect",
+        "Leave a notebook. The kernel stays up for a keep-alive window in case anyone returns.",
+        DisconnectArgs,
+        A.NONE,
+    ),
+    ToolSpec(
+        "get_cell",
+        "Get a cell",
+        "One cell's source and outputs.",
+        GetCellArgs,
+        A.DOCUMENT_READ,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "get_all_cells",
+        "Get all cells",
+        "The notebook's cells: a one-line summary each, or whole cells as json/rich.",
+        GetAllCellsArgs,
+        A.DOCUMENT_READ,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "create_cell",
+        "Create a cell",
+        "Insert a cell, and optionally run it.",
+        CreateCellArgs,
+        A.DOCUMENT_MUTATION,
+    ),
+    ToolSpec(
+        "set_cell",
+        "Edit a cell",
+        "Replace a cell's source or type, and optionally run it.",
+        SetCellArgs,
+        A.DOCUMENT_MUTATION,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "delete_cell",
+        "Delete a cell",
+        "Remove a cell.",
+        CellIdArgs,
+        A.DOCUMENT_MUTATION,
+        destructive=True,
+    ),
+    ToolSpec(
+        "move_cell",
+        "Move a cell",
+        "Move a cell after another, or to the front.",
+        MoveCellArgs,
+        A.DOCUMENT_MUTATION,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "execute_cell",
+        "Run a cell",
+        "Run a code cell and wait up to timeout_secs. A "
+        "longer run answers 'running'; get_results fetches the rest.",
+        ExecuteCellArgs,
+        A.EXECUTE,
+    ),
+    ToolSpec(
+        "run_all_cells",
+        "Run all cells",
+        "Run every code cell in order; an error cancels the rest.",
+        RunAllArgs,
+        A.EXECUTE,
+    ),
+    ToolSpec(
+        "get_results",
+        "Get results",
+        "An execution's status and outputs, also after a restart.",
+        GetResultsArgs,
+        A.RUNTIME_READ,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "interrupt_kernel",
+        "Interrupt",
+        "Interrupt the running cell (KeyboardInterrupt).",
+        NoArgs,
+        A.KERNEL_CONTROL,
+    ),
+    ToolSpec(
+        "restart_kernel",
+        "Restart kernel",
+        "Restart the kernel; all variables are lost.",
+        NoArgs,
+        A.KERNEL_CONTROL,
+        destructive=True,
+    ),
+    ToolSpec(
+        "replace_match",
+        "Replace text in a cell",
+        "Replace one exact occurrence of match; context_before/context_after pick one of several.",
+        ReplaceMatchArgs,
+        A.DOCUMENT_MUTATION,
+    ),
+    ToolSpec(
+        "replace_regex",
+        "Regex replace in a cell",
+        "Replace the single match of a regular expression.",
+        ReplaceRegexArgs,
+        A.DOCUMENT_MUTATION,
+    ),
+)
+RECONNECT = ToolSpec(
+    "reconnect",
+    "Reconnect",
+    "Restart nbstage's session server now, closing an open circuit. The notebook is rejoined.",
+    NoArgs,
+    A.NONE,
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in (*TOOLS, RECONNECT)}
+
+
+def builtin_tool_list() -> list[dict[str, Any]]:
+    return [t.to_mcp() for t in (*TOOLS, RECONNECT)]
