@@ -17,6 +17,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
+from nbstage.actors import thespian_tweaks  # noqa: F401 - every actor process needs them
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
 
