@@ -9,6 +9,7 @@ socket closes and the daemon makes its peers leave their rooms.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
 import threading
@@ -53,10 +54,8 @@ class DaemonLink:
         return request_id
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._sock.close()
 
     def _read(self) -> None:

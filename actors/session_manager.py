@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from thespian.actors import ActorAddress, WakeupMessage
+from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
 from nbstage.actors import sessions, thespian_tweaks
 from nbstage.actors.base import NbActor
@@ -28,10 +28,12 @@ from nbstage.actors.tool_handlers import (
     absolute,
     list_active_notebooks,
 )
+from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.mcp import tool_error, tool_result
 from nbstage.protocol.supervision import (
+    HandoffRequested,
     SessionConfig,
     SessionManagerReady,
     StopSessionManager,
@@ -39,15 +41,46 @@ from nbstage.protocol.supervision import (
     ToolCallFinished,
     ToolCallRequested,
 )
+from nbstage.protocol.watching import (
+    ClientInfoChanged,
+    DaemonIncarnationSeen,
+    DaemonVersionChanged,
+    DaemonWentAway,
+    StartWatch,
+)
 
 log = logging.getLogger("nbstage.session")
 
 LINK_RETRY = timedelta(milliseconds=200)
+RECOVERY_RETRY = timedelta(milliseconds=300)
+HEARTBEAT_ENV = "NBSTAGE_HEARTBEAT_SECS"
+
+DEGRADED = {
+    tools.Access.PROJECTION_READ: "the notebook list cannot be read",
+    tools.Access.DOCUMENT_READ: "the notebook cannot be read",
+    tools.Access.DOCUMENT_MUTATION: "the notebook cannot be changed",
+    tools.Access.KERNEL_CONTROL: "the kernel cannot be controlled",
+    tools.Access.RUNTIME_READ: "execution results cannot be read",
+    tools.Access.EXECUTE: "cells cannot run",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class RetryLink:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class RetryRecovery:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredExpired:
+    call_id: str
+
+
+DEFERRAL_LIMIT = timedelta(seconds=15)
 
 
 @dataclass
@@ -70,13 +103,45 @@ class SessionManager(NbActor):
         self.waiting: dict[int, Any] = {}
         self.calls: dict[str, str] = {}
         """call_id → tool name, for calls not yet answered."""
+        self.watch: ActorAddress | None = None
+        self.handoff_target: Target | None = None
+        self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
+        """Session tool calls that arrived while a rejoin was under way."""
 
     # --- start and the daemon link --------------------------------------------------------
 
     def receiveMsg_SessionConfig(self, msg: SessionConfig, sender: ActorAddress) -> None:
         self.config = msg
         self.supervisor = sender
+        if msg.rejoin_target:
+            self.handoff_target = self._target_of(msg.rejoin_target)
+        self.send(sender, SessionManagerReady(os.getpid(), msg.generation, None))
         self._connect()
+        self._start_watch()
+
+    def _start_watch(self) -> None:
+        self.watch = self.createActor(WatchLoop)
+        heartbeat = float(os.environ.get(HEARTBEAT_ENV) or 1.0)
+        start = StartWatch(self.config.socket_path, heartbeat, self._client_info())
+        self.send(self.watch, start)
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+        if self.watch is not None and msg.childAddress == self.watch:
+            log.warning("the watch loop exited; starting a new one")
+            self._start_watch()
+
+    def _client_info(self) -> dict[str, Any]:
+        cfg = self.config
+        active = self.state.active
+        return {
+            "label": cfg.label,
+            "operator_id": cfg.operator_id,
+            "supervisor_pid": cfg.supervisor_pid,
+            "session_manager_pid": os.getpid(),
+            "restarts": cfg.restarts,
+            "active": active.notebook_id if active else None,
+            "parked": [p.notebook_id for p in self.state.parked],
+        }
 
     def _connect(self) -> None:
         post = thespian_tweaks.self_poster(self)
@@ -89,22 +154,44 @@ class SessionManager(NbActor):
         self.waiting[self.link.send("identity")] = self._on_identity
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        if isinstance(msg.payload, RetryLink) and self.link is None:
-            self._connect()
+        match msg.payload:
+            case RetryLink() if self.link is None:
+                self._connect()
+            case RetryRecovery():
+                self._decide(sessions.RecoveryDue())
+            case DeferredExpired(call_id):
+                expired = [d for d in self.deferred if d[0].call_id == call_id]
+                self.deferred = [d for d in self.deferred if d[0].call_id != call_id]
+                for msg, _spec, _args in expired:
+                    self._finish(msg.call_id, tool_error(_UNREACHABLE))
 
     def _on_identity(self, reply: dict[str, Any] | DaemonFailure) -> None:
-        if isinstance(reply, DaemonFailure):
-            return
-        self.identity = reply
-        title = f"nbstage (daemon {reply['version']})"
-        self.send(self.supervisor, SessionManagerReady(os.getpid(), self.config.generation, title))
-        if self.config.rejoin_target:
-            self._decide(sessions.RejoinRequested(self._target_of(self.config.rejoin_target)))
+        if not isinstance(reply, DaemonFailure):
+            self.identity = reply
 
     def _target_of(self, value: str) -> Target:
         if value.endswith(".ipynb") or "/" in value:
             return Target(path=absolute(value, self.config.cwd))
         return Target(notebook_id=value)
+
+    # --- what the watch loop reports ------------------------------------------------------
+
+    def receiveMsg_DaemonIncarnationSeen(
+        self, msg: DaemonIncarnationSeen, sender: ActorAddress
+    ) -> None:
+        if self.link is None:
+            self._connect()
+        target, self.handoff_target = self.handoff_target, None
+        self._decide(sessions.IncarnationSeen((msg.pid, msg.started_at), target))
+
+    def receiveMsg_DaemonWentAway(self, msg: DaemonWentAway, sender: ActorAddress) -> None:
+        log.info("the daemon went away; sessions wait for its return")
+
+    def receiveMsg_DaemonVersionChanged(
+        self, msg: DaemonVersionChanged, sender: ActorAddress
+    ) -> None:
+        handoff = HandoffRequested(msg.from_version, msg.to_version, self.config.generation)
+        self.send(self.supervisor, handoff)
 
     def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
         if self.link is None or msg.link != self.link.link:
@@ -112,10 +199,9 @@ class SessionManager(NbActor):
         log.warning("daemon link closed: %s", msg.reason)
         self.link = None
         failure = DaemonFailure("daemon_unreachable", _UNREACHABLE)
-        for resume in list(self.waiting.values()):
+        waiting, self.waiting = self.waiting, {}
+        for resume in waiting.values():
             resume(failure)
-        self.waiting.clear()
-        self._decide(sessions.SessionsLost())
         self.wakeupAfter(LINK_RETRY, payload=RetryLink())
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
@@ -172,9 +258,27 @@ class SessionManager(NbActor):
             target = Target(notebook_id=args.notebook_id)
         self._decide(sessions.ConnectRequested(call_id, target))
 
+    def _rejoining(self) -> bool:
+        pending = self.state.pending
+        return self.handoff_target is not None or (pending is not None and pending.background)
+
     def _session_tool(self, msg: ToolCallRequested, spec: tools.ToolSpec, args: Any) -> None:
+        if self.state.active is None and self._rejoining():
+            self.deferred.append((msg, spec, args))
+            self.wakeupAfter(DEFERRAL_LIMIT, payload=DeferredExpired(msg.call_id))
+            return
         if self.state.active is None:
-            self._finish(msg.call_id, tool_error(sessions.no_session_message(self.state.drop)))
+            pending = self.state.pending
+            rejoining = pending is not None and pending.background
+            message = sessions.no_session_message(self.state.drop, rejoining)
+            self._finish(msg.call_id, tool_error(message))
+            return
+        if self.link is None:
+            message = (
+                f"The notebook daemon is unreachable, so {DEGRADED[spec.access]} right now. "
+                "nbstage is reconnecting and will rejoin this notebook; try again shortly."
+            )
+            self._finish(msg.call_id, tool_error(message))
             return
         self._run(msg.call_id, SESSION_TOOLS[msg.name](self._context(msg), args))
 
@@ -218,7 +322,10 @@ class SessionManager(NbActor):
     # --- sessions -------------------------------------------------------------------------
 
     def _decide(self, event: object) -> None:
+        before = (self.state.active, self.state.parked)
         self.state, actions = sessions.decide(self.state, event)
+        if (self.state.active, self.state.parked) != before and self.watch is not None:
+            self.send(self.watch, ClientInfoChanged(self._client_info()))
         for action in actions:
             match action:
                 case sessions.Join(activation_id, target):
@@ -232,6 +339,12 @@ class SessionManager(NbActor):
                     self._answer_session_call(call_id, result)
                 case sessions.Refuse(call_id, message):
                     self._finish(call_id, tool_error(message))
+                case sessions.RetryRecoveryLater():
+                    self.wakeupAfter(RECOVERY_RETRY, payload=RetryRecovery())
+        if self.deferred and (self.state.active is not None or not self._rejoining()):
+            deferred, self.deferred = self.deferred, []
+            for msg, spec, args in deferred:
+                self._session_tool(msg, spec, args)
 
     def _join(self, activation_id: int, target: Target) -> None:
         label = self.config.label
@@ -248,9 +361,8 @@ class SessionManager(NbActor):
             unavailable = reply.code in ("notebook_unavailable", "not_found")
             self._decide(sessions.JoinFailed(activation_id, reply.message, unavailable))
             return
-        incarnation = tuple(self.identity["incarnation"]) if self.identity else None
         session = sessions.Session(
-            reply["notebook_id"], reply["path"], reply["peer_id"], incarnation
+            reply["notebook_id"], reply["path"], reply["peer_id"], self.state.incarnation
         )
         self._decide(sessions.JoinSucceeded(activation_id, session, reply))
 
@@ -280,6 +392,7 @@ class SessionManager(NbActor):
             self.link = None
 
     def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
+        self.watch = None
         if self.link is not None:
             self.link.close()
 

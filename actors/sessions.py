@@ -80,6 +80,10 @@ class SessionState:
     drop: Drop | None = None
     stale: tuple[int, ...] = field(default=())
     """Activations that were superseded or cancelled; their joins are released on arrival."""
+    incarnation: tuple[Any, ...] | None = None
+    """The daemon incarnation new sessions are bound to."""
+    recovery: Target | None = None
+    """What to rejoin after the daemon came back, until it works or proves impossible."""
 
 
 # --- events -------------------------------------------------------------------------------
@@ -119,8 +123,21 @@ class DisconnectRequested:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionsLost:
-    """The daemon restarted: every handle is stale. Parked ones are dropped, not recovered."""
+class IncarnationSeen:
+    """The watch loop saw this daemon incarnation alive.
+
+    Handles bound to another incarnation are removed; the active one's best target
+    (or the supervisor's handoff target, given the first time) is recovered.
+    Parked handles are dropped, not recovered.
+    """
+
+    incarnation: tuple[Any, ...]
+    handoff_target: Target | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryDue:
+    """Time to try the recovery target (again)."""
 
 
 # --- actions ------------------------------------------------------------------------------
@@ -150,7 +167,12 @@ class Refuse:
     message: str
 
 
-Action = Join | Leave | Answer | Refuse
+@dataclass(frozen=True, slots=True)
+class RetryRecoveryLater:
+    pass
+
+
+Action = Join | Leave | Answer | Refuse | RetryRecoveryLater
 
 
 def decide(state: SessionState, event: object) -> tuple[SessionState, list[Action]]:
@@ -165,8 +187,10 @@ def decide(state: SessionState, event: object) -> tuple[SessionState, list[Actio
             return _join_failed(state, event)
         case DisconnectRequested():
             return _disconnect(state, event)
-        case SessionsLost():
-            return _lost(state)
+        case IncarnationSeen():
+            return _incarnation_seen(state, event)
+        case RecoveryDue():
+            return _recover(state)
     raise TypeError(f"unknown session event {event!r}")
 
 
@@ -230,7 +254,7 @@ def _install(
     while len(parked) > MAX_PARKED:
         evicted, parked = parked[0], parked[1:]
         actions.append(Leave(evicted.notebook_id, evicted.peer_id))
-    state = replace(state, active=new, parked=parked, drop=None)
+    state = replace(state, active=new, parked=parked, drop=None, recovery=None)
     result = _result(
         new, event.details, resumed=resumed_from is not None, switched_from=switched_from
     )
@@ -260,8 +284,12 @@ def _join_failed(state: SessionState, event: JoinFailed) -> tuple[SessionState, 
     if pending is None or pending.activation_id != event.activation_id:
         return replace(state, stale=_without(state.stale, event.activation_id)), []
     state = replace(state, pending=None)
-    if pending.background and event.unavailable and state.drop is not None:
-        state = replace(state, drop=replace(state.drop, reason=DropReason.EVICTED))
+    if pending.background:
+        if not event.unavailable:
+            return state, [RetryRecoveryLater()]
+        target = pending.target
+        drop = Drop(DropReason.EVICTED, target.notebook_id or "unknown", target.path)
+        return replace(state, recovery=None, drop=drop), []
     return state, [Refuse(w, event.message) for w in pending.waiters]
 
 
@@ -269,7 +297,7 @@ def _disconnect(
     state: SessionState, event: DisconnectRequested
 ) -> tuple[SessionState, list[Action]]:
     actions: list[Action] = []
-    state = replace(state, epoch=state.epoch + 1)
+    state = replace(state, epoch=state.epoch + 1, recovery=None)
     if state.pending is not None:
         actions += [Refuse(w, "cancelled by disconnect_notebook") for w in state.pending.waiters]
         state = _supersede(state)
@@ -293,19 +321,43 @@ def _disconnect(
     return state, [*actions, Answer(event.call_id, {"disconnected": parked.notebook_id})]
 
 
-def _lost(state: SessionState) -> tuple[SessionState, list[Action]]:
-    drop = state.drop
-    if state.active is not None:
-        drop = Drop(DropReason.EVICTED, state.active.notebook_id, state.active.path)
-    return replace(state, active=None, parked=(), drop=drop), []
+def _incarnation_seen(
+    state: SessionState, event: IncarnationSeen
+) -> tuple[SessionState, list[Action]]:
+    current = event.incarnation
+    recovery = state.recovery or event.handoff_target
+    active = state.active
+    if active is not None and active.incarnation != current:
+        recovery = event.handoff_target or _target_of(active)
+        active = None
+    parked = tuple(s for s in state.parked if s.incarnation == current)
+    state = replace(state, incarnation=current, active=active, parked=parked, recovery=recovery)
+    if state.pending is not None and state.pending.background:
+        state = _supersede(state)
+    return _recover(state)
+
+
+def _target_of(session: Session) -> Target:
+    return Target(path=session.path, notebook_id=session.notebook_id)
+
+
+def _recover(state: SessionState) -> tuple[SessionState, list[Action]]:
+    if state.recovery is None:
+        return state, []
+    return _rejoin(state, state.recovery)
 
 
 def _without(items: tuple[int, ...], item: int) -> tuple[int, ...]:
     return tuple(i for i in items if i != item)
 
 
-def no_session_message(drop: Drop | None) -> str:
+def no_session_message(drop: Drop | None, rejoining: bool = False) -> str:
     """The exact no-session error of SPEC §4."""
+    if rejoining:
+        return (
+            "No active notebook session yet: nbstage is rejoining your notebook after a "
+            "daemon restart. Try again in a moment."
+        )
     if drop is None:
         return "No active notebook session. Call connect_notebook or create_notebook first."
     message = (

@@ -92,7 +92,6 @@ class ProxySupervisor(NbActor):
         self.calls: dict[str, PendingCall] = {}
         self.tools: list[dict[str, Any]] = []
         self.banner: str | None = None
-        self.daemon_version: str | None = None
         self.handoff_to: tuple[str, str] | None = None
 
     # --- start and stop -------------------------------------------------------------------
@@ -241,8 +240,6 @@ class ProxySupervisor(NbActor):
         self.ready = True
         self.restart = restart_policy.child_ready(self.restart)
         self.send(self.edge, WatchChildPid(msg.pid, msg.generation))
-        version = msg.server_title.removeprefix("nbstage (daemon ").rstrip(")")
-        self.daemon_version = self.daemon_version or version
         for call_id, call in list(self.calls.items()):
             if call.sent_to is None:
                 self._forward(call_id, call)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import fcntl
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -59,6 +62,7 @@ def run_foreground(paths: StatePaths) -> None:
 
     prepare(paths)
     lock_fd = _take_lock(paths)
+    faulthandler.register(signal.SIGUSR1)
     try:
         setup_logging(paths.logs, "daemon")
         with contextlib.suppress(FileNotFoundError):
@@ -93,6 +97,7 @@ def start_background(paths: StatePaths) -> tuple[dict[str, Any], bool]:
             stderr=log_file,
             start_new_session=True,
         )
+    threading.Thread(target=proc.wait, name="reap-daemon", daemon=True).start()
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         status = query_status(paths, timeout=2.0)
@@ -118,9 +123,21 @@ def stop(paths: StatePaths) -> int | None:
         DaemonClient(paths.socket) as client,
     ):
         client.request("shutdown")
-    with contextlib.suppress(psutil.NoSuchProcess):
-        psutil.Process(pid).wait(timeout=STOP_TIMEOUT)
+    _wait_gone(pid, STOP_TIMEOUT)
     return pid
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait until the process has exited (a zombie counts: its parent may not be us)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"daemon pid {pid} did not exit within {timeout:.0f}s")
 
 
 def socket_dir_of(state_dir: Path) -> Path | None:

@@ -47,6 +47,7 @@ from nbstage.protocol.requests import (
     GetIdentity,
     GetStatus,
     LeaveRoom,
+    ListClients,
     OpenNotebook,
     ShutdownDaemon,
     Watch,
@@ -148,6 +149,7 @@ class Edge:
         self._bridge: ActorBridge | None = None
         self._system: Any = None
         self._daemon_actor: Any = None
+        self._serving: set[asyncio.Task] = set()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -167,6 +169,9 @@ class Edge:
         await self._stop_actors()
         for conn in list(self.connections.values()):
             conn.writer.close()
+        for task in list(self._serving):
+            task.cancel()
+        await asyncio.gather(*self._serving, return_exceptions=True)
         with contextlib.suppress(FileNotFoundError):
             self.paths.socket.unlink()
 
@@ -278,6 +283,7 @@ class Edge:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection(next(self._conn_ids), writer)
         self.connections[conn.conn_id] = conn
+        self._serving.add(asyncio.current_task())
         try:
             while True:
                 try:
@@ -293,6 +299,7 @@ class Edge:
         except ConnectionError:
             pass
         finally:
+            self._serving.discard(asyncio.current_task())
             self._drop(conn)
             writer.close()
 
@@ -323,6 +330,9 @@ class Edge:
                 conn.send(
                     {"id": request_id, "type": "heartbeat", "identity": self.identity.to_wire()}
                 )
+            case ListClients():
+                clients = [c.client for c in self.connections.values() if c.client is not None]
+                conn.send({"id": request_id, "type": "result", "result": {"clients": clients}})
             case ShutdownDaemon():
                 conn.send({"id": request_id, "type": "result", "result": {"stopping": True}})
                 self._stop_requested.set()

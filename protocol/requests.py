@@ -64,6 +64,12 @@ class Watch:
     """What the watching client reports about itself (label, pids, notebooks); shown by admin."""
 
 
+@wire_request("clients")
+@dataclass(frozen=True, slots=True)
+class ListClients:
+    """Every connected client that reported itself on a watch subscription."""
+
+
 @wire_request("shutdown")
 @dataclass(frozen=True, slots=True)
 class ShutdownDaemon:

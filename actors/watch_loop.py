@@ -1,0 +1,132 @@
+"""The WatchLoop actor: follows the daemon's identity and tells the SessionManager.
+
+It holds a watch subscription (heartbeats carrying the identity, plus room
+events) on a DaemonLink of its own, feeds what it sees to the pure ``reconcile``
+step, and carries out the actions: report an incarnation, report absence, ask for
+a handoff, reconnect with backoff, or query the identity when heartbeats lag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from thespian.actors import ActorAddress, WakeupMessage
+
+from nbstage.actors import reconcile, thespian_tweaks
+from nbstage.actors.base import NbActor
+from nbstage.actors.daemon_link import DaemonFrameArrived, DaemonLink, DaemonLinkClosed
+from nbstage.protocol.watching import (
+    ClientInfoChanged,
+    DaemonIncarnationSeen,
+    DaemonVersionChanged,
+    DaemonWentAway,
+    StartWatch,
+)
+
+log = logging.getLogger("nbstage.watch")
+
+LAG_FACTOR = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectDue:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class LagCheck:
+    pass
+
+
+class WatchLoop(NbActor):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.config: StartWatch | None = None
+        self.session_manager: ActorAddress | None = None
+        self.state = reconcile.WatchState()
+        self.link: DaemonLink | None = None
+        self.links = 0
+        self.last_beat = time.monotonic()
+        self.reconnect_pending = False
+
+    def receiveMsg_StartWatch(self, msg: StartWatch, sender: ActorAddress) -> None:
+        self.config = msg
+        self.session_manager = sender
+        self._connect()
+        self.wakeupAfter(self._lag_period(), payload=LagCheck())
+
+    def _lag_period(self) -> timedelta:
+        return timedelta(seconds=self.config.heartbeat_secs * LAG_FACTOR)
+
+    def _connect(self) -> None:
+        self.links += 1
+        try:
+            link = DaemonLink(
+                self.config.socket_path, thespian_tweaks.self_poster(self), self.links
+            )
+        except OSError:
+            self._step(reconcile.QueryFailed())
+            return
+        self.link = link
+        self.last_beat = time.monotonic()
+        link.send("watch", client=self.config.client)
+
+    def receiveMsg_ClientInfoChanged(self, msg: ClientInfoChanged, sender: ActorAddress) -> None:
+        self.config = StartWatch(self.config.socket_path, self.config.heartbeat_secs, msg.client)
+        if self.link is not None:
+            self.link.send("watch", client=msg.client)
+
+    def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
+        if self.link is None or msg.link != self.link.link:
+            return
+        frame = msg.frame
+        identity = frame.get("identity") if frame["type"] == "heartbeat" else None
+        if identity is None and frame["type"] == "result" and "incarnation" in frame["result"]:
+            identity = frame["result"]
+        if identity is not None:
+            self.last_beat = time.monotonic()
+            self._step(reconcile.HeartbeatSeen(reconcile.Identity.from_wire(identity)))
+
+    def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
+        if self.link is not None and msg.link == self.link.link:
+            self.link = None
+            self._step(reconcile.LinkClosed())
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+        match msg.payload:
+            case ReconnectDue():
+                self.reconnect_pending = False
+                if self.link is None:
+                    self._connect()
+            case LagCheck():
+                lagging = time.monotonic() - self.last_beat > self._lag_period().total_seconds()
+                if self.link is not None and lagging:
+                    self._step(reconcile.DeliveryLagged())
+                self.wakeupAfter(self._lag_period(), payload=LagCheck())
+
+    def _step(self, event: object) -> None:
+        self.state, actions = reconcile.reconcile(self.state, event)
+        for action in actions:
+            match action:
+                case reconcile.IncarnationChanged(identity):
+                    self.send(
+                        self.session_manager,
+                        DaemonIncarnationSeen(identity.pid, identity.started_at, identity.version),
+                    )
+                case reconcile.DaemonAbsent():
+                    self.send(self.session_manager, DaemonWentAway())
+                case reconcile.Handoff(from_version, to_version):
+                    self.send(self.session_manager, DaemonVersionChanged(from_version, to_version))
+                case reconcile.Reconnect(after) if not self.reconnect_pending:
+                    self.reconnect_pending = True
+                    self.wakeupAfter(timedelta(seconds=after), payload=ReconnectDue())
+                case reconcile.QueryIdentity():
+                    self.link.send("identity")
+
+    def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
+        if self.link is not None:
+            self.link.close()
