@@ -52,8 +52,10 @@ from nbstage.protocol.rooms import (
     DaemonStarted,
     DaemonStopped,
     JoinRoom,
+    PathBound,
     PathClaimed,
     PathRefused,
+    PathReleased,
     RoomClosed,
     RoomSource,
     RoomStarted,
@@ -194,6 +196,8 @@ class Daemon(NbActor):
 
     def _open(self, origin: Origin, req: OpenNotebook) -> None:
         self._refuse_while_stopping()
+        if not Path(req.path).expanduser().is_absolute():
+            raise NbstageError(ErrorCode.BAD_REQUEST, f"path must be absolute, not {req.path!r}")
         path = str(Path(req.path).expanduser().resolve())
         admission = admit_open(
             self.by_path,
@@ -261,7 +265,6 @@ class Daemon(NbActor):
         self.rooms[notebook_id] = entry
         if path is not None:
             self.by_path[path] = notebook_id
-            self.registry.bind(notebook_id, path)
         cfg = self.config
         self.send(
             address,
@@ -286,6 +289,8 @@ class Daemon(NbActor):
         if entry is not None:
             entry.starting = False
             entry.pid = msg.pid
+            if entry.path is not None:
+                self.registry.bind(msg.notebook_id, entry.path)
             self.send(
                 self.edge, RoomEventOccurred("created", msg.notebook_id, {"path": entry.path})
             )
@@ -315,14 +320,25 @@ class Daemon(NbActor):
                 ),
             )
             return
-        entry = self.rooms[msg.notebook_id]
-        if entry.path is not None and entry.path != path:
-            self.by_path.pop(entry.path, None)
-        entry.path = path
-        entry.ephemeral = False
         self.by_path[path] = msg.notebook_id
-        self.registry.bind(msg.notebook_id, path)
         self.send(sender, PathClaimed(path, msg.origin))
+
+    def receiveMsg_PathBound(self, msg: PathBound, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        if entry is None:
+            return
+        if entry.path is not None and entry.path != msg.path:
+            self.by_path.pop(entry.path, None)
+        entry.path = msg.path
+        entry.ephemeral = False
+        self.by_path[msg.path] = msg.notebook_id
+        self.registry.bind(msg.notebook_id, msg.path)
+
+    def receiveMsg_PathReleased(self, msg: PathReleased, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        claimed_by_us = self.by_path.get(msg.path) == msg.notebook_id
+        if claimed_by_us and (entry is None or entry.path != msg.path):
+            del self.by_path[msg.path]
 
     def _room_view(self, notebook_id: str, entry: RoomEntry) -> dict[str, Any]:
         status = entry.status

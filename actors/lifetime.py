@@ -52,10 +52,29 @@ def peer_left(state: Lifetime) -> tuple[Lifetime, list[Action]]:
     return left, []
 
 
-def keep_alive_expired(state: Lifetime, generation: int) -> tuple[Lifetime, list[Action]]:
+def keep_alive_expired(
+    state: Lifetime, generation: int, busy: bool = False
+) -> tuple[Lifetime, list[Action]]:
+    """Teardown time: only if nobody rejoined since, and no cell is queued or running."""
     if state.peers > 0 or generation != state.generation or not state.kernel_attached:
         return state, []
+    if busy:
+        return state, [ScheduleTeardown(generation)]
     return replace(state, kernel_attached=False), [BeginTeardown()]
+
+
+def kernel_wanted(state: Lifetime) -> tuple[Lifetime, list[Action]]:
+    """Something needs a kernel now (an execute after teardown, a restart of a dead one).
+
+    With no peers the fresh kernel gets the same keep-alive as one whose last peer left.
+    """
+    if not state.has_runtime or state.kernel_attached:
+        return state, []
+    attached = replace(state, kernel_attached=True)
+    actions: list[Action] = [StartFreshKernel()]
+    if state.peers == 0:
+        actions.append(ScheduleTeardown(state.generation))
+    return attached, actions
 
 
 def kernel_released(state: Lifetime) -> Lifetime:

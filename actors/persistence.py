@@ -36,11 +36,11 @@ def write_execution(executions_dir: Path, record: dict[str, Any]) -> None:
 
 
 def read_execution(executions_dir: Path, execution_id: str) -> dict[str, Any] | None:
-    if not execution_id.replace("-", "").isalnum():
+    if len(execution_id) > 64 or not execution_id.replace("-", "").isalnum():
         return None
     try:
         return orjson.loads(record_path(executions_dir, execution_id).read_bytes())
-    except (FileNotFoundError, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError):
         return None
 
 

@@ -24,8 +24,25 @@ def after_call(target: RestartTarget, tool: str, result: dict[str, Any]) -> Rest
     if tool in ("connect_notebook", "create_notebook"):
         notebook_id = structured.get("notebook_id")
         return RestartTarget(structured.get("path") or notebook_id, notebook_id)
-    if tool == "save_notebook" and structured.get("notebook_id") == target.notebook_id:
-        return RestartTarget(structured.get("path") or target.value, target.notebook_id)
-    if tool == "disconnect_notebook" and structured.get("disconnected") == target.notebook_id:
+    if tool == "save_notebook" and _same_notebook(target, structured.get("notebook_id")):
+        notebook_id = structured["notebook_id"]
+        return RestartTarget(structured.get("path") or target.value, notebook_id)
+    if tool == "disconnect_notebook" and _same_notebook(target, structured.get("disconnected")):
         return RestartTarget()
+    return target
+
+
+def _same_notebook(target: RestartTarget, notebook_id: str | None) -> bool:
+    if notebook_id is None:
+        return False
+    known = target.notebook_id if target.notebook_id is not None else target.value
+    return notebook_id == known
+
+
+def active_changed(
+    target: RestartTarget, notebook_id: str | None, path: str | None
+) -> RestartTarget:
+    """Learn the id of a target that was handed over by value (a path or a UUID)."""
+    if notebook_id is not None and target.value is not None and target.value in (notebook_id, path):
+        return RestartTarget(target.value, notebook_id)
     return target

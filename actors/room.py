@@ -69,8 +69,10 @@ from nbstage.protocol.rooms import (
     ClaimPath,
     CloseRoom,
     JoinRoom,
+    PathBound,
     PathClaimed,
     PathRefused,
+    PathReleased,
     RoomClosed,
     RoomSource,
     RoomStarted,
@@ -102,6 +104,11 @@ class WaitExpired:
     origin: Origin
 
 
+def _scoped(req: Any) -> str | None:
+    """Idempotency keys are per request kind, so one key cannot answer another kind."""
+    return None if req.key is None else f"{type(req).__name__}:{req.key}"
+
+
 class Room(NbActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -126,6 +133,7 @@ class Room(NbActor):
         self.finished_count = 0
         self.joins_seen = 0
         self._registry: Registry | None = None
+        self.load_error: NbstageError | None = None
 
     # --- start ----------------------------------------------------------------------------
 
@@ -139,6 +147,7 @@ class Room(NbActor):
         try:
             self.doc = self._load(msg)
         except NbstageError as exc:
+            self.load_error = exc
             self.send(sender, RoomStartFailed(msg.notebook_id, exc.code, exc.message))
             return
         self.saved_revision = self.doc.revision
@@ -181,10 +190,10 @@ class Room(NbActor):
     def receiveMsg_JoinRoom(self, msg: JoinRoom, sender: ActorAddress) -> None:
         if self.doc is None:
             self.joins_seen = max(self.joins_seen, msg.join_seq)
-            self.fail(
-                msg.origin,
-                NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, "The notebook could not be loaded."),
+            unloaded = NbstageError(
+                ErrorCode.NOTEBOOK_UNAVAILABLE, "The notebook could not be loaded."
             )
+            self.fail(msg.origin, self.load_error or unloaded)
             return
         self.joins_seen = max(self.joins_seen, msg.join_seq)
         peer_id = uuid.uuid4().hex[:12]
@@ -207,7 +216,8 @@ class Room(NbActor):
         self._report_status()
 
     def receiveMsg_KeepAliveExpired(self, msg: KeepAliveExpired, sender: ActorAddress) -> None:
-        self._carry_out(lifetime.keep_alive_expired, self.life, msg.generation)
+        busy = bool(self.book.live_ids())
+        self._carry_out(lifetime.keep_alive_expired, self.life, msg.generation, busy)
 
     def _carry_out(self, decide: Any, *args: Any) -> None:
         self.life, actions = decide(*args)
@@ -352,11 +362,12 @@ class Room(NbActor):
         """Wrap a mutation so a repeated idempotency key returns the first result unchanged."""
 
         def handle(origin: Origin, req: Any) -> None:
-            if req.key is not None and req.key in self.applied:
-                self.answer(origin, self.applied[req.key])
+            key = _scoped(req)
+            if key is not None and key in self.applied:
+                self.answer(origin, self.applied[key])
                 return
             result = apply(req)
-            self._remember(req.key, result)
+            self._remember(key, result)
             self.answer(origin, result)
             self._edited()
 
@@ -398,8 +409,9 @@ class Room(NbActor):
     # --- execution ------------------------------------------------------------------------
 
     def _execute(self, origin: Origin, req: ExecuteCell) -> None:
-        if req.key is not None and req.key in self.applied:
-            self._answer_execution(origin, self.applied[req.key]["execution_id"], req.wait_secs)
+        key = _scoped(req)
+        if key is not None and key in self.applied:
+            self._answer_execution(origin, self.applied[key]["execution_id"], req.wait_secs)
             return
         cell = self.doc.cell(req.cell_id)
         if cell.cell_type != "code":
@@ -408,7 +420,7 @@ class Room(NbActor):
             )
         self._require_kernel()
         record, is_new = self.book.queue(cell.id)
-        self._remember(req.key, {"execution_id": record.execution_id})
+        self._remember(key, {"execution_id": record.execution_id})
         if is_new:
             self.doc.clear_outputs(cell.id)
             self.send(self.kernel, RunCode(record.execution_id, cell.source))
@@ -424,7 +436,7 @@ class Room(NbActor):
                 "fresh kernel (its variables are lost), then run the cells you need again.",
             )
         if self.kernel is None:
-            self._carry_out(lambda s: (s, [lifetime.StartFreshKernel()]), self.life)
+            self._carry_out(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
 
     def _answer_execution(self, origin: Origin, execution_id: str, wait_secs: float) -> None:
         record = self.book.get(execution_id)
@@ -518,8 +530,8 @@ class Room(NbActor):
             return
         if self.kernel is not None:
             self.send(self.kernel, ShutdownKernel())
-        self._start_kernel()
-        self.life = lifetime.Lifetime(True, self.life.peers, self.life.generation, True)
+            self.kernel = None
+        self._carry_out(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
 
     def receiveMsg_KernelRestarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
         if self._from_current_kernel(sender):
@@ -563,6 +575,8 @@ class Room(NbActor):
         self.wakeupAfter(timedelta(seconds=delay), payload=AutosaveDue(self.autosave_generation))
 
     def _persist_if_changed(self) -> None:
+        if self.ephemeral and self.path is None:
+            return
         if self.doc.revision == self.saved_revision:
             self.first_unsaved_at = None
             return
@@ -584,6 +598,8 @@ class Room(NbActor):
             self._write_file(self.path)
             self.answer(origin, {"notebook_id": self.notebook_id, "path": self.path})
             return
+        if not Path(req.path).expanduser().is_absolute():
+            raise NbstageError(ErrorCode.BAD_REQUEST, f"path must be absolute, not {req.path!r}")
         target = str(Path(req.path).expanduser().resolve())
         if not target.endswith(".ipynb"):
             raise NbstageError(ErrorCode.BAD_REQUEST, "A notebook path must end in .ipynb.")
@@ -593,7 +609,12 @@ class Room(NbActor):
         self.guarded(msg.origin, self._save_claimed, msg.path)
 
     def _save_claimed(self, origin: Origin, path: str) -> None:
-        self._write_file(path)
+        try:
+            self._write_file(path)
+        except Exception:
+            self.send(self.daemon, PathReleased(self.notebook_id, path))
+            raise
+        self.send(self.daemon, PathBound(self.notebook_id, path))
         self.path = path
         self.ephemeral = False
         self.answer(origin, {"notebook_id": self.notebook_id, "path": path})

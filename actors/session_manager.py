@@ -33,6 +33,7 @@ from nbstage.protocol import tools
 from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.mcp import tool_error, tool_result
 from nbstage.protocol.supervision import (
+    ActiveSessionChanged,
     HandoffRequested,
     SessionConfig,
     SessionManagerReady,
@@ -326,6 +327,14 @@ class SessionManager(NbActor):
         self.state, actions = sessions.decide(self.state, event)
         if (self.state.active, self.state.parked) != before and self.watch is not None:
             self.send(self.watch, ClientInfoChanged(self._client_info()))
+        if self.state.active != before[0]:
+            active = self.state.active
+            self.send(
+                self.supervisor,
+                ActiveSessionChanged(
+                    active.notebook_id if active else None, active.path if active else None
+                ),
+            )
         for action in actions:
             match action:
                 case sessions.Join(activation_id, target):
@@ -380,10 +389,14 @@ class SessionManager(NbActor):
             structured, text = result, f"Disconnected from {result['disconnected']}."
         else:
             structured = {k: v for k, v in result.items() if k not in ("ephemeral", "runtime")}
-            text = (
-                f"Connected to {result['path'] or result['notebook_id']} "
-                f"({result['cell_count']} cells, kernel {result['kernel_status']})."
-            )
+            where = result["path"] or result["notebook_id"]
+            if result["cell_count"] is None:
+                text = f"Already connected to {where}."
+            else:
+                text = (
+                    f"Connected to {where} "
+                    f"({result['cell_count']} cells, kernel {result['kernel_status']})."
+                )
         self._finish(call_id, tool_result(structured, text=text))
 
     def receiveMsg_StopSessionManager(self, msg: StopSessionManager, sender: ActorAddress) -> None:

@@ -56,7 +56,7 @@ class Session:
 @dataclass(frozen=True, slots=True)
 class Drop:
     reason: DropReason
-    notebook_id: str
+    notebook_id: str | None
     path: str | None
 
 
@@ -199,13 +199,13 @@ def _connect(state: SessionState, event: ConnectRequested) -> tuple[SessionState
     if pending is not None and pending.target == event.target and event.target.shareable:
         shared = replace(pending, waiters=(*pending.waiters, event.call_id))
         return replace(state, pending=shared), []
-    if state.active is not None and event.target.shareable and state.active.matches(event.target):
-        result = _result(state.active, {}, resumed=False, switched_from=None)
-        return state, [Answer(event.call_id, result)]
     actions: list[Action] = []
     if pending is not None:
         state = _supersede(state)
         actions += [Refuse(w, "superseded by a later connect") for w in pending.waiters]
+    if state.active is not None and event.target.shareable and state.active.matches(event.target):
+        result = _result(state.active, {}, resumed=False, switched_from=None)
+        return state, [*actions, Answer(event.call_id, result)]
     activation = Activation(state.next_activation, event.target, (event.call_id,), state.epoch)
     state = replace(state, pending=activation, next_activation=state.next_activation + 1)
     return state, [*actions, Join(activation.activation_id, event.target)]
@@ -288,7 +288,7 @@ def _join_failed(state: SessionState, event: JoinFailed) -> tuple[SessionState, 
         if not event.unavailable:
             return state, [RetryRecoveryLater()]
         target = pending.target
-        drop = Drop(DropReason.EVICTED, target.notebook_id or "unknown", target.path)
+        drop = Drop(DropReason.EVICTED, target.notebook_id, target.path)
         return replace(state, recovery=None, drop=drop), []
     return state, [Refuse(w, event.message) for w in pending.waiters]
 
@@ -297,10 +297,21 @@ def _disconnect(
     state: SessionState, event: DisconnectRequested
 ) -> tuple[SessionState, list[Action]]:
     actions: list[Action] = []
-    state = replace(state, epoch=state.epoch + 1, recovery=None)
+    rejoin_before = state
+    state = replace(state, epoch=state.epoch + 1)
     if state.pending is not None:
         actions += [Refuse(w, "cancelled by disconnect_notebook") for w in state.pending.waiters]
         state = _supersede(state)
+    rejoin = _rejoin_target(rejoin_before)
+    state = replace(state, recovery=None)
+    if (
+        state.active is None
+        and rejoin is not None
+        and event.notebook_id in (None, rejoin.notebook_id)
+    ):
+        gone = rejoin.notebook_id or rejoin.path
+        drop = Drop(DropReason.DISCONNECTED, rejoin.notebook_id, rejoin.path)
+        return replace(state, drop=drop), [*actions, Answer(event.call_id, {"disconnected": gone})]
     target_id = event.notebook_id or (state.active.notebook_id if state.active else None)
     if state.active is not None and state.active.notebook_id == target_id:
         gone = state.active
@@ -321,10 +332,19 @@ def _disconnect(
     return state, [*actions, Answer(event.call_id, {"disconnected": parked.notebook_id})]
 
 
+def _rejoin_target(state: SessionState) -> Target | None:
+    """What a background rejoin is (or will be) trying to reach, if one is under way."""
+    if state.pending is not None and state.pending.background:
+        return state.pending.target
+    return state.recovery
+
+
 def _incarnation_seen(
     state: SessionState, event: IncarnationSeen
 ) -> tuple[SessionState, list[Action]]:
     current = event.incarnation
+    if state.incarnation is None:
+        state = _adopt(state, current)
     recovery = state.recovery or event.handoff_target
     active = state.active
     if active is not None and active.incarnation != current:
@@ -335,6 +355,16 @@ def _incarnation_seen(
     if state.pending is not None and state.pending.background:
         state = _supersede(state)
     return _recover(state)
+
+
+def _adopt(state: SessionState, incarnation: tuple[Any, ...]) -> SessionState:
+    """Handles joined before the first report belong to the daemon that report describes."""
+
+    def bound(session: Session) -> Session:
+        return replace(session, incarnation=session.incarnation or incarnation)
+
+    active = bound(state.active) if state.active is not None else None
+    return replace(state, active=active, parked=tuple(bound(p) for p in state.parked))
 
 
 def _target_of(session: Session) -> Target:
@@ -360,8 +390,8 @@ def no_session_message(drop: Drop | None, rejoining: bool = False) -> str:
         )
     if drop is None:
         return "No active notebook session. Call connect_notebook or create_notebook first."
+    how = f'notebook_id="{drop.notebook_id}"' if drop.notebook_id else f'path="{drop.path}"'
     message = (
-        f"No active notebook session ({drop.reason.value}). "
-        f'Reconnect with: connect_notebook(notebook_id="{drop.notebook_id}")'
+        f"No active notebook session ({drop.reason.value}). Reconnect with: connect_notebook({how})"
     )
     return message + (f" — file: {drop.path}" if drop.path else "")

@@ -26,6 +26,7 @@ from nbstage.actors.base import NbActor
 from nbstage.actors.session_manager import SessionManager
 from nbstage.protocol import jsonrpc, mcp, tools
 from nbstage.protocol.supervision import (
+    ActiveSessionChanged,
     ChildProcessDied,
     HandoffRequested,
     McpMessageReceived,
@@ -195,6 +196,11 @@ class ProxySupervisor(NbActor):
         call = self.calls.pop(call_id, None)
         if call is not None and self.child is not None:
             self.send(self.child, ToolCallCancelled(call_id))
+
+    def receiveMsg_ActiveSessionChanged(
+        self, msg: ActiveSessionChanged, sender: ActorAddress
+    ) -> None:
+        self.target = restart_target.active_changed(self.target, msg.notebook_id, msg.path)
 
     def receiveMsg_ToolCallFinished(self, msg: ToolCallFinished, sender: ActorAddress) -> None:
         call = self.calls.pop(msg.call_id, None)

@@ -258,8 +258,12 @@ class Edge:
                 "state_dir": str(self.paths.root),
                 **result,
             }
-        elif isinstance(request, JOIN_REQUESTS) and conn is not None:
-            conn.peers.add((result["notebook_id"], result["peer_id"]))
+        elif isinstance(request, JOIN_REQUESTS):
+            joined = (result["notebook_id"], result["peer_id"])
+            if conn is not None:
+                conn.peers.add(joined)
+            else:
+                self._leave(origin.conn, *joined)
         self._reply(origin, {"type": "result", "result": result})
 
     def _reply(self, origin: Origin, payload: dict[str, Any]) -> None:
@@ -307,10 +311,13 @@ class Edge:
         """A closed connection leaves every room it joined."""
         del self.connections[conn.conn_id]
         for notebook_id, peer_id in conn.peers:
-            address = self.rooms.get(notebook_id)
-            if address is not None:
-                origin = Origin(0, f"leave-{conn.conn_id}-{peer_id}")
-                self._bridge.tell(address, ClientRequest(origin, LeaveRoom(notebook_id, peer_id)))
+            self._leave(conn.conn_id, notebook_id, peer_id)
+
+    def _leave(self, conn_id: int, notebook_id: str, peer_id: str) -> None:
+        address = self.rooms.get(notebook_id)
+        if address is not None:
+            origin = Origin(0, f"leave-{conn_id}-{peer_id}")
+            self._bridge.tell(address, ClientRequest(origin, LeaveRoom(notebook_id, peer_id)))
 
     def _dispatch(self, conn: Connection, frame: dict[str, Any]) -> bool:
         """Route one request; False closes the connection (an unknown request type)."""

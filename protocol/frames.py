@@ -29,8 +29,12 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def decode_body(body: bytes) -> dict[str, Any]:
-    """Parse a frame body and check its envelope (``v``, ``type``, ``id``)."""
+def decode_body(body: bytes, null_id_ok: bool = False) -> dict[str, Any]:
+    """Parse a frame body and check its envelope (``v``, ``type``, ``id``).
+
+    A daemon answers a frame it could not read with an error whose id is null;
+    clients read those with ``null_id_ok``.
+    """
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -43,6 +47,8 @@ def decode_body(body: bytes) -> dict[str, Any]:
     if not isinstance(payload.get("type"), str):
         raise FrameError("frame must carry a string 'type'")
     frame_id = payload.get("id")
+    if frame_id is None and null_id_ok:
+        return payload
     if isinstance(frame_id, bool) or not isinstance(frame_id, int | str):
         raise FrameError("frame must carry an 'id' that is an integer or a string")
     return payload
@@ -84,4 +90,4 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
 def recv_frame(sock: socket.socket) -> dict[str, Any]:
     """Blocking read of one frame from a socket (used by clients)."""
     length = _check_length(_recv_exactly(sock, _HEADER.size))
-    return decode_body(_recv_exactly(sock, length))
+    return decode_body(_recv_exactly(sock, length), null_id_ok=True)

@@ -128,6 +128,22 @@ class PathRefused:
 
 
 @dataclass(frozen=True, slots=True)
+class PathBound:
+    """The Room wrote its file at a claimed path: the Daemon records the binding."""
+
+    notebook_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class PathReleased:
+    """The Room could not write at a claimed path: the Daemon drops the reservation."""
+
+    notebook_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class CloseRoom:
     """Save or flush, stop the kernel, then answer RoomClosed. The Daemon then stops the actor."""
 

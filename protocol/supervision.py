@@ -112,3 +112,11 @@ class HandoffRequested:
 @dataclass(frozen=True, slots=True)
 class StopSessionManager:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveSessionChanged:
+    """The SessionManager's active notebook changed (a tool call or a background rejoin)."""
+
+    notebook_id: str | None
+    path: str | None

@@ -108,3 +108,100 @@ def assert_daemon_gone(daemon: RunningDaemon) -> None:
         lambda: not processes_of_daemon(daemon.pid) or None, 15, "daemon processes to exit"
     )
     assert leftover
+
+
+# --- kernels and rooms, as the kernel tests see them --------------------------------------
+
+
+def pid_gone(pid: int) -> bool:
+    """True once a process no longer runs (exited, or a zombie awaiting its parent)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def room_view(daemon: RunningDaemon, notebook_id: str) -> dict[str, Any] | None:
+    """The daemon's list_rooms entry for one notebook, or None when it is not resident."""
+    rooms = daemon.request("list_rooms")["rooms"]
+    return next((room for room in rooms if room["notebook_id"] == notebook_id), None)
+
+
+def run_cell(
+    client: DaemonClient, notebook_id: str, source: str, wait_secs: float = 30.0
+) -> dict[str, Any]:
+    """Append a code cell and execute it; returns the execution as the daemon reports it."""
+    cell_id = client.request("create_cell", notebook_id=notebook_id, source=source)["cell_id"]
+    answer = client.request(
+        "execute", notebook_id=notebook_id, cell_id=cell_id, wait_secs=wait_secs
+    )
+    return answer["execution"]
+
+
+# --- MCP clients: the official SDK driving a real `nbstage mcp` ----------------------------
+
+
+class McpClientSession:
+    """``async with``: an SDK ``mcp.Client`` on a fresh ``nbstage mcp`` process for ``daemon``.
+
+    The server runs with ``cwd`` (default: the directory that holds the state dir), shows
+    up in the daemon as ``label`` (its clientInfo title), and speaks ``mode`` ("legacy"
+    or "2026-07-28"). Leaving the block closes the client; then the server process and
+    every actor process it started must be gone.
+    """
+
+    def __init__(
+        self, daemon: RunningDaemon, mode: str, label: str, cwd: Path | str | None
+    ) -> None:
+        import uuid
+
+        from mcp import Client, StdioServerParameters
+        from mcp_types import Implementation
+
+        self.tag = uuid.uuid4().hex
+        params = StdioServerParameters(
+            command=NBSTAGE[0],
+            args=[*NBSTAGE[1:], "mcp", "--state-dir", str(daemon.paths.root)],
+            env={**os.environ, **daemon.env, "NBSTAGE_TEST_CLIENT_TAG": self.tag},
+            cwd=str(cwd if cwd is not None else daemon.paths.root.parent),
+        )
+        info = Implementation(name=label, title=label, version="1")
+        self.client = Client(params, mode=mode, client_info=info)
+        self.server_pid: int | None = None
+
+    async def __aenter__(self) -> Any:
+        await self.client.__aenter__()
+        for child in psutil.Process().children():
+            try:
+                if child.environ().get("NBSTAGE_TEST_CLIENT_TAG") == self.tag:
+                    self.server_pid = child.pid
+            except psutil.Error:
+                continue
+        return self.client
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        import anyio
+
+        await self.client.__aexit__(*exc_info)
+        pid = self.server_pid
+        if pid is None:
+            return
+
+        def server_gone() -> bool:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                pass
+            return not processes_of_daemon(pid)
+
+        await anyio.to_thread.run_sync(
+            wait_until, server_gone, 10, f"nbstage mcp pid {pid} and its actors to exit"
+        )
+
+
+def mcp_client(
+    daemon: RunningDaemon, mode: str, label: str = "tester", cwd: Path | str | None = None
+) -> McpClientSession:
+    """``async with mcp_client(daemon, "legacy") as client:`` — see McpClientSession."""
+    return McpClientSession(daemon, mode, label, cwd)
