@@ -41,9 +41,11 @@ def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter():
         try:
-            if proc.pid == daemon_pid or proc.environ().get("NBSTAGE_EDGE_PID") == str(daemon_pid):
-                if proc.status() != psutil.STATUS_ZOMBIE:
-                    found.append(proc)
+            mine = proc.pid == daemon_pid or proc.environ().get("NBSTAGE_EDGE_PID") == str(
+                daemon_pid
+            )
+            if mine and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
         except psutil.Error:
             continue
     return found
