@@ -21,7 +21,7 @@ from thespian.actors import ActorSystem
 import nbstage.actors.thespian_tweaks  # noqa: F401 - spawn needs the tweaks in this main module
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_actors import Echo  # noqa: E402
+from bench_actors import Echo
 
 BASES = {
     "simpleSystemBase": {},
@@ -72,7 +72,9 @@ def main() -> None:
     os.environ["NBSTAGE_BENCH"] = str(os.getpid())
     for base, caps in BASES.items():
         median, p90, listening = measure(base, caps, args.runs)
-        print(f"{base:20s} ask median {median:6.3f} ms  p90 {p90:6.3f} ms  TCP listeners {listening}")
+        print(
+            f"{base:20s} ask median {median:6.3f} ms  p90 {p90:6.3f} ms  TCP listeners {listening}"
+        )
 
 
 if __name__ == "__main__":
