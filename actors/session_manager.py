@@ -116,7 +116,8 @@ class SessionManager(NbActor):
         self.supervisor = sender
         if msg.rejoin_target:
             self.handoff_target = self._target_of(msg.rejoin_target)
-        self.send(sender, SessionManagerReady(os.getpid(), msg.generation, None))
+        ready = SessionManagerReady(os.getpid(), msg.generation, None, tools.builtin_tool_list())
+        self.send(sender, ready)
         self._connect()
         self._start_watch()
 

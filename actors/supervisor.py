@@ -10,6 +10,7 @@ restart target (restart_target.py) so the notebook is rejoined.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -246,9 +247,29 @@ class ProxySupervisor(NbActor):
         self.ready = True
         self.restart = restart_policy.child_ready(self.restart)
         self.send(self.edge, WatchChildPid(msg.pid, msg.generation))
+        self._refresh_tools(msg.tools)
         for call_id, call in list(self.calls.items()):
             if call.sent_to is None:
                 self._forward(call_id, call)
+
+    def _refresh_tools(self, live: list[dict[str, Any]]) -> None:
+        """Adopt the child's tool list; persist it (never an empty one) and announce a change."""
+        if not live:
+            return
+        changed = live != self.tools
+        self.tools = live
+        if changed or not self._cache_path.exists():
+            self._write_cache(live)
+        if changed and self.lifecycle.may_send_list_changed:
+            self._send_mcp(mcp.tools_list_changed())
+
+    def _write_cache(self, live: list[dict[str, Any]]) -> None:
+        try:
+            temp = self._cache_path.with_suffix(".tmp")
+            temp.write_bytes(orjson.dumps(live))
+            os.replace(temp, self._cache_path)
+        except OSError:
+            log.exception("could not write %s", self._cache_path)
 
     def _child_lost(self, generation: int, why: str) -> None:
         if generation != self.generation or self.child is None:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import threading
 from typing import Any
 
@@ -76,6 +77,8 @@ class McpEdge:
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self._stopped.set)
         await self._start_actors()
         reader = asyncio.create_task(self._read_stdin())
         await self._stopped.wait()

@@ -78,6 +78,8 @@ class SessionManagerReady:
     generation: int
     server_title: str | None
     """``nbstage (daemon <version>)`` once the daemon's version is known."""
+    tools: list[dict[str, Any]]
+    """The tool list of the code this child loaded (it may be newer than the supervisor's)."""
 
 
 @dataclass(frozen=True, slots=True)
