@@ -41,6 +41,8 @@ from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.requests import (
     AttachNotebook,
     CreateNotebook,
+    EvictRoom,
+    GetActorTree,
     GetStatus,
     ListRooms,
     OpenNotebook,
@@ -87,6 +89,7 @@ class RoomEntry:
     joins_sent: int = 0
     pid: int | None = None
     deferred: list[tuple[Origin, Any]] = field(default_factory=list)
+    evicted_by: list[Origin] = field(default_factory=list)
     """Admissions that arrived while the room was closing; replayed once it is gone."""
 
     @property
@@ -170,7 +173,36 @@ class Daemon(NbActor):
             ListRooms: self._list_rooms,
             GetStatus: self._status,
             RunReaper: self._run_reaper,
+            EvictRoom: self._evict,
+            GetActorTree: self._tree,
         }
+
+    def _evict(self, origin: Origin, req: EvictRoom) -> None:
+        entry = self.rooms.get(req.notebook_id)
+        if entry is None:
+            raise NbstageError(ErrorCode.NOT_FOUND, f"No room {req.notebook_id} is resident.")
+        entry.evicted_by.append(origin)
+        if not entry.closing:
+            self._close_room(req.notebook_id, "evicted by the operator")
+
+    def _tree(self, origin: Origin, req: GetActorTree) -> None:
+        rooms = []
+        for notebook_id, entry in self.rooms.items():
+            status = entry.status
+            kernel = None
+            if status is not None and status.kernel_actor_pid is not None:
+                kernel = {"actor_pid": status.kernel_actor_pid, "kernel_pid": status.kernel_pid}
+            rooms.append(
+                {
+                    "actor": "Room",
+                    "notebook_id": notebook_id,
+                    "address": str(entry.address),
+                    "pid": entry.pid,
+                    "kernel": kernel,
+                }
+            )
+        root = {"actor": "Daemon", "address": str(self.myAddress), "pid": os.getpid()}
+        self.answer(origin, {**root, "rooms": rooms})
 
     def receiveMsg_ClientRequest(self, msg: Any, sender: ActorAddress) -> None:
         closing = self._closing_target(msg.body)
@@ -375,6 +407,9 @@ class Daemon(NbActor):
         self._finish_stop_if_done()
 
     def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        for origin in entry.evicted_by if entry is not None else []:
+            self.answer(origin, {"evicted": msg.notebook_id, "saved": msg.saved})
         self._forget_room(msg.notebook_id)
         self.send(sender, ActorExitRequest())
         if self.stopping is not None:

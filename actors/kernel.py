@@ -14,6 +14,7 @@ Code runs one cell at a time, in request order. An error cancels the queue behin
 from __future__ import annotations
 
 import logging
+import os
 import select
 import threading
 import time
@@ -249,7 +250,7 @@ class Kernel(NbActor):
             self.send(self.room, KernelRestarted(self.restart_origin, self.backend.pid))
             self.restart_origin = None
         else:
-            self.send(self.room, KernelReady(self.backend.pid))
+            self.send(self.room, KernelReady(self.backend.pid, os.getpid()))
         self._next()
 
     def _finish_or_flush(self) -> None:

@@ -52,6 +52,7 @@ from nbstage.protocol.kernels import (
 from nbstage.protocol.requests import (
     CreateCell,
     DeleteCell,
+    DescribeRoom,
     ExecuteCell,
     GetCell,
     GetCells,
@@ -64,6 +65,7 @@ from nbstage.protocol.requests import (
     RestartKernel,
     SaveNotebook,
     SetCell,
+    ShutdownKernelNow,
 )
 from nbstage.protocol.rooms import (
     ClaimPath,
@@ -127,6 +129,9 @@ class Room(NbActor):
         self.kernel: ActorAddress | None = None
         self.kernel_state = KernelState.NONE
         self.kernel_pid: int | None = None
+        self.kernel_actor_pid: int | None = None
+        self.teardown_armed: int | None = None
+        """Generation of the last keep-alive timer armed, shown by admin."""
         self.kernel_problem: str | None = None
         self.pending_restart: list[Origin] = []
         self.book = ExecutionBook()
@@ -226,6 +231,7 @@ class Room(NbActor):
                 case lifetime.StartFreshKernel():
                     self._start_kernel()
                 case lifetime.ScheduleTeardown(generation):
+                    self.teardown_armed = generation
                     delay = timedelta(seconds=self.config.settings.keep_alive_secs)
                     self.wakeupAfter(delay, payload=KeepAliveExpired(generation))
                 case lifetime.BeginTeardown():
@@ -255,6 +261,7 @@ class Room(NbActor):
         self.kernel = None
         self.kernel_state = KernelState.NONE
         self.kernel_pid = None
+        self.kernel_actor_pid = None
         self._fail_live_executions(ExecutionStatus.ERROR, f"kernel stopped: {reason}")
         self._report_status()
 
@@ -265,6 +272,7 @@ class Room(NbActor):
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.IDLE
             self.kernel_pid = msg.pid
+            self.kernel_actor_pid = msg.actor_pid
             self._answer_restarts()
             self._report_status()
 
@@ -318,6 +326,7 @@ class Room(NbActor):
                 self.kernel_pid,
                 self.idle_since,
                 self.joins_seen,
+                self.kernel_actor_pid,
             ),
         )
 
@@ -342,7 +351,38 @@ class Room(NbActor):
             GetExecution: self._get_execution,
             InterruptKernel: self._interrupt,
             RestartKernel: self._restart,
+            DescribeRoom: self._describe_room,
+            ShutdownKernelNow: self._shutdown_kernel,
         }
+
+    def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
+        life = self.life
+        self.answer(
+            origin,
+            {
+                **self._describe(),
+                "peers": [{"peer_id": p, "label": label} for p, label in self.peers.items()],
+                "kernel_pid": self.kernel_pid,
+                "kernel_actor_pid": self.kernel_actor_pid,
+                "executions": {"live": self.book.live_ids(), "finished": self.finished_count},
+                "latch": {"kernel_attached": life.kernel_attached, "generation": life.generation},
+                "keep_alive": {
+                    "secs": self.config.settings.keep_alive_secs,
+                    "armed_generation": self.teardown_armed,
+                    "pending": self.teardown_armed == life.generation and not self.peers,
+                },
+                "unsaved": self.doc.revision != self.saved_revision,
+                "room_pid": os.getpid(),
+            },
+        )
+
+    def _shutdown_kernel(self, origin: Origin, req: ShutdownKernelNow) -> None:
+        pid = self.kernel_pid
+        if self.kernel is None:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
+        self._detach_kernel("shut down by the operator")
+        self.life = lifetime.kernel_released(self.life)
+        self.answer(origin, {"shutdown": True, "kernel_pid": pid})
 
     def _get_cell(self, origin: Origin, req: GetCell) -> None:
         self.answer(origin, {"cell": self.doc.cell(req.cell_id).to_json_with_id()})

@@ -23,8 +23,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import orjson
 import psutil
 
 from nbstage.entrypoints.statedir import StatePaths
@@ -44,7 +46,9 @@ from nbstage.protocol.frames import WIRE_VERSION, FrameError, encode_frame, read
 from nbstage.protocol.requests import (
     AttachNotebook,
     CreateNotebook,
+    EvictRoom,
     GetIdentity,
+    GetLog,
     GetStatus,
     LeaveRoom,
     ListClients,
@@ -61,6 +65,8 @@ log = logging.getLogger("nbstage.edge")
 ACTOR_START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 JOIN_REQUESTS = (OpenNotebook, CreateNotebook, AttachNotebook)
+DAEMON_ANSWERS = (AttachNotebook, EvictRoom)
+"""Requests that carry a notebook_id but are answered by the Daemon actor, not the Room."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +346,10 @@ class Edge:
             case ListClients():
                 clients = [c.client for c in self.connections.values() if c.client is not None]
                 conn.send({"id": request_id, "type": "result", "result": {"clients": clients}})
+            case GetLog(lines):
+                task = asyncio.create_task(self._send_log(conn, request_id, lines))
+                self._serving.add(task)
+                task.add_done_callback(self._serving.discard)
             case ShutdownDaemon():
                 conn.send({"id": request_id, "type": "result", "result": {"stopping": True}})
                 self._stop_requested.set()
@@ -347,10 +357,14 @@ class Edge:
                 self._route(origin, conn, request)
         return True
 
+    async def _send_log(self, conn: Connection, request_id: Any, lines: int) -> None:
+        entries = await asyncio.to_thread(read_log_tail, self.paths.logs, max(1, min(lines, 5000)))
+        conn.send({"id": request_id, "type": "result", "result": {"lines": entries}})
+
     def _route(self, origin: Origin, conn: Connection, request: Any) -> None:
         notebook_id = getattr(request, "notebook_id", None)
         target = self._daemon_actor
-        if notebook_id is not None and not isinstance(request, AttachNotebook):
+        if notebook_id is not None and not isinstance(request, DAEMON_ANSWERS):
             target = self.rooms.get(notebook_id)
             if target is None:
                 conn.send(
@@ -369,3 +383,19 @@ class Edge:
 
 def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, Any]:
     return {"id": request_id, "type": "error", "error": {"code": code.value, "message": message}}
+
+
+def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:
+    """The newest ``lines`` entries of daemon.log and actors.log, merged by time."""
+    entries = []
+    for name in ("daemon.log", "actors.log"):
+        path = logs_dir / name
+        if not path.exists():
+            continue
+        with path.open("rb") as log_file:
+            log_file.seek(max(0, path.stat().st_size - 400 * lines))
+            for raw in log_file.read().splitlines()[-lines:]:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    entries.append(orjson.loads(raw))
+    entries.sort(key=lambda e: e.get("ts", 0))
+    return entries[-lines:]

@@ -51,6 +51,7 @@ class StartKernel:
 @dataclass(frozen=True, slots=True)
 class KernelReady:
     pid: int | None
+    actor_pid: int
 
 
 @dataclass(frozen=True, slots=True)

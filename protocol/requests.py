@@ -88,6 +88,28 @@ class RunReaper:
     """Run the ghost-room reaper now; answers with the rooms it chose."""
 
 
+@wire_request("tree")
+@dataclass(frozen=True, slots=True)
+class GetActorTree:
+    """The live actor tree: the Daemon actor, each Room and each Kernel, with addresses and pids."""
+
+
+@wire_request("log")
+@dataclass(frozen=True, slots=True)
+class GetLog:
+    """The newest lines of the daemon's logs (daemon and actors), oldest first."""
+
+    lines: int = 50
+
+
+@wire_request("evict")
+@dataclass(frozen=True, slots=True)
+class EvictRoom:
+    """Save or flush a room, stop its kernel and remove it; answers once it is gone."""
+
+    notebook_id: str
+
+
 @wire_request("open")
 @dataclass(frozen=True, slots=True)
 class OpenNotebook:
@@ -233,6 +255,22 @@ class GetExecution:
     notebook_id: str
     execution_id: str
     wait_secs: float = 0.0
+
+
+@wire_request("describe_room")
+@dataclass(frozen=True, slots=True)
+class DescribeRoom:
+    """One room in detail: peers, kernel, executions, latch and keep-alive state."""
+
+    notebook_id: str
+
+
+@wire_request("shutdown_kernel")
+@dataclass(frozen=True, slots=True)
+class ShutdownKernelNow:
+    """Stop the room's kernel now; the room stays, and a later execute starts a fresh one."""
+
+    notebook_id: str
 
 
 @wire_request("interrupt")

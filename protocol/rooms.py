@@ -102,6 +102,7 @@ class RoomStatus:
     idle_since: float | None
     """Monotonic time the room last lost its last peer, or None while it has peers."""
     joins_seen: int = 0
+    kernel_actor_pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

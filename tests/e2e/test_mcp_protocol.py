@@ -297,40 +297,44 @@ def test_sigterm_exits_zero_and_leaves_the_daemon_running(
 # --- request ids --------------------------------------------------------------------------
 
 
-def test_ids_that_differ_only_in_type_are_different_requests(
+def test_ids_that_differ_only_in_type_get_a_reply_each(
     daemon: RunningDaemon, tmp_path: Path
 ) -> None:
-    """JSON-RPC ids 7 and "7" are two requests: two replies, and two separate effects."""
+    """JSON-RPC ids 7 and "7" are two requests, so two calls in flight get two replies."""
     with raw_server(daemon.paths.root, daemon.env, cwd=tmp_path) as server:
         server.initialize()
-        server.call("create_notebook")
-
-        # In flight together: each gets its own reply.
-        for request_id, source in ((7, "a"), ("7", "b")):
+        for request_id in (7, "7"):
             server.send(
                 {
                     "jsonrpc": "2.0",
                     "id": request_id,
                     "method": "tools/call",
-                    "params": {"name": "create_cell", "arguments": {"source": source}},
+                    "params": {"name": "get_cell", "arguments": {"cell_id": "c1"}},
                 }
             )
-        replies = [server.read(), server.read()]
+        replies = [server.read(timeout=5)]
+        replies.append(server.read(timeout=5))
         assert sorted(repr(r["id"]) for r in replies) == ["'7'", "7"], replies
 
-        # One after the other: the second is a new mutation, not a retry of the first.
-        first = server.request(
-            "tools/call",
-            {"name": "create_cell", "arguments": {"source": "c"}},
-            request_id=9,
-        )
-        second = server.request(
-            "tools/call",
-            {"name": "create_cell", "arguments": {"source": "d"}},
-            request_id="9",
-        )
-        cells = [first["result"]["structuredContent"], second["result"]["structuredContent"]]
-        assert cells[0]["cell_id"] != cells[1]["cell_id"], cells
+
+def test_ids_that_differ_only_in_type_are_different_mutations(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """A create_cell with id "9" after one with id 9 is a new cell, not a retry of the first."""
+    with raw_server(daemon.paths.root, daemon.env, cwd=tmp_path) as server:
+        server.initialize()
+        server.call("create_notebook")
+        created = []
+        for request_id, source in ((9, "c"), ("9", "d")):
+            answer = server.request(
+                "tools/call",
+                {"name": "create_cell", "arguments": {"source": source}},
+                request_id=request_id,
+            )
+            created.append(answer["result"]["structuredContent"])
+        assert created[0]["cell_id"] != created[1]["cell_id"], created
+        sources = server.call("get_all_cells", {"format": "json"})["structuredContent"]["cells"]
+        assert [cell["source"] for cell in sources] == ["c", "d"]
 
 
 def test_tools_call_with_array_params_gets_an_error_reply(
