@@ -139,5 +139,26 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out).run())
 
 
+@main.command("admin", context_settings={"ignore_unknown_options": True})
+@click.argument("command", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON (one-shot).")
+@state_dir_option
+def admin_command(command: tuple[str, ...], as_json: bool, state_dir: str | None) -> None:
+    """The operator's console: interactive with no COMMAND, one-shot with one."""
+    from nbstage.entrypoints.admin import run_admin
+
+    sys.exit(run_admin(state_paths(state_dir), list(command), as_json))
+
+
+@main.command("harness")
+@click.argument("script", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "json_report", default=None, help="Also write a JSON report to this file.")
+def harness_command(script: str, json_report: str | None) -> None:
+    """Run a scripted multi-client scenario (TOML) against real nbstage processes."""
+    from nbstage.entrypoints.harness import run_harness
+
+    sys.exit(run_harness(script, json_report))
+
+
 if __name__ == "__main__":
     main()

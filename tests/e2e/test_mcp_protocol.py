@@ -347,3 +347,260 @@ def test_tools_call_with_array_params_gets_an_error_reply(
         answer = server.reply(50, timeout=5)
         assert answer["error"]["code"] == -32602
         assert server.request("ping")["result"] == {}
+
+
+# --- generated input ----------------------------------------------------------------------
+
+FUZZ = settings(
+    max_examples=80,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+FUZZ_REPLY_SECS = 30.0
+"""How long one example may take to get every reply it is owed."""
+
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | INT64
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+HARMLESS_SOURCES = st.sampled_from(
+    ["1 + 1", "print('fuzz')", "x = 3", "raise ValueError('fuzz')", "", "import sys"]
+) | st.text(max_size=30).map(lambda text: "# " + text.replace("\n", " "))
+SAFE_NAMES = st.from_regex(r"[a-z][a-z0-9]{0,7}(\.ipynb)?", fullmatch=True)
+METHODS = st.sampled_from(
+    [
+        "ping",
+        "tools/list",
+        "tools/call",
+        "initialize",
+        "server/discover",
+        "resources/list",
+        "prompts/get",
+        "notifications/initialized",
+        "notifications/progress",
+    ]
+) | st.text(max_size=12)
+TOOL_NAMES = sorted(TOOLS_BY_NAME)
+
+
+def _valid_value(tool: str, name: str, schema: dict[str, Any], cell_ids: list[str]) -> Any:
+    """A strategy for a well-typed value of one argument, aimed so nothing runs for long."""
+    kind = schema["type"][0] if isinstance(schema["type"], list) else schema["type"]
+    if name in ("cell_id", "after_cell_id"):
+        return st.sampled_from(cell_ids) | st.text(max_size=10)
+    if name == "source":
+        return HARMLESS_SOURCES
+    if name in ("path", "working_dir"):
+        return SAFE_NAMES
+    if name == "runtime":
+        # Never a real kernelspec: a generated notebook must not start a kernel.
+        return st.text(max_size=8).map(lambda text: "no-such-kernel-" + text)
+    if name == "format":
+        return st.sampled_from(["summary", "json", "rich"]) | st.text(max_size=6)
+    if kind == "integer":
+        return st.integers(-3, 12) | INT64
+    if kind == "number":
+        return st.floats(-1, 1.5) | st.integers(-1, 2)
+    if kind == "boolean":
+        return st.booleans()
+    return st.text(max_size=16)
+
+
+@st.composite
+def tool_arguments(draw: Any, tool: str, cell_ids: list[str]) -> Any:
+    """Arguments for ``tool``: mostly well-typed, sometimes wrong, sometimes unknown."""
+    schema = TOOLS_BY_NAME[tool].to_mcp()["inputSchema"]
+    if draw(st.integers(0, 9)) == 0:
+        return draw(JSON_VALUES)
+    arguments: dict[str, Any] = {}
+    for name, prop in schema["properties"].items():
+        if tool == "create_notebook" and name == "runtime":
+            arguments[name] = draw(_valid_value(tool, name, prop, cell_ids))
+            continue
+        choice = draw(st.sampled_from(["skip", "valid", "valid", "wrong"]))
+        if choice == "valid":
+            arguments[name] = draw(_valid_value(tool, name, prop, cell_ids))
+        elif choice == "wrong":
+            arguments[name] = draw(JSON_VALUES)
+    if draw(st.integers(0, 5)) == 0:
+        arguments[draw(st.text(min_size=1, max_size=8))] = draw(JSON_VALUES)
+    return arguments
+
+
+@st.composite
+def fuzz_line(draw: Any, cell_ids: list[str]) -> tuple[str, Any]:
+    """One line to write: ("bytes", raw) or ("message", object with an "id" placeholder).
+
+    A message's "id" may be the placeholder "FRESH" (replaced by a unique id when the line
+    is written), a value of a type no id may have, or absent.
+    """
+    kind = draw(st.sampled_from(["bytes", "value", "message", "tool", "tool"]))
+    if kind == "bytes":
+        return "bytes", draw(st.binary(max_size=40).filter(lambda b: b"\n" not in b))
+    if kind == "value":
+        value = draw(JSON_VALUES)
+        if isinstance(value, dict):
+            value.pop("id", None)
+        return "message", value
+    message: dict[str, Any] = {}
+    if kind == "tool":
+        tool = draw(st.sampled_from(TOOL_NAMES) | st.text(max_size=10))
+        params: dict[str, Any] = {"name": tool}
+        if tool in TOOLS_BY_NAME:
+            params["arguments"] = draw(tool_arguments(tool, cell_ids))
+        message = {"jsonrpc": "2.0", "id": "FRESH", "method": "tools/call", "params": params}
+        return "message", message
+    jsonrpc = draw(st.sampled_from(["2.0", "2.0", "2.0", "1.0", None]))
+    if jsonrpc is not None:
+        message["jsonrpc"] = jsonrpc
+    message["method"] = draw(METHODS | JSON_LEAVES)
+    params_choice = draw(st.sampled_from(["none", "object", "array", "other"]))
+    if params_choice == "object":
+        message["params"] = draw(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=3))
+    elif params_choice == "array":
+        message["params"] = draw(st.lists(JSON_VALUES, max_size=3))
+    elif params_choice == "other":
+        message["params"] = draw(JSON_LEAVES)
+    id_choice = draw(st.sampled_from(["fresh", "fresh", "absent", "bad"]))
+    if id_choice == "fresh":
+        message["id"] = "FRESH"
+    elif id_choice == "bad":
+        message["id"] = draw(st.none() | st.booleans() | st.floats() | st.lists(INT64, max_size=2))
+    if draw(st.integers(0, 7)) == 0:
+        message["result"] = draw(JSON_VALUES)
+    return "message", message
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def expected_reply(line: bytes) -> str:
+    """What JSON-RPC 2.0 owes a line: "one" reply, "none", or "error" (an error reply)."""
+    if not line.strip():
+        return "none"
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return "error"
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return "error"
+    if "method" in message:
+        well_formed = (
+            isinstance(message["method"], str)
+            and "result" not in message
+            and "error" not in message
+            and ("params" not in message or isinstance(message["params"], dict | list))
+        )
+        if not well_formed:
+            return "error"
+        if "id" not in message:
+            return "none"
+        return "one" if _is_id(message["id"]) else "error"
+    if "result" in message and "error" not in message and _is_id(message.get("id")):
+        return "none"
+    return "error"
+
+
+def test_generated_lines_each_get_the_reply_they_are_owed(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Random JSON values, random messages and random tool calls on one running server.
+
+    Every request gets exactly one reply with its id; a line that is not a valid message
+    gets at most one error reply (exactly one when it is not JSON or not an object);
+    notifications and responses get none. Afterwards a plain tools/call still works.
+    """
+    with raw_server(daemon.paths.root, daemon.env, cwd=tmp_path) as server:
+        server.initialize()
+        notebook_id = server.call("create_notebook")["structuredContent"]["notebook_id"]
+        cell_ids = [
+            server.call("create_cell", {"source": source})["structuredContent"]["cell_id"]
+            for source in ("x = 1", "print(x)", "# notes")
+        ]
+        fresh_ids = itertools.count(1_000_000)
+        seen: set[str] = set()
+
+        def fresh() -> int | str:
+            n = next(fresh_ids)
+            return n if n % 2 else f"fuzz-{n}"
+
+        @FUZZ
+        @given(lines=st.lists(fuzz_line(cell_ids), min_size=1, max_size=6))
+        def check(lines: list[tuple[str, Any]]) -> None:
+            # Start every example in the notebook: a generated call may have left it.
+            server.call("connect_notebook", {"notebook_id": notebook_id})
+
+            owed: dict[str, str] = {}
+            must_have_null_errors = 0
+            may_have_null_errors = 0
+            for kind, payload in lines:
+                if kind == "bytes":
+                    line = payload
+                else:
+                    if isinstance(payload, dict) and payload.get("id") == "FRESH":
+                        payload = {**payload, "id": fresh()}
+                    line = orjson.dumps(payload)
+                expectation = expected_reply(line)
+                message = payload if kind == "message" else None
+                has_id = isinstance(message, dict) and _is_id(message.get("id"))
+                if expectation == "one" or (expectation == "error" and has_id):
+                    owed[repr(message["id"])] = expectation
+                elif expectation == "error":
+                    may_have_null_errors += 1
+                    if kind == "bytes" or not isinstance(message, dict):
+                        must_have_null_errors += 1
+                server.write(line)
+            sentinel = fresh()
+            server.send({"jsonrpc": "2.0", "id": sentinel, "method": "ping"})
+
+            replies: dict[str, dict[str, Any]] = {}
+            null_errors = 0
+            required = {key for key, why in owed.items() if why == "one"} | {repr(sentinel)}
+            deadline = time.monotonic() + FUZZ_REPLY_SECS
+            while not required <= replies.keys():
+                message = server.read(max(0.1, deadline - time.monotonic()))
+                if "method" in message:
+                    server.notifications.append(message)
+                    continue
+                key = repr(message.get("id"))
+                if message.get("id") is None:
+                    assert "error" in message, message
+                    null_errors += 1
+                    continue
+                assert key in owed or key == repr(sentinel), f"unasked-for reply {message}"
+                assert key not in replies, f"second reply to {key}: {message}"
+                assert key not in seen, f"a reply to an earlier example's {key}: {message}"
+                replies[key] = message
+                if owed.get(key) == "error":
+                    assert "error" in message, message
+            seen.update(replies)
+            assert must_have_null_errors <= null_errors <= may_have_null_errors, (
+                null_errors,
+                lines,
+            )
+
+        check()
+
+        # Late or doubled replies from the last example would show up here.
+        server.send({"jsonrpc": "2.0", "id": "final-ping", "method": "ping"})
+        assert server.reply("final-ping")["result"] == {}
+        server.call("connect_notebook", {"notebook_id": notebook_id})
+        ran = server.call("create_cell", {"source": "40 + 2", "and_run": True})
+        execution = ran["structuredContent"]["execution"]
+        assert execution["status"] == "done"
+        assert execution["outputs"] == [{"output_type": "execute_result", "text": "42"}]
+    assert_stdout_is_only_json_rpc(server)
