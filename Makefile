@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE_DIR ?= $(CURDIR)/.state
 
-.PHONY: install run test lint format bench demo clean
+.PHONY: install run daemon test lint format bench demo clean
 
 install: $(STAMP)
 
@@ -17,9 +17,13 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The main job: the notebook daemon, in the foreground, with its state in .state/.
-# Point an MCP client at `$(BIN)/nbstage mcp --state-dir $(STATE_DIR)` to use it.
+# The main job: the MCP server on stdio (it starts the daemon if none runs), with its
+# state in .state/. From a terminal it first prints how to add it to Claude Code and Codex.
 run: install
+	@$(BIN)/nbstage mcp --state-dir $(STATE_DIR)
+
+# The daemon alone, in the foreground.
+daemon: install
 	$(BIN)/nbstage daemon start --foreground --state-dir $(STATE_DIR)
 
 test: install
@@ -34,7 +38,11 @@ format: install
 	$(BIN)/ruff check --fix .
 
 bench: install
+	$(BIN)/python bench/thespian_bases.py
 	$(BIN)/python bench/kernel_roundtrip.py
+
+demo: install
+	$(BIN)/nbstage harness examples/two-agents.toml
 
 clean:
 	rm -rf $(VENV) .state build *.egg-info

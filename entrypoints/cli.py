@@ -114,6 +114,17 @@ def daemon_status(as_json: bool, state_dir: str | None) -> None:
     _print_status(status, as_json)
 
 
+_WELCOME = """nbstage mcp speaks MCP on stdin/stdout; an MCP client launches it. To add it:
+
+  Claude Code:  claude mcp add nbstage -- {nbstage} mcp
+  Codex:        in ~/.codex/config.toml
+                [mcp_servers.nbstage]
+                command = "{nbstage}"
+                args = ["mcp"]
+
+Waiting for MCP messages on stdin (Ctrl-D to quit)."""
+
+
 @main.command("mcp")
 @click.option("--label", default=None, help="Display label for this client (default: clientInfo).")
 @click.option("--no-autostart", is_flag=True, help="Do not start the daemon if none runs.")
@@ -129,6 +140,8 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     from nbstage.entrypoints.mcp_edge import McpEdge, claim_stdio
     from nbstage.entrypoints.statedir import prepare
 
+    if sys.stdin.isatty():
+        click.echo(_WELCOME.format(nbstage=sys.argv[0] or "nbstage"), err=True)
     mcp_in, mcp_out = claim_stdio()
     paths = state_paths(state_dir)
     prepare(paths)
