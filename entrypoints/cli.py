@@ -9,6 +9,7 @@ an actor system.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 import orjson
@@ -141,7 +142,8 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     from nbstage.entrypoints.statedir import prepare
 
     if sys.stdin.isatty():
-        click.echo(_WELCOME.format(nbstage=sys.argv[0] or "nbstage"), err=True)
+        executable = Path(sys.executable).with_name("nbstage")
+        click.echo(_WELCOME.format(nbstage=executable), err=True)
     mcp_in, mcp_out = claim_stdio()
     paths = state_paths(state_dir)
     prepare(paths)
