@@ -11,49 +11,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
-from jupyter_client.manager import KernelManager
+from common import WARMUP, daemon, raw_roundtrips, summarize
 
 from nbstage.entrypoints.daemon_client import DaemonClient
 from nbstage.entrypoints.statedir import state_paths
-
-WARMUP = 20
-
-
-def summarize(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.9)] * 1000
-
-
-def raw_roundtrips(runs: int, work: Path) -> list[float]:
-    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(work / "raw"))
-    km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    samples = []
-    try:
-        for i in range(WARMUP + runs):
-            start = time.perf_counter()
-            msg_id = kc.execute("1+1")
-            kc.get_shell_msg(timeout=10)
-            while True:
-                msg = kc.get_iopub_msg(timeout=10)
-                idle = msg["content"].get("execution_state") == "idle"
-                if idle and msg["parent_header"].get("msg_id") == msg_id:
-                    break
-            if i >= WARMUP:
-                samples.append(time.perf_counter() - start)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-    return samples
 
 
 def daemon_roundtrips(client: DaemonClient, runs: int) -> list[float]:
@@ -97,16 +63,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nbs-bench-") as tmp:
         work = Path(tmp)
         state = work / "state"
-        nbstage = [sys.executable, "-m", "nbstage.entrypoints.cli"]
-        subprocess.run([*nbstage, "daemon", "start", "--state-dir", str(state)], check=True)
-        try:
+        with daemon(state):
             raw = raw_roundtrips(args.runs, work)
             with DaemonClient(state_paths(state).socket) as client:
                 daemon_pid = client.request("identity")["pid"]
                 through = daemon_roundtrips(client, args.runs)
                 one_room, total = memory_report(client, daemon_pid)
-        finally:
-            subprocess.run([*nbstage, "daemon", "stop", "--state-dir", str(state)], check=True)
     raw_med, raw_p90 = summarize(raw)
     daemon_med, daemon_p90 = summarize(through)
     print(f"1+1 raw jupyter_client   median {raw_med:6.2f} ms   p90 {raw_p90:6.2f} ms")

@@ -1,0 +1,57 @@
+"""Pieces the benchmark scripts share: a raw jupyter_client baseline, stats, a daemon."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from jupyter_client.manager import KernelManager
+
+NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
+WARMUP = 20
+
+
+def summarize(samples: list[float]) -> tuple[float, float]:
+    """Median and p90, in milliseconds."""
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.9)] * 1000
+
+
+def raw_roundtrips(runs: int, work: Path) -> list[float]:
+    """`1+1` straight through jupyter_client (IPC), until the kernel is idle again."""
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(work / "raw"))
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    samples = []
+    try:
+        for i in range(WARMUP + runs):
+            start = time.perf_counter()
+            msg_id = kc.execute("1+1")
+            kc.get_shell_msg(timeout=10)
+            while True:
+                msg = kc.get_iopub_msg(timeout=10)
+                idle = msg["content"].get("execution_state") == "idle"
+                if idle and msg["parent_header"].get("msg_id") == msg_id:
+                    break
+            if i >= WARMUP:
+                samples.append(time.perf_counter() - start)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return samples
+
+
+@contextmanager
+def daemon(state: Path, env: dict[str, str] | None = None) -> Iterator[None]:
+    subprocess.run([*NBSTAGE, "daemon", "start", "--state-dir", str(state)], check=True, env=env)
+    try:
+        yield
+    finally:
+        subprocess.run([*NBSTAGE, "daemon", "stop", "--state-dir", str(state)], check=True)
