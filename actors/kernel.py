@@ -63,6 +63,7 @@ POLLING_TICK = timedelta(milliseconds=1)
 FLUSH_TICK = timedelta(milliseconds=50)
 IDLE_TICK = timedelta(milliseconds=100)
 FLUSH_EVERY_SECS = 0.05
+INFO_RETRY_SECS = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +157,10 @@ class Kernel(NbActor):
         self.state = KernelState.NONE
         self.waiting: deque[tuple[str, str]] = deque()
         self.run: Run | None = None
-        self.info_msg_id: str | None = None
+        self.info_ids: set[str] = set()
+        """kernel_info requests sent while starting; the kernel is ready once one of them
+        is followed by an iopub idle, which proves the iopub subscription is live."""
+        self.info_sent_at = 0.0
         self.restart_origin: Any = None
         self.tick_generation = 0
         self.waker: Waker | None = None
@@ -191,9 +195,16 @@ class Kernel(NbActor):
         except Exception:
             log.exception("kernel pump failed")
 
+    def _asked_info(self, msg_id: str) -> None:
+        self.info_ids.add(msg_id)
+        self.info_sent_at = time.monotonic()
+
     def _pump(self) -> None:
         for event in self.backend.drain():
             self._on_event(event)
+        starting = self.state in (KernelState.STARTING, KernelState.RESTARTING)
+        if starting and time.monotonic() - self.info_sent_at > INFO_RETRY_SECS:
+            self._asked_info(self.backend.request_info())
         if self.run is not None:
             self._finish_or_flush()
         if not self.backend.is_alive():
@@ -206,7 +217,7 @@ class Kernel(NbActor):
         self.edge = msg.edge
         try:
             self.backend = _make_backend(msg)
-            self.info_msg_id = self.backend.start(msg.working_dir)
+            self._asked_info(self.backend.start(msg.working_dir))
         except Exception as exc:
             log.exception("kernel start failed")
             self.state = KernelState.DEAD
@@ -223,8 +234,9 @@ class Kernel(NbActor):
     # --- events from the kernel -----------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
-        if isinstance(event, ReplyReceived) and event.parent_id == self.info_msg_id:
-            self._ready()
+        if event.parent_id in self.info_ids:
+            if isinstance(event, KernelWentIdle):
+                self._ready()
             return
         run = self.run
         if run is None or event.parent_id != run.msg_id:
@@ -243,7 +255,7 @@ class Kernel(NbActor):
                 run.reply = event
 
     def _ready(self) -> None:
-        self.info_msg_id = None
+        self.info_ids.clear()
         restarting = self.state is KernelState.RESTARTING
         self.state = KernelState.IDLE
         if restarting:
@@ -326,7 +338,7 @@ class Kernel(NbActor):
         self._abandon_run("the kernel was restarted")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
         try:
-            self.info_msg_id = self.backend.restart()
+            self._asked_info(self.backend.restart())
         except Exception as exc:
             log.exception("kernel restart failed")
             self.state = KernelState.DEAD

@@ -99,6 +99,9 @@ class JupyterBackend:
             connection_file=str(kernel_dir / f"{kernel_id[:8]}.json"),
         )
         self._kc: Any = None
+        argv = self._km.kernel_spec.argv
+        if "ipykernel_launcher" in argv:
+            argv[argv.index("ipykernel_launcher")] = "nbstage.actors.kernel_launcher"
 
     @property
     def pid(self) -> int | None:
@@ -119,6 +122,9 @@ class JupyterBackend:
             self._kc.iopub_channel.socket.getsockopt(zmq.FD),
             self._kc.shell_channel.socket.getsockopt(zmq.FD),
         ]
+
+    def request_info(self) -> str:
+        return self._kc.kernel_info()
 
     def execute(self, code: str) -> str:
         return self._kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
@@ -144,8 +150,7 @@ class JupyterBackend:
     def restart(self) -> str:
         """Kill and relaunch in place; returns the new kernel_info request's msg_id."""
         self._km.restart_kernel(now=True)
-        while self._kc.iopub_channel.msg_ready() or self._kc.shell_channel.msg_ready():
-            self.drain()
+        self.drain()
         return self._kc.kernel_info()
 
     def shutdown(self) -> None:

@@ -34,7 +34,11 @@ class ScriptedBackend:
     def _reply_now(self, ok: bool, error: str | None = None) -> str:
         msg_id = uuid.uuid4().hex
         self._outbox.append(ReplyReceived(msg_id, ok, self._count or None, error))
+        self._outbox.append(KernelWentIdle(msg_id))
         return msg_id
+
+    def request_info(self) -> str:
+        return self._reply_now(ok=True)
 
     def wake_fds(self) -> list[int]:
         return []

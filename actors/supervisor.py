@@ -93,6 +93,7 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
         self.tools: list[dict[str, Any]] = []
+        self.cached_tools: list[dict[str, Any]] = []
         self.banner: str | None = None
         self.handoff_to: tuple[str, str] | None = None
 
@@ -103,7 +104,8 @@ class ProxySupervisor(NbActor):
         self.edge = sender
         self.lifecycle = mcp.Lifecycle(version=package_version("nbstage"))
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
-        self.tools = self._cached_tools() or tools.builtin_tool_list()
+        self.cached_tools = self._cached_tools()
+        self.tools = self.cached_tools or tools.builtin_tool_list()
 
     @property
     def _cache_path(self) -> Path:
@@ -258,8 +260,9 @@ class ProxySupervisor(NbActor):
             return
         changed = live != self.tools
         self.tools = live
-        if changed or not self._cache_path.exists():
+        if live != self.cached_tools:
             self._write_cache(live)
+            self.cached_tools = live
         if changed and self.lifecycle.may_send_list_changed:
             self._send_mcp(mcp.tools_list_changed())
 

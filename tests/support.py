@@ -207,3 +207,59 @@ def mcp_client(
 ) -> McpClientSession:
     """``async with mcp_client(daemon, "legacy") as client:`` — see McpClientSession."""
     return McpClientSession(daemon, mode, label, cwd)
+
+
+# --- helpers for tests that drive MCP clients -------------------------------------------
+
+
+def run_bounded(body: Callable[..., Any], *args: Any, budget: float = 120.0) -> None:
+    """Run an async test body under a time budget; a lone failure is raised unwrapped."""
+    import anyio
+
+    async def bounded() -> None:
+        with anyio.fail_after(budget):
+            await body(*args)
+
+    try:
+        anyio.run(bounded)
+    except BaseExceptionGroup as group:
+        leaves = list(_exception_leaves(group))
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _exception_leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
+    for inner in group.exceptions:
+        if isinstance(inner, BaseExceptionGroup):
+            yield from _exception_leaves(inner)
+        else:
+            yield inner
+
+
+def texts_of(result: Any) -> list[str]:
+    return [item.text for item in result.content if item.type == "text"]
+
+
+async def call_ok(client: Any, name: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; return its structuredContent."""
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, f"{name}({arguments}) failed: {texts_of(result)}"
+    return result.structured_content
+
+
+def client_record(daemon: RunningDaemon, label: str) -> dict[str, Any] | None:
+    """What the daemon knows of the connected `nbstage mcp` with this label."""
+    clients = daemon.request("clients")["clients"]
+    return next((c for c in clients if c["label"] == label), None)
+
+
+def session_manager_pid(daemon: RunningDaemon, label: str) -> int:
+    """The live session manager pid of a client, as its watch subscription reports it."""
+
+    def live_pid() -> int | None:
+        record = client_record(daemon, label)
+        pid = record["session_manager_pid"] if record else None
+        return pid if pid is not None and not pid_gone(pid) else None
+
+    return wait_until(live_pid, 20, f"a live session manager for {label}")

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.tools import TOOLS_BY_NAME
@@ -38,6 +38,9 @@ EXIT_BUDGET_SECS = 2.5
 """SPEC §8: stdin EOF stops the child actors within 2 s; the process exits right after."""
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+ARRAY_PARAMS_CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": ["get_cell"]}
+"""JSON-RPC allows array params; tools/call takes an object."""
 
 
 class RawServer:
@@ -345,7 +348,7 @@ def test_tools_call_with_array_params_gets_an_error_reply(
     """JSON-RPC allows array params; tools/call needs an object, and must say so."""
     with raw_server(daemon.paths.root, daemon.env, cwd=tmp_path) as server:
         server.initialize()
-        server.send({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": ["get_cell"]})
+        server.send({**ARRAY_PARAMS_CALL, "id": 50})
         answer = server.reply(50, timeout=5)
         assert answer["error"]["code"] == -32602
         assert server.request("ping")["result"] == {}
@@ -354,7 +357,7 @@ def test_tools_call_with_array_params_gets_an_error_reply(
 # --- generated input ----------------------------------------------------------------------
 
 FUZZ = settings(
-    max_examples=80,
+    max_examples=100,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -533,9 +536,11 @@ def test_generated_lines_each_get_the_reply_they_are_owed(
     with raw_server(daemon.paths.root, daemon.env, cwd=tmp_path) as server:
         server.initialize()
         notebook_id = server.call("create_notebook")["structuredContent"]["notebook_id"]
-        cell_ids = [
+        warm = server.call("create_cell", {"source": "x = 1", "and_run": True})
+        assert warm["structuredContent"]["execution"]["status"] == "done"
+        cell_ids = [warm["structuredContent"]["cell_id"]] + [
             server.call("create_cell", {"source": source})["structuredContent"]["cell_id"]
-            for source in ("x = 1", "print(x)", "# notes")
+            for source in ("print(x)", "# notes")
         ]
         fresh_ids = itertools.count(1_000_000)
         seen: set[str] = set()
@@ -546,6 +551,8 @@ def test_generated_lines_each_get_the_reply_they_are_owed(
 
         @FUZZ
         @given(lines=st.lists(fuzz_line(cell_ids), min_size=1, max_size=6))
+        # Found by this test; generated only now and then, so pinned here.
+        @example(lines=[("message", {**ARRAY_PARAMS_CALL, "id": "FRESH"})])
         def check(lines: list[tuple[str, Any]]) -> None:
             # Start every example in the notebook: a generated call may have left it.
             server.call("connect_notebook", {"notebook_id": notebook_id})

@@ -410,6 +410,11 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
             back = await ok(client, "connect_notebook", notebook_id=nb)
             assert (back["notebook_id"], back["path"], back["cell_count"]) == (nb, None, 8)
             assert back["resumed"] is False
+            assert back["kernel_status"] is not None
+            # Connecting to the notebook that is already active answers the same facts.
+            same = await ok(client, "connect_notebook", notebook_id=nb)
+            assert (same["notebook_id"], same["cell_count"], same["resumed"]) == (nb, 8, False)
+            assert same["kernel_status"] is not None
 
     run(body)
 
@@ -632,5 +637,62 @@ def test_a_long_run_answers_running_and_does_not_block_other_calls(
             assert done["outputs"] == [{"output_type": "execute_result", "text": "'slept'"}]
             fetched = await ok(client, "get_results", execution_id=first["execution_id"])
             assert fetched["execution"] == done
+
+    run(body)
+
+
+@MODES
+def test_an_interrupt_while_the_kernel_starts_does_not_kill_it(
+    daemon: RunningDaemon, mode: str
+) -> None:
+    async def body() -> None:
+        async with mcp_client(daemon, mode) as client:
+            nb = (await ok(client, "create_notebook"))["notebook_id"]
+            # create_notebook answers while the kernel is still starting.
+            assert daemon.request("list_rooms")["rooms"][0]["kernel_status"] == "starting"
+            assert await ok(client, "interrupt_kernel") == {"interrupted": True}
+            ran = await ok(client, "create_cell", source="1 + 1", and_run=True)
+            assert ran["execution"]["status"] == "done", ran["execution"]
+            assert ran["execution"]["outputs"] == [{"output_type": "execute_result", "text": "2"}]
+            (listed,) = (await ok(client, "list_active_notebooks"))["notebooks"]
+            assert (listed["notebook_id"], listed["kernel_status"]) == (nb, "idle")
+
+    run(body)
+
+
+RESTART_BUDGET_SECS = 10
+"""A kernel restart answers well within this, even on a loaded machine."""
+
+
+@MODES
+def test_an_interrupt_while_the_kernel_restarts_neither_kills_it_nor_hangs_the_restart(
+    daemon: RunningDaemon, mode: str
+) -> None:
+    async def body() -> None:
+        async with mcp_client(daemon, mode) as client:
+            await ok(client, "create_notebook")
+            warm = await ok(client, "create_cell", source="1 + 1", and_run=True)
+            assert warm["execution"]["status"] == "done"
+            answers: dict[str, Any] = {}
+
+            async def restart() -> None:
+                with anyio.move_on_after(RESTART_BUDGET_SECS):
+                    answers["restart"] = await ok(client, "restart_kernel")
+
+            async def interrupt() -> None:
+                # The restart request is on the server's stdin before the interrupt is sent.
+                await anyio.wait_all_tasks_blocked()
+                answers["interrupt"] = await ok(client, "interrupt_kernel")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(restart)
+                group.start_soon(interrupt)
+
+            assert answers["interrupt"] == {"interrupted": True}
+            assert answers.get("restart") == {"restarted": True}, (
+                f"restart_kernel got no answer within {RESTART_BUDGET_SECS} s"
+            )
+            ran = await ok(client, "create_cell", source="1 + 1", and_run=True)
+            assert ran["execution"]["status"] == "done", ran["execution"]
 
     run(body)

@@ -20,6 +20,7 @@ from nbstage.actors.lifetime import (
     StartFreshKernel,
     keep_alive_expired,
     kernel_released,
+    kernel_wanted,
     peer_joined,
     peer_left,
 )
@@ -182,6 +183,71 @@ def test_kernel_released(before: Lifetime, expected: Lifetime) -> None:
     assert kernel_released(before) == expected
 
 
+@pytest.mark.parametrize(
+    ("before", "generation", "expected", "actions"),
+    [
+        pytest.param(
+            LEFT_AT_3,
+            3,
+            LEFT_AT_3,
+            [ScheduleTeardown(3)],
+            id="expiry while a cell is queued or running waits another keep-alive",
+        ),
+        pytest.param(
+            LEFT_AT_3,
+            2,
+            LEFT_AT_3,
+            [],
+            id="a stale expiry is ignored even while a cell runs",
+        ),
+        pytest.param(
+            Lifetime(True, peers=1, generation=3, kernel_attached=True),
+            3,
+            Lifetime(True, peers=1, generation=3, kernel_attached=True),
+            [],
+            id="a busy room with a peer arms nothing more",
+        ),
+    ],
+)
+def test_keep_alive_expired_while_busy(
+    before: Lifetime, generation: int, expected: Lifetime, actions: list[Action]
+) -> None:
+    assert keep_alive_expired(before, generation, busy=True) == (expected, actions)
+
+
+@pytest.mark.parametrize(
+    ("before", "expected", "actions"),
+    [
+        pytest.param(
+            TORN_DOWN,
+            LEFT_AT_3,
+            [StartFreshKernel(), ScheduleTeardown(3)],
+            id="a kernel wanted with no peers starts one and arms its keep-alive",
+        ),
+        pytest.param(
+            Lifetime(True, peers=2, generation=4, kernel_attached=False),
+            Lifetime(True, peers=2, generation=4, kernel_attached=True),
+            [StartFreshKernel()],
+            id="a kernel wanted while peers are in the room starts one and arms nothing",
+        ),
+        pytest.param(
+            ONE_PEER,
+            ONE_PEER,
+            [],
+            id="a kernel wanted when one is attached starts no second kernel",
+        ),
+        pytest.param(
+            NO_RUNTIME,
+            NO_RUNTIME,
+            [],
+            id="a kernel wanted in a room without a runtime starts nothing",
+        ),
+    ],
+)
+def test_kernel_wanted(before: Lifetime, expected: Lifetime, actions: list[Action]) -> None:
+    assert kernel_wanted(before) == (expected, actions)
+
+
 # --- lifetime: whole stories --------------------------------------------------------------
 
 
@@ -253,6 +319,33 @@ def release(state: Lifetime) -> tuple[Lifetime, list[Action]]:
             True,
             [StartFreshKernel(), StartFreshKernel()],
             id="after the kernel is released a leave arms nothing and the next join starts one",
+        ),
+        pytest.param(
+            (peer_joined, peer_left, expire(1), kernel_wanted, peer_joined),
+            1,
+            True,
+            [
+                StartFreshKernel(),
+                ScheduleTeardown(1),
+                BeginTeardown(),
+                StartFreshKernel(),
+                ScheduleTeardown(1),
+            ],
+            id="a join after an execute restarted the kernel keeps that kernel",
+        ),
+        pytest.param(
+            (peer_joined, peer_left, expire(1), kernel_wanted, expire(1)),
+            0,
+            False,
+            [
+                StartFreshKernel(),
+                ScheduleTeardown(1),
+                BeginTeardown(),
+                StartFreshKernel(),
+                ScheduleTeardown(1),
+                BeginTeardown(),
+            ],
+            id="a kernel an execute started with nobody in the room is torn down in turn",
         ),
     ],
 )

@@ -1,0 +1,70 @@
+"""Start an ipykernel whose IOPub pipe uses an IPC socket instead of TCP.
+
+ipykernel forwards output from forked child processes through a PULL socket it
+binds on ``tcp://127.0.0.1`` (``IOPubThread._setup_pipe_in``), whatever transport
+the kernel itself uses. nbstage promises that nothing listens on TCP, so kernels
+start through this module (``python -m nbstage.actors.kernel_launcher -f FILE``),
+which binds that pipe in the kernel's private directory instead.
+
+It replaces two private ipykernel methods; ``tests/unit/test_kernel_launcher.py``
+fails loudly if their names or roles change.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import zmq
+from ipykernel.iostream import IOPubThread
+from zmq.eventloop.zmqstream import ZMQStream
+
+
+def _pipe_address(connection_file: str) -> str:
+    return f"ipc://{Path(connection_file).parent}/pipe-{os.getpid()}"
+
+
+def _setup_pipe_in(self: IOPubThread) -> None:
+    self._pipe_uuid = os.urandom(16)
+    pipe_in = self.socket.context.socket(zmq.PULL)
+    pipe_in.linger = 0
+    self._pipe_address = _pipe_address(_CONNECTION_FILE)
+    pipe_in.bind(self._pipe_address)
+    self._pipe_in = ZMQStream(pipe_in, self.io_loop)
+    self._pipe_in.on_recv(self._handle_pipe_msg)
+
+
+def _setup_pipe_out(self: IOPubThread) -> tuple[zmq.Context, zmq.Socket]:
+    context = zmq.Context()
+    pipe_out = context.socket(zmq.PUSH)
+    pipe_out.linger = 3000
+    pipe_out.connect(self._pipe_address)
+    return context, pipe_out
+
+
+def _connection_file(argv: list[str]) -> str:
+    for flag in ("-f", "--f"):
+        if flag in argv:
+            return argv[argv.index(flag) + 1]
+    for arg in argv:
+        if arg.startswith("--f="):
+            return arg.removeprefix("--f=")
+    raise SystemExit("nbstage kernel launcher: -f CONNECTION_FILE is required")
+
+
+_CONNECTION_FILE = ""
+
+
+def main() -> None:
+    global _CONNECTION_FILE
+    _CONNECTION_FILE = _connection_file(sys.argv)
+    IOPubThread._setup_pipe_in = _setup_pipe_in
+    IOPubThread._setup_pipe_out = _setup_pipe_out
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
+
+
+if __name__ == "__main__":
+    main()

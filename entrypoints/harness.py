@@ -1,0 +1,157 @@
+"""``nbstage harness SCRIPT.toml``: scripted multi-client runs against real processes (SPEC §9).
+
+The run lives in a fresh temp dir (``nbh-*``) holding the state dir (unless ``[run]
+state_dir`` names one) and ``work/``, the clients' working directory, where relative
+notebook paths land. Whatever the run started is gone when it returns, also after a
+failure or Ctrl-C: clients are closed, the daemon is stopped, and any process left of
+theirs is killed.
+
+The script format lives in :mod:`harness_script`, matching in :mod:`harness_match`,
+processes in :mod:`harness_procs`, faults in :mod:`harness_faults` and the steps
+themselves in :mod:`harness_run`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from nbstage.entrypoints.daemon_control import query_status
+from nbstage.entrypoints.harness_model import Script, ScriptError
+from nbstage.entrypoints.harness_procs import Owned, all_pids
+from nbstage.entrypoints.harness_run import Run, StepResult
+from nbstage.entrypoints.harness_script import load_script
+from nbstage.entrypoints.statedir import StatePaths, prepare, state_paths
+
+BAD_SCRIPT, FAILED, INTERRUPTED = 2, 1, 130
+STDOUT = "-"
+"""``--json -``: the JSON report goes to stdout in place of the text lines."""
+LEFTOVER_GRACE_SECS = 5.0
+
+
+def run_harness(script: str, json_report: str | None) -> int:
+    """Run one script; the exit code is 0 only if every step passed."""
+    try:
+        parsed = load_script(script)
+        workspace = Workspace.create(parsed, Path(script).parent)
+    except ScriptError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return BAD_SCRIPT
+    report = Report(parsed, script, quiet=json_report == STDOUT)
+    run = Run(parsed, workspace.paths, workspace.work_dir, Owned(), report.emit)
+    try:
+        anyio.run(run.execute)
+    except KeyboardInterrupt:
+        report.interrupted = True
+        run.fail_unrun("not run: interrupted (Ctrl-C)")
+    except Exception:
+        report.crash = traceback.format_exc()
+        print(f"harness: internal error\n{report.crash}", file=sys.stderr)
+    finally:
+        report.leftovers = run.owned.kill_leftovers(LEFTOVER_GRACE_SECS)
+        workspace.remove()
+    return report.finish(run, json_report)
+
+
+@dataclass
+class Workspace:
+    root: Path
+    paths: StatePaths
+    work_dir: Path
+    own_state: bool
+
+    @classmethod
+    def create(cls, script: Script, script_dir: Path) -> Workspace:
+        root = Path(tempfile.mkdtemp(prefix="nbh-"))
+        given = script.run.state_dir
+        paths = state_paths(script_dir / Path(given).expanduser() if given else root / "state")
+        if given and query_status(paths) is not None:
+            shutil.rmtree(root, ignore_errors=True)
+            raise ScriptError(
+                f"[run] state_dir {paths.root}: a daemon already runs there; "
+                "the harness needs a state dir whose daemon it starts itself"
+            )
+        prepare(paths)
+        work_dir = root / "work"
+        work_dir.mkdir()
+        return cls(root, paths, work_dir, given is None)
+
+    def remove(self) -> None:
+        if self.own_state and self.paths.socket_dir != self.paths.root:
+            shutil.rmtree(self.paths.socket_dir, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Report:
+    """The text lines as steps finish, then the summary and the JSON report."""
+
+    def __init__(self, script: Script, path: str, quiet: bool) -> None:
+        self.script = script
+        self.path = path
+        self.quiet = quiet
+        self.interrupted = False
+        self.crash: str | None = None
+        self.leftovers: list[int] = []
+        self.t0 = time.monotonic()
+
+    def emit(self, result: StepResult) -> None:
+        if not self.quiet:
+            print(result.line(), flush=True)
+
+    def exit_code(self, failed: int) -> int:
+        if self.interrupted:
+            return INTERRUPTED
+        return FAILED if failed or self.crash else 0
+
+    def finish(self, run: Run, json_report: str | None) -> int:
+        results = sorted(run.results, key=lambda result: result.step.number)
+        passed = sum(result.ok for result in results)
+        failed = len(results) - passed
+        code = self.exit_code(failed)
+        if self.leftovers:
+            pids = ", ".join(map(str, self.leftovers))
+            print(f"harness: killed processes left behind at the end: {pids}", file=sys.stderr)
+        if run.setup_error and not self.quiet:
+            print(f"harness: {run.setup_error}", file=sys.stderr)
+        if json_report is not None:
+            self._write(self._json(run, results, passed, failed, code), json_report)
+        if not self.quiet:
+            print(f"{passed} passed, {failed} failed", flush=True)
+        return code
+
+    def _json(self, run: Run, results: list[StepResult], passed: int, failed: int, code: int):
+        document: dict[str, Any] = {
+            "name": self.script.run.name,
+            "script": str(Path(self.path).absolute()),
+            "exit_code": code,
+            "passed": passed,
+            "failed": failed,
+            "interrupted": self.interrupted,
+            "setup_error": run.setup_error,
+            "internal_error": self.crash,
+            "duration_secs": round(time.monotonic() - self.t0, 3),
+            "state_dir": str(run.paths.root),
+            "work_dir": str(run.work_dir),
+            "daemon_pids": list(run.daemon.pids),
+            "client_pids": all_pids(run.clients.values()),
+            "leftovers_killed": self.leftovers,
+            "steps": [result.to_json() for result in results],
+        }
+        return document
+
+    def _write(self, document: dict[str, Any], target: str) -> None:
+        data = orjson.dumps(document, option=orjson.OPT_INDENT_2, default=str)
+        if target == STDOUT:
+            sys.stdout.write(data.decode() + "\n")
+            sys.stdout.flush()
+        else:
+            Path(target).write_bytes(data + b"\n")
