@@ -330,7 +330,7 @@ class Kernel(NbActor):
     # --- control --------------------------------------------------------------------------
 
     def receiveMsg_InterruptKernelNow(self, msg: InterruptKernelNow, sender: ActorAddress) -> None:
-        if self.backend is not None and self.state is not KernelState.DEAD:
+        if self.state is KernelState.BUSY:
             self.backend.interrupt()
         self.send(sender, KernelInterrupted(msg.origin))
 

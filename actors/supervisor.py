@@ -50,6 +50,11 @@ PROGRESS_EVERY = timedelta(seconds=4)
 CALL_WAIT_LIMIT = timedelta(seconds=30)
 
 
+def _id_key(request_id: Any) -> str:
+    """JSON-RPC ids 1 and "1" are different requests, so keys keep the type."""
+    return f"{type(request_id).__name__}:{request_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class RestartDue:
     generation: int
@@ -159,6 +164,12 @@ class ProxySupervisor(NbActor):
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: mcp.Dispatch) -> None:
         params = request.params or {}
+        if not isinstance(params, dict):
+            error = jsonrpc.ErrorResponse(
+                request.id, jsonrpc.INVALID_PARAMS, "tools/call params must be an object"
+            )
+            self._send_mcp(error)
+            return
         name = params.get("name")
         if not isinstance(name, str) or name not in tools.TOOLS_BY_NAME:
             error = jsonrpc.ErrorResponse(
@@ -170,11 +181,11 @@ class ProxySupervisor(NbActor):
             request.id,
             name,
             params.get("arguments"),
-            f"{self.entrypoint}:{request.id}",
+            f"{self.entrypoint}:{_id_key(request.id)}",
             dispatch.version,
             dispatch.progress_token,
         )
-        call_id = str(request.id)
+        call_id = _id_key(request.id)
         if name == "reconnect":
             self._reconnect(call_id, call)
             return
@@ -195,7 +206,7 @@ class ProxySupervisor(NbActor):
         self.send(self.child, ToolCallRequested(call_id, call.name, call.arguments, call.key))
 
     def _cancel(self, request_id: Any) -> None:
-        call_id = str(request_id)
+        call_id = _id_key(request_id)
         call = self.calls.pop(call_id, None)
         if call is not None and self.child is not None:
             self.send(self.child, ToolCallCancelled(call_id))
