@@ -408,9 +408,9 @@ class Daemon(NbActor):
 
     def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
+        self._forget_room(msg.notebook_id)
         for origin in entry.evicted_by if entry is not None else []:
             self.answer(origin, {"evicted": msg.notebook_id, "saved": msg.saved})
-        self._forget_room(msg.notebook_id)
         self.send(sender, ActorExitRequest())
         if self.stopping is not None:
             self.stopping.waiting.discard(msg.notebook_id)

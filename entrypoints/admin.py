@@ -168,13 +168,13 @@ def pid_text(pid: int | None) -> str:
 class Command:
     name: str
     args: str
-    """Shown in help: "" (none), "ID" (one notebook id or prefix) or "[N]"."""
+    """Shown in help and checked: "", "ID" (a notebook id or prefix), "[N]" or "[COMMAND]"."""
     summary: str
     run: Callable[[Admin, list[str]], Outcome]
 
 
 class Admin:
-    """Carries out one admin command against the daemon of ``paths``."""
+    """Carries out admin commands against the daemon of ``paths``, each on a new connection."""
 
     def __init__(self, paths: StatePaths, width: int) -> None:
         self.paths = paths
@@ -658,15 +658,16 @@ class Console(cmd.Cmd):
 
     def completedefault(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         words = line[:begidx].split()
-        if len(words) == 1 and words[0] in ID_COMMANDS:
-            try:
-                ids = self.admin.notebook_ids()
-            except AdminError:
-                return []
-            return [f"{nid} " for nid in ids if nid.startswith(text)]
-        if len(words) == 1 and ALIASES.get(words[0], words[0]) == "help":
-            return self.completenames(text)
-        return []
+        if len(words) != 1 or words[0] not in ID_COMMANDS:
+            return []
+        try:
+            ids = self.admin.notebook_ids()
+        except AdminError:
+            return []
+        return [f"{nid} " for nid in ids if nid.startswith(text)]
+
+    def complete_help(self, text: str, *ignored: Any) -> list[str]:
+        return self.completenames(text)
 
 
 def _load_history(paths: StatePaths) -> None:

@@ -1,19 +1,24 @@
 """``nbstage harness SCRIPT.toml``: scripted multi-client runs against real processes (SPEC §9).
 
 The run lives in a fresh temp dir (``nbh-*``) holding the state dir (unless ``[run]
-state_dir`` names one) and ``work/``, the clients' working directory, where relative
-notebook paths land. Whatever the run started is gone when it returns, also after a
+state_dir`` names one, relative to the script's directory) and ``work/``, the clients'
+working directory (a client's ``cwd`` is relative to it), where relative notebook paths
+land. Whatever the run started is gone when it returns, also after a
 failure or Ctrl-C: clients are closed, the daemon is stopped, and any process left of
 theirs is killed.
 
-The script format lives in :mod:`harness_script`, matching in :mod:`harness_match`,
-processes in :mod:`harness_procs`, faults in :mod:`harness_faults` and the steps
-themselves in :mod:`harness_run`.
+Modules: the script's shape in :mod:`harness_model`, reading it in :mod:`harness_script`
+and :mod:`harness_steps`, substitution and expectations in :mod:`harness_match`, the
+daemon and the last-resort sweep in :mod:`harness_procs`, clients in
+:mod:`harness_clients`, faults in :mod:`harness_faults`, and the steps in
+:mod:`harness_run`. The JSON report (``--json FILE``, or ``--json -`` for stdout in place
+of the lines) carries per-step timings and outcomes and every pid the run started.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -26,8 +31,9 @@ import anyio
 import orjson
 
 from nbstage.entrypoints.daemon_control import query_status
+from nbstage.entrypoints.harness_clients import all_pids
 from nbstage.entrypoints.harness_model import Script, ScriptError
-from nbstage.entrypoints.harness_procs import Owned, all_pids
+from nbstage.entrypoints.harness_procs import Owned, stop_any_daemon
 from nbstage.entrypoints.harness_run import Run, StepResult
 from nbstage.entrypoints.harness_script import load_script
 from nbstage.entrypoints.statedir import StatePaths, prepare, state_paths
@@ -36,6 +42,7 @@ BAD_SCRIPT, FAILED, INTERRUPTED = 2, 1, 130
 STDOUT = "-"
 """``--json -``: the JSON report goes to stdout in place of the text lines."""
 LEFTOVER_GRACE_SECS = 5.0
+LAST_STOP_SECS = 45.0
 
 
 def run_harness(script: str, json_report: str | None) -> int:
@@ -57,9 +64,22 @@ def run_harness(script: str, json_report: str | None) -> int:
         report.crash = traceback.format_exc()
         print(f"harness: internal error\n{report.crash}", file=sys.stderr)
     finally:
-        report.leftovers = run.owned.kill_leftovers(LEFTOVER_GRACE_SECS)
-        workspace.remove()
+        report.leftovers = last_resort(run, workspace)
     return report.finish(run, json_report)
+
+
+def last_resort(run: Run, workspace: Workspace) -> list[int]:
+    """Stop whatever daemon is left, kill whatever process of ours is left, remove the dirs.
+
+    Ctrl-C is ignored meanwhile, so a second one cannot leave half of it undone.
+    """
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        stop_any_daemon(run.paths, run.owned, LAST_STOP_SECS)
+        return run.owned.kill_leftovers(LEFTOVER_GRACE_SECS)
+    finally:
+        workspace.remove()
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -120,7 +140,7 @@ class Report:
         if self.leftovers:
             pids = ", ".join(map(str, self.leftovers))
             print(f"harness: killed processes left behind at the end: {pids}", file=sys.stderr)
-        if run.setup_error and not self.quiet:
+        if run.setup_error:
             print(f"harness: {run.setup_error}", file=sys.stderr)
         if json_report is not None:
             self._write(self._json(run, results, passed, failed, code), json_report)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from nbstage.entrypoints.daemon_client import DaemonError, DaemonNotRunning
-from nbstage.entrypoints.harness_procs import FaultError, McpClient, sigkill, wait_gone
+from nbstage.entrypoints.harness_clients import McpClient
+from nbstage.entrypoints.harness_procs import FaultError, alive, sigkill, wait_gone
 
 if TYPE_CHECKING:
     from nbstage.entrypoints.harness_run import Run
@@ -46,10 +47,11 @@ async def poll(probe: Callable[[], _T | None], what: str, timeout: float = FIND_
 def _client_entry(run: Run, client: McpClient) -> dict[str, Any] | None:
     """The daemon's report on this client's current session manager."""
     reports = run.daemon.request("clients")["clients"]
-    mine = [r for r in reports if r.get("label") == client.spec.label]
+    live = [r for r in reports if r.get("session_manager_pid") and alive(r["session_manager_pid"])]
+    mine = [r for r in live if r.get("label") == client.spec.label]
     if len(mine) > 1:
         mine = [r for r in mine if r.get("supervisor_pid") == client.pid]
-    return mine[0] if len(mine) == 1 and mine[0].get("session_manager_pid") else None
+    return mine[0] if len(mine) == 1 else None
 
 
 async def kill_child(run: Run, params: dict[str, Any]) -> str:

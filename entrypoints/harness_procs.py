@@ -1,4 +1,4 @@
-"""The processes a harness run owns: its daemon, its ``nbstage mcp`` clients, and the reaper.
+"""The processes a harness run owns: its daemon, the pids it recorded, and the final sweep.
 
 Processes are found through what they report (the daemon's ``identity``, ``clients`` and
 ``list_rooms``) or through the ``NBSTAGE_EDGE_PID`` every actor and kernel inherits from
@@ -7,14 +7,13 @@ the process that started it, never by name.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import sys
 import time
-import uuid
-from collections.abc import Iterable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,14 +21,12 @@ import anyio.abc
 import psutil
 
 from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.daemon_control import VERSION_ENV, stop
-from nbstage.entrypoints.harness_match import Outcome
-from nbstage.entrypoints.harness_model import ClientSpec
+from nbstage.entrypoints.daemon_control import VERSION_ENV, query_status, stop
 from nbstage.entrypoints.statedir import StatePaths
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
 EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
-CLIENT_TAG_ENV = "NBSTAGE_HARNESS_CLIENT"
+INHERITED_MARKERS = (EDGE_PID_ENV, "NBSTAGE_REJOIN_NOTEBOOK")
 GONE_SECS = 15.0
 
 
@@ -39,6 +36,13 @@ class FaultError(Exception):
 
 class ClientUnusable(Exception):
     """The client's connection is gone; calls cannot be sent until start_client."""
+
+
+def child_environ(settings: dict[str, str]) -> dict[str, str]:
+    """This process's environment plus the run's settings, minus what marks a process as
+    belonging to another nbstage edge or asks it to rejoin a notebook."""
+    env = {k: v for k, v in os.environ.items() if k not in INHERITED_MARKERS}
+    return {**env, **settings}
 
 
 def alive(pid: int) -> bool:
@@ -118,6 +122,37 @@ class Owned:
         return killed
 
 
+def lock_held(paths: StatePaths) -> bool:
+    """Whether a daemon (running or still starting) holds the state dir's lock."""
+    try:
+        fd = os.open(paths.lock, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def stop_any_daemon(paths: StatePaths, owned: Owned, timeout: float) -> None:
+    """The last word on the run's state dir: any daemon that answers there, or is still
+    starting there (it holds the lock), was started by this run, and is stopped."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = query_status(paths, timeout=2.0)
+        if status is not None:
+            owned.add(status["pid"])
+            with contextlib.suppress(TimeoutError, OSError):
+                stop(paths)
+        elif not lock_held(paths):
+            return
+        else:
+            time.sleep(0.1)
+
+
 class Daemon:
     """The run's daemon: started through ``nbstage daemon start`` with the run's settings."""
 
@@ -136,7 +171,7 @@ class Daemon:
         return await anyio.to_thread.run_sync(partial(self.request, kind, **fields))
 
     def _environ(self) -> dict[str, str]:
-        env = {**os.environ, **self.env}
+        env = child_environ(self.env)
         if self.version:
             env[VERSION_ENV] = self.version
         return env
@@ -144,9 +179,11 @@ class Daemon:
     async def start(self) -> dict[str, Any]:
         command = [*NBSTAGE, "daemon", "start", "--state-dir", str(self.paths.root)]
         done = await anyio.run_process(command, env=self._environ(), check=False)
+        said = (done.stdout + done.stderr).decode(errors="replace").strip()
         if done.returncode != 0:
-            said = (done.stdout + done.stderr).decode(errors="replace").strip()
             raise FaultError(f"nbstage daemon start exited {done.returncode}: {said[-300:]}")
+        if said.startswith("already running"):
+            raise FaultError(f"a daemon was running already ({said})")
         identity = await self.ask("identity")
         self.owned.add(identity["pid"])
         if identity["pid"] not in self.pids:
@@ -165,134 +202,3 @@ class Daemon:
         sigkill(pid)
         await wait_gone(pid, "the killed daemon")
         return pid
-
-
-def outcome_of(result: Any) -> Outcome:
-    texts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
-    return Outcome(bool(result.is_error), "\n".join(texts), result.structured_content)
-
-
-def _child_with_tag(tag: str) -> int | None:
-    for child in psutil.Process().children():
-        try:
-            if child.environ().get(CLIENT_TAG_ENV) == tag:
-                return child.pid
-        except psutil.Error:
-            continue
-    return None
-
-
-class McpClient:
-    """One ``nbstage mcp`` process driven by the SDK client, inside a task of its own."""
-
-    def __init__(self, spec: ClientSpec, paths: StatePaths, cwd: Path, env: dict[str, str]):
-        self.spec = spec
-        self.paths = paths
-        self.cwd = cwd
-        self.env = env
-        self.session: Any = None
-        self.pid: int | None = None
-        self.pids: list[int] = []
-        self.problem: str | None = "it was never started"
-        self._stop = anyio.Event()
-        self._done = anyio.Event()
-
-    @property
-    def running(self) -> bool:
-        return self.session is not None
-
-    def _client(self, tag: str, errlog: Any) -> Any:
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-        from mcp_types import Implementation
-
-        command = ["mcp", "--state-dir", str(self.paths.root), "--no-autostart"]
-        params = StdioServerParameters(
-            command=NBSTAGE[0],
-            args=[*NBSTAGE[1:], *command, "--label", self.spec.label],
-            env={**os.environ, **self.env, CLIENT_TAG_ENV: tag},
-            cwd=str(self.cwd),
-        )
-        info = Implementation(name="nbstage-harness", title=self.spec.label, version="1")
-        transport = stdio_client(params, errlog=errlog)
-        return Client(transport, mode=self.spec.mode, client_info=info)
-
-    async def start(self, task_group: anyio.abc.TaskGroup, owned: Owned) -> int:
-        if self.running:
-            raise FaultError(f"client {self.spec.name} is already running")
-        self._stop, self._done = anyio.Event(), anyio.Event()
-        await task_group.start(self._serve, owned)
-        assert self.pid is not None
-        return self.pid
-
-    async def _serve(self, owned: Owned, *, task_status: anyio.abc.TaskStatus) -> None:
-        tag = uuid.uuid4().hex
-        log = self.paths.logs / f"harness-client-{self.spec.name}.log"
-        started = False
-        try:
-            with log.open("a") as errlog:
-                async with self._client(tag, errlog) as session:
-                    await session.list_tools()
-                    self.pid = await self._find_pid(tag)
-                    owned.add(self.pid)
-                    self.pids.append(self.pid)
-                    self.session, self.problem, started = session, None, True
-                    task_status.started()
-                    await self._stop.wait()
-        except Exception as exc:
-            if not started:
-                raise FaultError(f"client {self.spec.name} did not start: {exc!r}") from exc
-            self.problem = f"it closed with an error: {exc!r}"
-        finally:
-            self.session = None
-            self._done.set()
-
-    async def _find_pid(self, tag: str) -> int:
-        deadline = time.monotonic() + 10
-        while (pid := _child_with_tag(tag)) is None:
-            if time.monotonic() > deadline:
-                raise FaultError("the nbstage mcp process could not be found among our children")
-            await anyio.sleep(0.02)
-        return pid
-
-    async def stop(self) -> int:
-        if not self.running or self.pid is None:
-            raise FaultError(f"client {self.spec.name} is not running")
-        pid = self.pid
-        self._stop.set()
-        await self._done.wait()
-        self.problem = "it was stopped (stop_client)"
-        await wait_gone(pid, f"client {self.spec.name}'s nbstage mcp")
-        return pid
-
-    def unusable(self) -> str | None:
-        if not self.running:
-            return self.problem
-        if self.pid is not None and not alive(self.pid):
-            self.problem = f"its nbstage mcp process (pid {self.pid}) has exited"
-        return self.problem
-
-    async def call(self, tool: str, args: dict[str, Any]) -> Outcome:
-        from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED
-
-        problem = self.unusable()
-        if problem:
-            raise ClientUnusable(f"client {self.spec.name} is unusable: {problem}")
-        try:
-            result = await self.session.call_tool(tool, args)
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED or self.unusable():
-                self.problem = self.problem or f"its connection closed ({exc.message})"
-                raise ClientUnusable(
-                    f"client {self.spec.name} is unusable: {self.problem}"
-                ) from exc
-            return Outcome(True, f"JSON-RPC error {exc.code}: {exc.message}", None, rpc_error=True)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self.problem = f"its connection broke ({exc!r})"
-            raise ClientUnusable(f"client {self.spec.name} is unusable: {self.problem}") from exc
-        return outcome_of(result)
-
-
-def all_pids(clients: Iterable[McpClient]) -> dict[str, list[int]]:
-    return {client.spec.name: list(client.pids) for client in clients}

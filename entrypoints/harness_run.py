@@ -13,6 +13,7 @@ import anyio
 import anyio.abc
 import orjson
 
+from nbstage.entrypoints.harness_clients import McpClient
 from nbstage.entrypoints.harness_faults import FAULTS
 from nbstage.entrypoints.harness_match import (
     BUILTIN_NAME,
@@ -23,13 +24,7 @@ from nbstage.entrypoints.harness_match import (
     substitute,
 )
 from nbstage.entrypoints.harness_model import Script, Step, batches
-from nbstage.entrypoints.harness_procs import (
-    ClientUnusable,
-    Daemon,
-    FaultError,
-    McpClient,
-    Owned,
-)
+from nbstage.entrypoints.harness_procs import ClientUnusable, Daemon, FaultError, Owned
 from nbstage.entrypoints.statedir import StatePaths
 
 CLOSE_SECS = 60.0
@@ -156,7 +151,7 @@ class Run:
                         await self.close_clients()
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_SECS):
-                await self.daemon.stop()
+                await _quietly(self.daemon.stop)
         timeout = f"not run: timeout_secs ({self.script.run.timeout_secs:g}) ran out"
         self.fail_unrun(f"not run: {self.setup_error}" if self.setup_error else timeout)
 
@@ -166,7 +161,7 @@ class Run:
     async def _setup(self) -> None:
         try:
             await self.daemon.start()
-        except (FaultError, OSError) as exc:
+        except Exception as exc:
             self.setup_error = f"the daemon did not start: {exc}"
             return
         async with anyio.create_task_group() as starting:
@@ -287,4 +282,4 @@ async def _quietly(action: Callable[[], Awaitable[Any]]) -> None:
     try:
         await action()
     except Exception:
-        log.exception("closing a harness client failed")
+        log.exception("ending a harness process failed")

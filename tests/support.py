@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from nbstage.entrypoints.daemon_client import DaemonClient
+from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
 from nbstage.entrypoints.statedir import StatePaths, state_paths
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
@@ -103,13 +103,16 @@ def daemon_running(state_dir: Path, env: dict[str, str] | None = None) -> Iterat
 
 
 def assert_daemon_gone(daemon: RunningDaemon) -> None:
-    """Stop the daemon if it still runs, then require that none of its processes remain."""
-    if psutil.pid_exists(daemon.pid):
-        daemon.stop()
-    leftover = wait_until(
-        lambda: not processes_of_daemon(daemon.pid) or None, 15, "daemon processes to exit"
-    )
-    assert leftover
+    """Stop whatever daemon runs on the state dir (a test may have restarted it), then
+    require that no process of it, or of the one the test started, remains."""
+    pids = {daemon.pid}
+    try:
+        pids.add(daemon.request("identity")["pid"])
+    except (DaemonNotRunning, OSError):
+        pass
+    daemon.stop()
+    for pid in pids:
+        wait_until(lambda pid=pid: not processes_of_daemon(pid), 15, f"daemon {pid} to exit")
 
 
 # --- kernels and rooms, as the kernel tests see them --------------------------------------

@@ -495,6 +495,13 @@ def test_the_interactive_console_as_a_person_uses_it(daemon: RunningDaemon) -> N
             assert doomed[:8] not in shown
             assert kept[:8] in shown
 
+            daemon.stop()
+            shown = term.type_line("status")
+            assert one_line(shown) == (
+                f"The nbstage daemon is not running (no socket at {daemon.paths.socket}). "
+                f"Start it with: nbstage daemon start --state-dir {daemon.paths.root}"
+            )
+
             term.child.sendline("quit")
             term.child.expect(pexpect.EOF)
         finally:
@@ -503,4 +510,4 @@ def test_the_interactive_console_as_a_person_uses_it(daemon: RunningDaemon) -> N
         typed = history.read_text().splitlines()
         assert typed[:4] == ["help", "rooms", f"room {kept_prefix}", "frobnicate"]
         evict_line = f"evict {unique_prefix(doomed, kept)}"
-        assert typed[-4:] == [f"room {kept} ", evict_line, "rooms", "quit"]
+        assert typed[-5:] == [f"room {kept} ", evict_line, "rooms", "status", "quit"]

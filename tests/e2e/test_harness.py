@@ -127,15 +127,20 @@ FAILING = """
     [[step]]
     client = "alice"
     call = "list_active_notebooks"
+
+    [[step]]
+    fault = "start_daemon"
 """
 
 
 @pytest.mark.timeout(RUN_BOUND_SECS + 30)
 def test_a_failing_step_says_what_it_expected_and_what_came_back(tmp_path: Path) -> None:
+    """Also: a stopped client is unusable until started again, and a fault whose premise
+    does not hold (starting a daemon that runs) fails instead of pretending."""
     result, report = run_reported(write_script(tmp_path, FAILING), tmp_path / "report.json")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = lines_of(result)
-    assert lines[-1] == "4 passed, 2 failed"
+    assert lines[-1] == "4 passed, 3 failed"
     wrong = lines[1]
     assert wrong.startswith("FAIL   2  alice create_cell ")
     assert "expected text containing '43'; got is_error=false, text='" in wrong
@@ -143,11 +148,60 @@ def test_a_failing_step_says_what_it_expected_and_what_came_back(tmp_path: Path)
     assert lines[3].startswith("FAIL   4  alice list_active_notebooks")
     assert "client alice is unusable: it was stopped" in lines[3]
     assert [line[:4] for line in (lines[0], lines[2], lines[4], lines[5])] == ["PASS"] * 4
+    assert lines[6].startswith("FAIL   7  fault start_daemon")
+    assert "a daemon was running already" in lines[6]
     step = report["steps"][1]
     assert (step["status"], step["expected"]) == ("fail", "text containing '43'")
     assert "42" in step["got"]["text"]
     assert step["got"]["structured"]["execution"]["status"] == "done"
     assert len(report["client_pids"]["alice"]) == 2, "start_client started a fresh process"
+    assert_nothing_left(report)
+
+
+TWINS = """
+    [run]
+    timeout_secs = 90
+    settings = { heartbeat_secs = 0.2 }
+
+    [clients.first]
+    label = "twin"
+
+    [clients.second]
+    label = "twin"
+    mode = "2026-07-28"
+
+    [[step]]
+    client = "first"
+    call = "create_notebook"
+
+    [[step]]
+    client = "second"
+    call = "create_notebook"
+
+    [[step]]
+    fault = "kill_child"
+    client = "second"
+
+    [[step]]
+    group = "after"
+    client = "first"
+    call = "get_all_cells"
+    expect = { text_not_contains = "[nbstage]" }
+
+    [[step]]
+    group = "after"
+    client = "second"
+    call = "get_all_cells"
+    expect = { text_contains = "[nbstage] Session server restarted" }
+"""
+
+
+@pytest.mark.timeout(RUN_BOUND_SECS + 30)
+def test_kill_child_tells_clients_with_one_label_apart_by_their_process(tmp_path: Path) -> None:
+    result, report = run_reported(write_script(tmp_path, TWINS), tmp_path / "report.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lines_of(result)[-1] == "5 passed, 0 failed"
+    assert report["steps"][2]["detail"].startswith("session manager pid ")
     assert_nothing_left(report)
 
 

