@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -106,10 +107,8 @@ def assert_daemon_gone(daemon: RunningDaemon) -> None:
     """Stop whatever daemon runs on the state dir (a test may have restarted it), then
     require that no process of it, or of the one the test started, remains."""
     pids = {daemon.pid}
-    try:
+    with contextlib.suppress(DaemonNotRunning, OSError):
         pids.add(daemon.request("identity")["pid"])
-    except (DaemonNotRunning, OSError):
-        pass
     daemon.stop()
     for pid in pids:
         wait_until(lambda pid=pid: not processes_of_daemon(pid), 15, f"daemon {pid} to exit")
