@@ -86,6 +86,7 @@ from nbstage.protocol.rooms import (
 log = logging.getLogger("nbstage.room")
 
 REMEMBERED_KEYS = 512
+MAX_WAIT_SECS = 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +281,7 @@ class Room(NbActor):
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.DEAD
             self.kernel_problem = msg.message
+            self._fail_restarts()
             self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
             self._report_status()
 
@@ -287,6 +289,7 @@ class Room(NbActor):
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.DEAD
             self.kernel_problem = f"The kernel (pid {msg.pid}) died."
+            self._fail_restarts()
             self._event("kernel_died", {"pid": msg.pid})
             self._report_status()
 
@@ -491,9 +494,8 @@ class Room(NbActor):
             self.answer(origin, {"execution": record.to_wire()})
         else:
             self.book.wait(execution_id, origin)
-            self.wakeupAfter(
-                timedelta(seconds=wait_secs), payload=WaitExpired(execution_id, origin)
-            )
+            wait = timedelta(seconds=min(wait_secs, MAX_WAIT_SECS))
+            self.wakeupAfter(wait, payload=WaitExpired(execution_id, origin))
 
     def _get_execution(self, origin: Origin, req: GetExecution) -> None:
         self._answer_execution(origin, req.execution_id, req.wait_secs)
@@ -579,6 +581,12 @@ class Room(NbActor):
             self.kernel_pid = msg.pid
             self._answer_restarts()
             self._report_status()
+
+    def _fail_restarts(self) -> None:
+        failure = NbstageError(ErrorCode.KERNEL_DIED, f"{self.kernel_problem} Try restart again.")
+        for origin in self.pending_restart:
+            self.fail(origin, failure)
+        self.pending_restart = []
 
     def _answer_restarts(self) -> None:
         for origin in self.pending_restart:

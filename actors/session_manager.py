@@ -315,7 +315,10 @@ class SessionManager(NbActor):
         self._daemon(call, lambda answer: self._run(call_id, handler, answer))
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
-        self.calls.pop(call_id, None)
+        name = self.calls.pop(call_id, None)
+        if name == "save_notebook" and not result.get("isError"):
+            saved = result["structuredContent"]
+            self._decide(sessions.SessionSaved(saved["notebook_id"], saved["path"]))
         self.send(self.supervisor, ToolCallFinished(call_id, result))
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
@@ -388,17 +391,37 @@ class SessionManager(NbActor):
             text = f"Created notebook {result['notebook_id']}; its kernel is starting."
         elif name == "disconnect_notebook":
             structured, text = result, f"Disconnected from {result['disconnected']}."
+        elif result["cell_count"] is None:
+            self._answer_already_connected(call_id, result)
+            return
         else:
             structured = {k: v for k, v in result.items() if k not in ("ephemeral", "runtime")}
-            where = result["path"] or result["notebook_id"]
-            if result["cell_count"] is None:
-                text = f"Already connected to {where}."
-            else:
-                text = (
-                    f"Connected to {where} "
-                    f"({result['cell_count']} cells, kernel {result['kernel_status']})."
-                )
+            text = (
+                f"Connected to {result['path'] or result['notebook_id']} "
+                f"({result['cell_count']} cells, kernel {result['kernel_status']})."
+            )
         self._finish(call_id, tool_result(structured, text=text))
+
+    def _answer_already_connected(self, call_id: str, result: dict[str, Any]) -> None:
+        """Connecting to the active notebook joins nothing; its facts come from the room."""
+
+        def answer(room: Any) -> None:
+            if isinstance(room, DaemonFailure):
+                self._finish(call_id, tool_error(room.message, {"code": room.code}))
+                return
+            facts = {"cell_count": room["cell_count"], "kernel_status": room["kernel_status"]}
+            structured = {
+                k: v for k, v in {**result, **facts}.items() if k not in ("ephemeral", "runtime")
+            }
+            where = result["path"] or result["notebook_id"]
+            text = (
+                f"Already connected to {where} ({facts['cell_count']} cells, "
+                f"kernel {facts['kernel_status']})."
+            )
+            self._finish(call_id, tool_result(structured, text=text))
+
+        call = DaemonCall("describe_room", {"notebook_id": result["notebook_id"]})
+        self._daemon(call, answer)
 
     def receiveMsg_StopSessionManager(self, msg: StopSessionManager, sender: ActorAddress) -> None:
         if self.link is not None:

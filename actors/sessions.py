@@ -136,6 +136,14 @@ class IncarnationSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionSaved:
+    """A notebook of this session was saved to ``path``: its best target is now the file."""
+
+    notebook_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class RecoveryDue:
     """Time to try the recovery target (again)."""
 
@@ -191,6 +199,8 @@ def decide(state: SessionState, event: object) -> tuple[SessionState, list[Actio
             return _incarnation_seen(state, event)
         case RecoveryDue():
             return _recover(state)
+        case SessionSaved(notebook_id, path):
+            return _saved(state, notebook_id, path), []
     raise TypeError(f"unknown session event {event!r}")
 
 
@@ -330,6 +340,14 @@ def _disconnect(
     state = replace(state, parked=tuple(s for s in state.parked if s is not parked))
     actions.append(Leave(parked.notebook_id, parked.peer_id))
     return state, [*actions, Answer(event.call_id, {"disconnected": parked.notebook_id})]
+
+
+def _saved(state: SessionState, notebook_id: str, path: str) -> SessionState:
+    def moved(session: Session) -> Session:
+        return replace(session, path=path) if session.notebook_id == notebook_id else session
+
+    active = moved(state.active) if state.active is not None else None
+    return replace(state, active=active, parked=tuple(moved(p) for p in state.parked))
 
 
 def _rejoin_target(state: SessionState) -> Target | None:

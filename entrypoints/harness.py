@@ -17,6 +17,7 @@ of the lines) carries per-step timings and outcomes and every pid the run starte
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -55,17 +56,24 @@ def run_harness(script: str, json_report: str | None) -> int:
         return BAD_SCRIPT
     report = Report(parsed, script, quiet=json_report == STDOUT)
     run = Run(parsed, workspace.paths, workspace.work_dir, Owned(), report.emit)
+    previous = signal.signal(signal.SIGTERM, _interrupt_instead)
     try:
         anyio.run(run.execute)
     except KeyboardInterrupt:
         report.interrupted = True
-        run.fail_unrun("not run: interrupted (Ctrl-C)")
+        run.fail_unrun("not run: the run was interrupted")
     except Exception:
         report.crash = traceback.format_exc()
         print(f"harness: internal error\n{report.crash}", file=sys.stderr)
     finally:
         report.leftovers = last_resort(run, workspace)
+        signal.signal(signal.SIGTERM, previous)
     return report.finish(run, json_report)
+
+
+def _interrupt_instead(signum: int, frame: object) -> None:
+    """SIGTERM (a CI job's timeout, say) ends the run the way Ctrl-C does, cleanly."""
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def last_resort(run: Run, workspace: Workspace) -> list[int]:
@@ -124,8 +132,17 @@ class Report:
         self.t0 = time.monotonic()
 
     def emit(self, result: StepResult) -> None:
-        if not self.quiet:
-            print(result.line(), flush=True)
+        self.say(result.line())
+
+    def say(self, line: str) -> None:
+        """Print to stdout; once a reader closed it (``| head``), the run carries on silently."""
+        if self.quiet:
+            return
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:
+            self.quiet = True
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def exit_code(self, failed: int) -> int:
         if self.interrupted:
@@ -144,12 +161,11 @@ class Report:
             print(f"harness: {run.setup_error}", file=sys.stderr)
         if json_report is not None:
             self._write(self._json(run, results, passed, failed, code), json_report)
-        if not self.quiet:
-            print(f"{passed} passed, {failed} failed", flush=True)
+        self.say(f"{passed} passed, {failed} failed")
         return code
 
     def _json(self, run: Run, results: list[StepResult], passed: int, failed: int, code: int):
-        document: dict[str, Any] = {
+        return {
             "name": self.script.run.name,
             "script": str(Path(self.path).absolute()),
             "exit_code": code,
@@ -166,7 +182,6 @@ class Report:
             "leftovers_killed": self.leftovers,
             "steps": [result.to_json() for result in results],
         }
-        return document
 
     def _write(self, document: dict[str, Any], target: str) -> None:
         data = orjson.dumps(document, option=orjson.OPT_INDENT_2, default=str)

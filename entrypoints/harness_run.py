@@ -263,9 +263,10 @@ class Run:
             problems = check(expect, result.got)
             if not problems:
                 break
-            if self.elapsed() + delay > deadline:
-                raise StepFailed("expectations not met", "; ".join(problems), result.got)
-            await anyio.sleep(delay)
+            left = deadline - self.elapsed()
+            if left <= 0:
+                raise StepFailed("expectations not met", _expected(problems, result), result.got)
+            await anyio.sleep(min(delay, left))
             delay = min(delay * 2, BACKOFF_MAX)
         if step.save:
             self.saved[step.save] = result.got.structured
@@ -276,6 +277,12 @@ class Run:
         if failed is None:
             return str(exc)
         return f"{exc} (step {failed}, which saves it, failed)"
+
+
+def _expected(problems: list[str], result: StepResult) -> str:
+    within = result.step.expect.within_secs
+    tried = f" (within {within:g}s; {result.attempts} attempts)" if within else ""
+    return "; ".join(problems) + tried
 
 
 async def _quietly(action: Callable[[], Awaitable[Any]]) -> None:

@@ -188,8 +188,7 @@ class McpClientSession:
 
         await self.client.__aexit__(*exc_info)
         pid = self.server_pid
-        if pid is None:
-            return
+        assert pid is not None, "the nbstage mcp process of this client was never found"
 
         def server_gone() -> bool:
             try:

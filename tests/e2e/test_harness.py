@@ -320,7 +320,8 @@ def _read_until(proc: subprocess.Popen[str], prefix: str, timeout: float) -> lis
 
 
 @pytest.mark.timeout(RUN_BOUND_SECS + 30)
-def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, signum: int) -> None:
     state_dir = tmp_path / "state"
     script = write_script(tmp_path, INTERRUPTED.format(state_dir=state_dir))
     report_path = tmp_path / "report.json"
@@ -337,7 +338,7 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path) -> None:
         daemon_env = psutil.Process(status["pid"]).environ()
         assert daemon_env["NBSTAGE_KEEP_ALIVE_SECS"] == "2", "settings reach the daemon"
         assert daemon_env["NBSTAGE_HEARTBEAT_SECS"] == "0.5"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
