@@ -168,8 +168,16 @@ class SessionManager(NbActor):
                     self._finish(msg.call_id, tool_error(_UNREACHABLE))
 
     def _on_identity(self, reply: dict[str, Any] | DaemonFailure) -> None:
-        if not isinstance(reply, DaemonFailure):
-            self.identity = reply
+        """The link's own identity answer: the daemon is up, so recovery need not wait for
+        the watch loop's first heartbeat (which reports the same incarnation later)."""
+        if isinstance(reply, DaemonFailure):
+            return
+        baseline = self.identity["version"] if self.identity else reply["version"]
+        if reply["version"] != baseline:
+            self._hand_off(baseline, reply["version"])
+            return
+        self.identity = reply
+        self._incarnation_seen(tuple(reply["incarnation"]))
 
     def _target_of(self, value: str) -> Target:
         if value.endswith(".ipynb") or "/" in value:
@@ -183,8 +191,13 @@ class SessionManager(NbActor):
     ) -> None:
         if self.link is None:
             self._connect()
+        self._incarnation_seen((msg.pid, msg.started_at))
+
+    def _incarnation_seen(self, incarnation: tuple[Any, ...]) -> None:
+        if incarnation == self.state.incarnation:
+            return
         target, self.handoff_target = self.handoff_target, None
-        self._decide(sessions.IncarnationSeen((msg.pid, msg.started_at), target))
+        self._decide(sessions.IncarnationSeen(incarnation, target))
 
     def receiveMsg_DaemonWentAway(self, msg: DaemonWentAway, sender: ActorAddress) -> None:
         log.info("the daemon went away; sessions wait for its return")
@@ -192,7 +205,12 @@ class SessionManager(NbActor):
     def receiveMsg_DaemonVersionChanged(
         self, msg: DaemonVersionChanged, sender: ActorAddress
     ) -> None:
-        handoff = HandoffRequested(msg.from_version, msg.to_version, self.config.generation)
+        self._hand_off(msg.from_version, msg.to_version)
+
+    def _hand_off(self, from_version: str, to_version: str) -> None:
+        """A daemon of another version: this code must not serve it; the supervisor restarts
+        the session manager from the installed code at once."""
+        handoff = HandoffRequested(from_version, to_version, self.config.generation)
         self.send(self.supervisor, handoff)
 
     def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
@@ -435,6 +453,6 @@ class SessionManager(NbActor):
 
 
 _UNREACHABLE = (
-    "The notebook daemon is not reachable right now; nbstage is reconnecting. "
-    "Try again in a moment."
+    "The notebook daemon is unreachable right now; nbstage is reconnecting and will "
+    "rejoin your notebook. Try again in a moment."
 )

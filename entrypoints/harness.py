@@ -175,6 +175,7 @@ class Report:
             "setup_error": run.setup_error,
             "internal_error": self.crash,
             "duration_secs": round(time.monotonic() - self.t0, 3),
+            "settings": self.script.run.settings,
             "state_dir": str(run.paths.root),
             "work_dir": str(run.work_dir),
             "daemon_pids": list(run.daemon.pids),

@@ -30,6 +30,8 @@ from nbstage.entrypoints.statedir import StatePaths
 CLOSE_SECS = 60.0
 """Bound on closing the clients, and separately on stopping the daemon, at the end."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 1.0
+KEPT_ATTEMPTS = 20
+"""How many missed attempts of one step the JSON report keeps."""
 DESCRIBED_ARGS = 60
 """A step's line shows at most this much of its arguments."""
 log = logging.getLogger(__name__)
@@ -56,6 +58,8 @@ class StepResult:
     reason: str | None = None
     expected: str | None = None
     got: Outcome | None = None
+    retried: list[str] = field(default_factory=list)
+    """What the attempts that missed came back with (within_secs), oldest first."""
 
     def line(self) -> str:
         head = f"{'PASS' if self.ok else 'FAIL'}  {self.step.number:>2}  {self.description}"
@@ -87,6 +91,7 @@ class StepResult:
             "reason": self.reason,
             "expected": self.expected,
             "got": self.got.to_json() if self.got else None,
+            "missed_attempts": self.retried,
         }
 
 
@@ -264,6 +269,8 @@ class Run:
             if not problems:
                 break
             left = deadline - self.elapsed()
+            if len(result.retried) < KEPT_ATTEMPTS:
+                result.retried.append(f"{'; '.join(problems)} ← {result.got.summary(160)}")
             if left <= 0:
                 raise StepFailed("expectations not met", _expected(problems, result), result.got)
             await anyio.sleep(min(delay, left))
