@@ -1,10 +1,12 @@
 """The ProxySupervisor actor: one MCP client's connection, kept alive across child restarts.
 
-It speaks MCP (through protocol.mcp.Lifecycle), answers initialize, ping and
-tools/list itself, and forwards tools/call to its SessionManager child with an
-idempotency key. When the child dies it restarts it (restart_policy.py decides
-when), retries the calls that were in flight once, and hands the new child the
-restart target (restart_target.py) so the notebook is rejoined.
+The stdio edge runs the MCP lifecycle (initialize, ping, server/discover), so a client
+is answered before any actor process has spawned; it hands this actor every admitted
+tools/list and tools/call. The supervisor answers tools/list itself, from the child's
+live list, the tool cache or the built-in list, and forwards tools/call to its
+SessionManager child with an idempotency key. When the child dies it restarts it
+(restart_policy.py decides when), retries the calls that were in flight once, and
+hands the new child the restart target (restart_target.py) so the notebook is rejoined.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from nbstage.protocol.supervision import (
     ActiveSessionChanged,
     ChildProcessDied,
     HandoffRequested,
-    McpMessageReceived,
     McpMessageToSend,
+    McpRequestAdmitted,
+    McpRequestCancelled,
     SessionConfig,
     SessionManagerReady,
     StartSupervisor,
@@ -41,6 +44,7 @@ from nbstage.protocol.supervision import (
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallRequested,
+    ToolListChanged,
     WatchChildPid,
 )
 
@@ -89,7 +93,10 @@ class ProxySupervisor(NbActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.config: StartSupervisor | None = None
-        self.lifecycle: mcp.Lifecycle | None = None
+        self.server_info: dict[str, Any] = {}
+        self.client_label: str | None = None
+        self.early: list[Any] = []
+        """Messages that overtook StartSupervisor (the edge sends from two threads)."""
         self.entrypoint = uuid.uuid4().hex[:8]
         self.child: ActorAddress | None = None
         self.generation = 0
@@ -107,10 +114,13 @@ class ProxySupervisor(NbActor):
     def receiveMsg_StartSupervisor(self, msg: StartSupervisor, sender: ActorAddress) -> None:
         self.config = msg
         self.edge = sender
-        self.lifecycle = mcp.Lifecycle(version=package_version("nbstage"))
+        self.server_info = {"name": "nbstage", "version": package_version("nbstage")}
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
         self.cached_tools = self._cached_tools()
         self.tools = self.cached_tools or tools.builtin_tool_list()
+        early, self.early = self.early, []
+        for message in early:
+            self.receiveMessage(message, sender)
 
     @property
     def _cache_path(self) -> Path:
@@ -124,7 +134,6 @@ class ProxySupervisor(NbActor):
         return cached if isinstance(cached, list) else []
 
     def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
-        self.lifecycle.close()
         if self.child is not None:
             self.send(self.child, StopSessionManager())
             self.send(self.child, ActorExitRequest())
@@ -136,33 +145,34 @@ class ProxySupervisor(NbActor):
     def _send_mcp(self, message: Any) -> None:
         self.send(self.edge, McpMessageToSend(message))
 
-    def receiveMsg_McpMessageReceived(self, msg: McpMessageReceived, sender: ActorAddress) -> None:
-        message = msg.message
-        if isinstance(message, jsonrpc.Notification):
-            if self.lifecycle.notice(message) and message.method == "notifications/cancelled":
-                self._cancel((message.params or {}).get("requestId"))
+    def receiveMsg_McpRequestAdmitted(self, msg: McpRequestAdmitted, sender: ActorAddress) -> None:
+        if self.config is None:
+            self.early.append(msg)
             return
-        admission = self.lifecycle.admit(message)
-        match admission:
-            case mcp.Answer() | mcp.Reject():
-                self._send_mcp(admission.response(message.id))
-            case mcp.Dispatch():
-                self._dispatch(message, admission)
-
-    def _dispatch(self, request: jsonrpc.Request, dispatch: mcp.Dispatch) -> None:
+        request = msg.request
+        self.client_label = self.client_label or msg.client_label
         if self.child is None and not self.calls and self.generation == 0:
             self._start_child()
         if request.method == "tools/list":
-            result = self.lifecycle.decorate(
-                {"tools": self.tools}, version=dispatch.version, method="tools/list"
-            )
+            result = self._decorate({"tools": self.tools}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
-        elif request.method == "tools/call":
-            self._tool_call(request, dispatch)
         else:
-            self._send_mcp(mcp.method_not_found(request.method).response(request.id))
+            self._tool_call(request, msg)
 
-    def _tool_call(self, request: jsonrpc.Request, dispatch: mcp.Dispatch) -> None:
+    def receiveMsg_McpRequestCancelled(
+        self, msg: McpRequestCancelled, sender: ActorAddress
+    ) -> None:
+        if self.config is None:
+            self.early.append(msg)
+            return
+        self._cancel(msg.request_id)
+
+    def _decorate(self, result: dict[str, Any], version: str, method: str) -> dict[str, Any]:
+        return mcp.decorate_result(
+            result, version=version, method=method, server_info=self.server_info
+        )
+
+    def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
         params = request.params or {}
         if not isinstance(params, dict):
             error = jsonrpc.ErrorResponse(
@@ -227,7 +237,7 @@ class ProxySupervisor(NbActor):
         if self.banner is not None:
             result = {**result, "content": [mcp.text_content(self.banner), *result["content"]]}
             self.banner = None
-        decorated = self.lifecycle.decorate(result, version=call.version, method="tools/call")
+        decorated = self._decorate(result, call.version, "tools/call")
         self._send_mcp(jsonrpc.Response(call.request_id, decorated))
 
     # --- the child ------------------------------------------------------------------------
@@ -236,7 +246,7 @@ class ProxySupervisor(NbActor):
         self.generation += 1
         self.ready = False
         self.child = self.createActor(SessionManager)
-        label = self.config.label or self.lifecycle.client_label or "agent"
+        label = self.config.label or self.client_label or "agent"
         self.send(
             self.child,
             SessionConfig(
@@ -274,8 +284,8 @@ class ProxySupervisor(NbActor):
         if live != self.cached_tools:
             self._write_cache(live)
             self.cached_tools = live
-        if changed and self.lifecycle.may_send_list_changed:
-            self._send_mcp(mcp.tools_list_changed())
+        if changed:
+            self.send(self.edge, ToolListChanged())
 
     def _write_cache(self, live: list[dict[str, Any]]) -> None:
         try:

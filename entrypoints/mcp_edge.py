@@ -5,8 +5,11 @@ is kept on a private fd and fd 1 is pointed at stderr, so no stray print from
 this process, an actor or a library can corrupt the stream; fd 0 is likewise
 moved aside and replaced by /dev/null.
 
-Lines from stdin are parsed here (a line that is not JSON-RPC is answered at
-once); everything else goes to the ProxySupervisor actor. The edge also gives
+Lines from stdin are parsed here, and the MCP lifecycle (protocol.mcp.Lifecycle)
+runs here too: a line that is not JSON-RPC, initialize, ping, server/discover and
+every refusal are answered at once, before any actor process exists (spawning the
+actor system takes about a second). Admitted tools/list and tools/call requests go
+to the ProxySupervisor actor, buffered until it is up. The edge also gives
 the supervisor a fast death signal for its child: a pidfd on the SessionManager
 process, which fires in milliseconds where thespian's own notice takes seconds.
 """
@@ -19,20 +22,25 @@ import logging
 import os
 import signal
 import threading
+from importlib.metadata import version as package_version
 from typing import Any
 
 from nbstage.entrypoints.daemon_edge import ActorBridge
 from nbstage.entrypoints.statedir import StatePaths
-from nbstage.protocol import jsonrpc
+from nbstage.protocol import jsonrpc, mcp
 from nbstage.protocol.supervision import (
     ChildProcessDied,
-    McpMessageReceived,
     McpMessageToSend,
+    McpRequestAdmitted,
+    McpRequestCancelled,
     StartSupervisor,
     StdinClosed,
     SupervisorStopped,
+    ToolListChanged,
     WatchChildPid,
 )
+
+SUPERVISED_METHODS = ("tools/list", "tools/call")
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -72,6 +80,9 @@ class McpEdge:
         self._supervisor: Any = None
         self._stopped = asyncio.Event()
         self._supervisor_stopped = asyncio.Event()
+        self.lifecycle = mcp.Lifecycle(version=package_version("nbstage"))
+        self._early: list[Any] = []
+        """Messages for the supervisor that arrived before it existed."""
         self._child_fds: dict[int, int] = {}
         self._child_pids: set[int] = set()
 
@@ -79,10 +90,14 @@ class McpEdge:
         self.loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stopped.set)
-        await self._start_actors()
         reader = asyncio.create_task(self._read_stdin())
+        await self._start_actors()
+        for message in self._early:
+            self._bridge.tell(self._supervisor, message)
+        self._early = []
         await self._stopped.wait()
         reader.cancel()
+        self.lifecycle.close()
         await self._stop_actors()
 
     async def _start_actors(self) -> None:
@@ -142,8 +157,32 @@ class McpEdge:
         except jsonrpc.JsonRpcError as exc:
             self._write(exc.to_response())
             return
-        if isinstance(message, jsonrpc.Request | jsonrpc.Notification):
-            self._bridge.tell(self._supervisor, McpMessageReceived(message))
+        if isinstance(message, jsonrpc.Notification):
+            cancelled = message.method == "notifications/cancelled"
+            if self.lifecycle.notice(message) and cancelled:
+                self._to_supervisor(McpRequestCancelled((message.params or {}).get("requestId")))
+        elif isinstance(message, jsonrpc.Request):
+            self._admit(message)
+
+    def _admit(self, request: jsonrpc.Request) -> None:
+        admission = self.lifecycle.admit(request)
+        match admission:
+            case mcp.Answer() | mcp.Reject():
+                self._write(admission.response(request.id))
+            case mcp.Dispatch() if request.method in SUPERVISED_METHODS:
+                label = self.lifecycle.client_label
+                admitted = McpRequestAdmitted(
+                    request, admission.version, admission.progress_token, label
+                )
+                self._to_supervisor(admitted)
+            case mcp.Dispatch():
+                self._write(mcp.method_not_found(request.method).response(request.id))
+
+    def _to_supervisor(self, message: Any) -> None:
+        if self._bridge is None:
+            self._early.append(message)
+        else:
+            self._bridge.tell(self._supervisor, message)
 
     def _write(self, message: Any) -> None:
         data = jsonrpc.encode(message)
@@ -164,6 +203,8 @@ class McpEdge:
                 self._watch(pid, generation)
             case SupervisorStopped():
                 self._supervisor_stopped.set()
+            case ToolListChanged() if self.lifecycle.may_send_list_changed:
+                self._write(mcp.tools_list_changed())
             case _:
                 log.warning("mcp edge ignored %s", type(message).__name__)
 

@@ -20,10 +20,24 @@ class StartSupervisor:
 
 
 @dataclass(frozen=True, slots=True)
-class McpMessageReceived:
-    """One parsed JSON-RPC message from stdin (a jsonrpc Request or Notification)."""
+class McpRequestAdmitted:
+    """A tools/list or tools/call the edge's lifecycle admitted, with its negotiated era."""
 
-    message: Any
+    request: Any
+    """The jsonrpc Request."""
+    version: str
+    progress_token: Any
+    client_label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class McpRequestCancelled:
+    request_id: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolListChanged:
+    """The supervisor adopted a new tool list; the edge tells the client if it may."""
 
 
 @dataclass(frozen=True, slots=True)
