@@ -58,7 +58,7 @@ def kernel_processes(daemon: RunningDaemon) -> list[int]:
     return [
         proc.pid
         for proc in processes_of_daemon(daemon.pid)
-        if "ipykernel_launcher" in " ".join(proc.cmdline())
+        if "nbstage.actors.kernel_launcher" in proc.cmdline()
     ]
 
 
