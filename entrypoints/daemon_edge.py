@@ -17,18 +17,16 @@ import contextlib
 import itertools
 import logging
 import os
-import queue
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 import psutil
 
+from nbstage.entrypoints.actor_system import ActorBridge, start_actor_system
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -97,47 +95,6 @@ class Connection:
             self.writer.write(encode_frame({"v": WIRE_VERSION, **payload}))
 
 
-class ActorBridge:
-    """The two thespian contexts the edge uses, each on its own thread."""
-
-    def __init__(self, system: Any, deliver: Any) -> None:
-        self._system = system
-        self._deliver = deliver
-        self._outbox: queue.SimpleQueue[tuple[Any, Any] | None] = queue.SimpleQueue()
-        self._stopped = threading.Event()
-        self._listener = threading.Thread(target=self._listen, name="edge-listen", daemon=True)
-        self._sender = threading.Thread(target=self._send, name="edge-send", daemon=True)
-        self._first: tuple[Any, Any] | None = None
-
-    def start(self, first_address: Any, first_message: Any) -> None:
-        """Start both threads; ``first_message`` goes out from the listener's own context."""
-        self._first = (first_address, first_message)
-        self._listener.start()
-        self._sender.start()
-
-    def tell(self, address: Any, message: Any) -> None:
-        self._outbox.put((address, message))
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._outbox.put(None)
-        self._sender.join(timeout=5)
-        self._listener.join(timeout=5)
-
-    def _listen(self) -> None:
-        with self._system.private() as ctx:
-            ctx.tell(*self._first)
-            while not self._stopped.is_set():
-                message = ctx.listen(timedelta(milliseconds=200))
-                if message is not None:
-                    self._deliver(message)
-
-    def _send(self) -> None:
-        with self._system.private() as ctx:
-            while (item := self._outbox.get()) is not None:
-                ctx.tell(*item)
-
-
 class Edge:
     def __init__(self, paths: StatePaths, settings: Settings, version: str) -> None:
         self.paths = paths
@@ -182,18 +139,9 @@ class Edge:
             self.paths.socket.unlink()
 
     async def _start_actors(self) -> None:
-        from thespian.actors import ActorSystem
-
         from nbstage.actors.daemon import Daemon
-        from nbstage.entrypoints.logs import actor_log_config
 
-        os.environ["NBSTAGE_EDGE_PID"] = str(os.getpid())
-        self._system = await asyncio.to_thread(
-            ActorSystem,
-            "multiprocQueueBase",
-            {"Process Startup Method": "spawn"},
-            logDefs=actor_log_config(self.paths.logs),
-        )
+        self._system = await asyncio.to_thread(start_actor_system, self.paths.logs)
         self._daemon_actor = await asyncio.to_thread(self._system.createActor, Daemon)
         self._bridge = ActorBridge(self._system, self._from_actor)
         start = StartDaemon(str(self.paths.root), str(self.paths.kernel_dir), self.settings)

@@ -25,7 +25,7 @@ import threading
 from importlib.metadata import version as package_version
 from typing import Any
 
-from nbstage.entrypoints.daemon_edge import ActorBridge
+from nbstage.entrypoints.actor_system import ActorBridge, start_actor_system
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol import jsonrpc, mcp
 from nbstage.protocol.supervision import (
@@ -101,18 +101,9 @@ class McpEdge:
         await self._stop_actors()
 
     async def _start_actors(self) -> None:
-        from thespian.actors import ActorSystem
-
         from nbstage.actors.supervisor import ProxySupervisor
-        from nbstage.entrypoints.logs import actor_log_config
 
-        os.environ["NBSTAGE_EDGE_PID"] = str(os.getpid())
-        self._system = await asyncio.to_thread(
-            ActorSystem,
-            "multiprocQueueBase",
-            {"Process Startup Method": "spawn"},
-            logDefs=actor_log_config(self.paths.logs),
-        )
+        self._system = await asyncio.to_thread(start_actor_system, self.paths.logs)
         self._supervisor = await asyncio.to_thread(self._system.createActor, ProxySupervisor)
         self._bridge = ActorBridge(self._system, self._from_actor)
         start = StartSupervisor(
