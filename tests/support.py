@@ -155,7 +155,12 @@ class McpClientSession:
     """
 
     def __init__(
-        self, daemon: RunningDaemon, mode: str, label: str, cwd: Path | str | None
+        self,
+        daemon: RunningDaemon,
+        mode: str,
+        label: str,
+        cwd: Path | str | None,
+        no_autostart: bool = False,
     ) -> None:
         import uuid
 
@@ -165,7 +170,13 @@ class McpClientSession:
         self.tag = uuid.uuid4().hex
         params = StdioServerParameters(
             command=NBSTAGE[0],
-            args=[*NBSTAGE[1:], "mcp", "--state-dir", str(daemon.paths.root)],
+            args=[
+                *NBSTAGE[1:],
+                "mcp",
+                "--state-dir",
+                str(daemon.paths.root),
+                *(["--no-autostart"] if no_autostart else []),
+            ],
             env={**os.environ, **daemon.env, "NBSTAGE_TEST_CLIENT_TAG": self.tag},
             cwd=str(cwd if cwd is not None else daemon.paths.root.parent),
         )
@@ -204,10 +215,14 @@ class McpClientSession:
 
 
 def mcp_client(
-    daemon: RunningDaemon, mode: str, label: str = "tester", cwd: Path | str | None = None
+    daemon: RunningDaemon,
+    mode: str,
+    label: str = "tester",
+    cwd: Path | str | None = None,
+    no_autostart: bool = False,
 ) -> McpClientSession:
     """``async with mcp_client(daemon, "legacy") as client:`` — see McpClientSession."""
-    return McpClientSession(daemon, mode, label, cwd)
+    return McpClientSession(daemon, mode, label, cwd, no_autostart)
 
 
 # --- helpers for tests that drive MCP clients -------------------------------------------
