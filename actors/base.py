@@ -8,28 +8,18 @@ failure into a :class:`RequestFailed` reply.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import multiprocessing
-import signal
 from collections.abc import Callable
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
-from nbstage.actors import thespian_tweaks  # noqa: F401 - every actor process needs them
+from nbstage.actors.thespian_tweaks import die_with_parent
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
 
 log = logging.getLogger("nbstage.actors")
-
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when the process that started it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class NbActor(ActorTypeDispatcher):

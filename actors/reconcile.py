@@ -111,8 +111,15 @@ def reconcile(state: WatchState, event: object) -> tuple[WatchState, list[Action
     raise TypeError(f"unknown watch event {event!r}")
 
 
+def against_baseline(baseline: str | None, version: str) -> tuple[str, Handoff | None]:
+    """The first live version seen becomes the baseline; any other version hands off."""
+    if baseline is None or version == baseline:
+        return version, None
+    return baseline, Handoff(baseline, version)
+
+
 def _seen(state: WatchState, identity: Identity) -> tuple[WatchState, list[Action]]:
-    baseline = state.baseline_version or identity.version
+    baseline, handoff = against_baseline(state.baseline_version, identity.version)
     seen = replace(
         state,
         baseline_version=baseline,
@@ -121,10 +128,10 @@ def _seen(state: WatchState, identity: Identity) -> tuple[WatchState, list[Actio
         absent=False,
         retry=FIRST_RETRY,
     )
-    if identity.version != baseline:
+    if handoff is not None:
         if state.handed_off:
             return seen, []
-        return replace(seen, handed_off=True), [Handoff(baseline, identity.version)]
+        return replace(seen, handed_off=True), [handoff]
     if state.last_known is not None and state.last_known.incarnation != identity.incarnation:
         return seen, [IncarnationChanged(identity)]
     if state.last_known is None:

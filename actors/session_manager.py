@@ -16,7 +16,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
-from nbstage.actors import sessions, thespian_tweaks
+from nbstage.actors import reconcile, sessions, thespian_tweaks
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import DaemonFrameArrived, DaemonLink, DaemonLinkClosed
 from nbstage.actors.sessions import SessionState, Target
@@ -99,7 +99,7 @@ class SessionManager(NbActor):
         self.supervisor: ActorAddress | None = None
         self.link: DaemonLink | None = None
         self.links = 0
-        self.identity: dict[str, Any] | None = None
+        self.baseline_version: str | None = None
         self.state = SessionState()
         self.waiting: dict[int, Any] = {}
         self.calls: dict[str, str] = {}
@@ -172,12 +172,19 @@ class SessionManager(NbActor):
         the watch loop's first heartbeat (which reports the same incarnation later)."""
         if isinstance(reply, DaemonFailure):
             return
-        baseline = self.identity["version"] if self.identity else reply["version"]
-        if reply["version"] != baseline:
-            self._hand_off(baseline, reply["version"])
+        if self._version_changed(reply["version"]):
             return
-        self.identity = reply
         self._incarnation_seen(tuple(reply["incarnation"]))
+
+    def _version_changed(self, version: str) -> bool:
+        """Check a live daemon's version against this process's baseline, handing off if
+        it differs. The first version seen, by the link or the watch loop, is the baseline
+        (the watch loop may start late and first see an already upgraded daemon)."""
+        self.baseline_version, handoff = reconcile.against_baseline(self.baseline_version, version)
+        if handoff is None:
+            return False
+        self._hand_off(handoff.from_version, handoff.to_version)
+        return True
 
     def _target_of(self, value: str) -> Target:
         if value.endswith(".ipynb") or "/" in value:
@@ -189,6 +196,8 @@ class SessionManager(NbActor):
     def receiveMsg_DaemonIncarnationSeen(
         self, msg: DaemonIncarnationSeen, sender: ActorAddress
     ) -> None:
+        if self._version_changed(msg.version):
+            return
         if self.link is None:
             self._connect()
         self._incarnation_seen((msg.pid, msg.started_at))

@@ -17,11 +17,13 @@ module, which is how the tweaks reach them all.
    puts a message straight into the actor's own input queue.
 4. The admin daemonizes itself (setsid + double fork), so it would outlive a
    SIGKILLed daemon. ``GuardedAdmin`` watches the daemon's pid and, when it dies,
-   kills the admin's whole process group (admin, logger and actors).
+   kills the admin's whole process group (admin, logger and actors). The logger
+   process also gets a parent-death signal, like every nbstage actor.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import signal
@@ -39,6 +41,24 @@ EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
 
 def _keep_all_files(_fds: object) -> None:
     return None
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the process that started it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+_start_logger = multiprocCommon.startupASLogger
+
+
+def _start_logger_guarded(*args: object, **kwargs: object) -> object:
+    """thespian's logger process, which otherwise outlives an admin that was killed."""
+    die_with_parent()
+    return _start_logger(*args, **kwargs)
 
 
 def _watch_edge_then_kill_group(edge_pid: int) -> None:
@@ -87,6 +107,7 @@ def self_poster(actor: object):
 def apply() -> None:
     multiprocCommon.closeFileNums = _keep_all_files
     multiprocCommon.MultiProcAdmin = GuardedAdmin
+    multiprocCommon.startupASLogger = _start_logger_guarded
     MultiprocessQueueTransport.MAX_ACTOR_QUEUESIZE = ACTOR_QUEUE_DEPTH
     MultiprocessQueueTransport.MAX_ADMIN_QUEUESIZE = ADMIN_QUEUE_DEPTH
 

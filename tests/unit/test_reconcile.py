@@ -17,6 +17,7 @@ from nbstage.actors.reconcile import (
     QueryIdentity,
     Reconnect,
     WatchState,
+    against_baseline,
     reconcile,
 )
 
@@ -112,6 +113,23 @@ def test_failed_queries_back_off_and_a_heartbeat_resets_the_pace() -> None:
     assert [a.after for a in actions] == [FIRST_RETRY, FIRST_RETRY * 2, FIRST_RETRY * 4]
     state, _ = run(state, HeartbeatSeen(I1))
     assert run(state, QueryFailed())[1] == [Reconnect(FIRST_RETRY)]
+
+
+@pytest.mark.parametrize(
+    ("baseline", "version", "expected"),
+    [
+        pytest.param(None, "1.0", ("1.0", None), id="the first live version becomes the baseline"),
+        pytest.param("1.0", "1.0", ("1.0", None), id="the same version changes nothing"),
+        pytest.param(
+            "1.0",
+            "2.0",
+            ("1.0", Handoff("1.0", "2.0")),
+            id="a late first sight of an upgraded daemon still hands off against the baseline",
+        ),
+    ],
+)
+def test_versions_are_judged_against_the_baseline(baseline, version, expected) -> None:
+    assert against_baseline(baseline, version) == expected
 
 
 def test_absence_keeps_the_baseline_for_the_next_version_check() -> None:

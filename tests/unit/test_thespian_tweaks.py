@@ -23,6 +23,7 @@ def test_the_installed_thespian_is_the_pinned_version() -> None:
 def test_the_patched_internals_exist_and_are_patched() -> None:
     assert multiprocCommon.closeFileNums is thespian_tweaks._keep_all_files
     assert multiprocCommon.MultiProcAdmin is thespian_tweaks.GuardedAdmin
+    assert multiprocCommon.startupASLogger is thespian_tweaks._start_logger_guarded
     assert MultiprocessQueueTransport.MAX_ACTOR_QUEUESIZE == thespian_tweaks.ACTOR_QUEUE_DEPTH
     assert MultiprocessQueueTransport.MAX_ADMIN_QUEUESIZE == thespian_tweaks.ADMIN_QUEUE_DEPTH
 
