@@ -100,6 +100,8 @@ class SessionManager(NbActor):
         self.link: DaemonLink | None = None
         self.links = 0
         self.baseline_version: str | None = None
+        self.requested_runtimes: dict[str, str] = {}
+        """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
         self.state = SessionState()
         self.waiting: dict[int, Any] = {}
         self.calls: dict[str, str] = {}
@@ -267,6 +269,7 @@ class SessionManager(NbActor):
             case "connect_notebook":
                 self._connect_notebook(msg.call_id, args)
             case "create_notebook":
+                self.requested_runtimes[msg.call_id] = args.runtime
                 create = {"runtime": args.runtime, "ephemeral": args.ephemeral}
                 create["working_dir"] = absolute(args.working_dir or ".", self.config.cwd)
                 self._decide(sessions.ConnectRequested(msg.call_id, Target(create=create)))
@@ -343,6 +346,7 @@ class SessionManager(NbActor):
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
         name = self.calls.pop(call_id, None)
+        self.requested_runtimes.pop(call_id, None)
         if name == "save_notebook" and not result.get("isError"):
             saved = result["structuredContent"]
             self._decide(sessions.SessionSaved(saved["notebook_id"], saved["path"]))
@@ -413,7 +417,7 @@ class SessionManager(NbActor):
                 "notebook_id": result["notebook_id"],
                 "path": None,
                 "ephemeral": result["ephemeral"],
-                "runtime": result["runtime"],
+                "runtime": self.requested_runtimes.pop(call_id, result["runtime"]),
             }
             text = f"Created notebook {result['notebook_id']}; its kernel is starting."
         elif name == "disconnect_notebook":

@@ -271,3 +271,26 @@ def test_a_handoff_restart_does_not_count_against_the_crash_budget(
             await call_ok(client, "get_all_cells")
 
     run_bounded(body)
+
+
+def test_a_long_wait_sends_progress_so_clients_keep_waiting(daemon: RunningDaemon) -> None:
+    notes: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        notes.append((progress, message))
+
+    async def body() -> None:
+        async with mcp_client(daemon, "legacy", label="hal") as client:
+            await call_ok(client, "create_notebook")
+            made = await call_ok(client, "create_cell", source="import time\ntime.sleep(5)")
+            result = await client.call_tool(
+                "execute_cell",
+                {"cell_id": made["cell_id"], "timeout_secs": 10},
+                progress_callback=on_progress,
+            )
+            assert result.structured_content["execution"]["status"] == "done"
+        assert notes, "no progress notification during a 5 s wait"
+        assert notes[0][0] == 1
+        assert "execute_cell still running" in notes[0][1]
+
+    run_bounded(body)
