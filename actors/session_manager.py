@@ -84,14 +84,6 @@ class DeferredExpired:
 DEFERRAL_LIMIT = timedelta(seconds=15)
 
 
-@dataclass
-class Running:
-    """A tool call waiting on the daemon."""
-
-    call_id: str
-    handler: Any
-
-
 class SessionManager(NbActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -17,6 +17,10 @@ MAX_PARKED = 8
 
 
 class DropReason(StrEnum):
+    """Why the slot is empty (SPEC §4). SWITCHED is part of the contract's vocabulary, but
+    this model never produces it: a switch parks the old session and installs the new one
+    in one step, and a failed switch leaves the old session in place."""
+
     SWITCHED = "switched to another notebook"
     DISCONNECTED = "disconnected"
     EVICTED = "notebook is no longer available"

@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from importlib.metadata import version as package_version
-from pathlib import Path
 from typing import Any
 
 import psutil
@@ -138,8 +137,3 @@ def _wait_gone(pid: int, timeout: float) -> None:
             return
         time.sleep(0.05)
     raise TimeoutError(f"daemon pid {pid} did not exit within {timeout:.0f}s")
-
-
-def socket_dir_of(state_dir: Path) -> Path | None:
-    record = state_dir / "socket-dir"
-    return Path(record.read_text().strip()) if record.exists() else None

@@ -283,6 +283,3 @@ class InterruptKernel:
 @dataclass(frozen=True, slots=True)
 class RestartKernel:
     notebook_id: str
-
-
-MUTATIONS = (CreateCell, SetCell, DeleteCell, MoveCell, ReplaceMatch, ReplaceRegex)
