@@ -13,6 +13,7 @@ import multiprocessing
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
 from nbstage.actors.thespian_tweaks import die_with_parent
@@ -52,7 +53,7 @@ class NbActor(ActorTypeDispatcher):
             self.fail(origin, NbstageError(ErrorCode.INTERNAL, "internal error; see daemon logs"))
 
     def answer(self, origin: Origin, result: dict[str, Any]) -> None:
-        self.send(self.edge, RequestAnswered(origin, result))
+        self.send(self.edge, RequestAnswered(origin, orjson.dumps(result)))
 
     def fail(self, origin: Origin, error: NbstageError) -> None:
         self.send(self.edge, RequestFailed(origin, error.code, error.message))

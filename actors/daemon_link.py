@@ -17,13 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nbstage.protocol.frames import WIRE_VERSION, FrameError, encode_frame, recv_frame
+from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame, recv_body
 
 
 @dataclass(frozen=True, slots=True)
 class DaemonFrameArrived:
     link: int
-    frame: dict[str, Any]
+    body: bytes
+    """The frame still encoded: bytes are cheap to pass through the actor's queue."""
+
+    def frame(self) -> dict[str, Any]:
+        return decode_body(self.body, null_id_ok=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,6 @@ class DaemonLink:
     def _read(self) -> None:
         try:
             while True:
-                self._post(DaemonFrameArrived(self.link, recv_frame(self._sock)))
+                self._post(DaemonFrameArrived(self.link, recv_body(self._sock)))
         except (OSError, ConnectionError, FrameError) as exc:
             self._post(DaemonLinkClosed(self.link, str(exc) or type(exc).__name__))

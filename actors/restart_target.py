@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+TARGET_TOOLS = ("connect_notebook", "create_notebook", "save_notebook", "disconnect_notebook")
+"""The only tools whose results can move the target."""
+
 
 @dataclass(frozen=True, slots=True)
 class RestartTarget:

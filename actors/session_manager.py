@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
 from nbstage.actors import reconcile, sessions, thespian_tweaks
@@ -31,6 +32,7 @@ from nbstage.actors.tool_handlers import (
 from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.frames import FrameError
 from nbstage.protocol.mcp import tool_error, tool_result
 from nbstage.protocol.supervision import (
     ActiveSessionChanged,
@@ -230,7 +232,11 @@ class SessionManager(NbActor):
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         if self.link is None or msg.link != self.link.link:
             return
-        frame = msg.frame
+        try:
+            frame = msg.frame()
+        except FrameError:
+            log.warning("dropped a malformed frame from the daemon")
+            return
         resume = self.waiting.pop(frame.get("id"), None)
         if resume is None:
             return
@@ -342,7 +348,7 @@ class SessionManager(NbActor):
         if name == "save_notebook" and not result.get("isError"):
             saved = result["structuredContent"]
             self._decide(sessions.SessionSaved(saved["notebook_id"], saved["path"]))
-        self.send(self.supervisor, ToolCallFinished(call_id, result))
+        self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.calls.pop(msg.call_id, None)

@@ -28,6 +28,7 @@ from nbstage.actors import restart_policy, restart_target
 from nbstage.actors.base import NbActor
 from nbstage.actors.session_manager import SessionManager
 from nbstage.protocol import jsonrpc, mcp, tools
+from nbstage.protocol.mcp import is_modern_version
 from nbstage.protocol.supervision import (
     ActiveSessionChanged,
     ChildProcessDied,
@@ -35,6 +36,7 @@ from nbstage.protocol.supervision import (
     McpMessageToSend,
     McpRequestAdmitted,
     McpRequestCancelled,
+    McpResultToSend,
     SessionConfig,
     SessionManagerReady,
     StartSupervisor,
@@ -230,8 +232,12 @@ class ProxySupervisor(NbActor):
         call = self.calls.pop(msg.call_id, None)
         if call is None:
             return
-        self.target = restart_target.after_call(self.target, call.name, msg.result)
-        self._reply(msg.call_id, call, msg.result)
+        if call.name in restart_target.TARGET_TOOLS:
+            self.target = restart_target.after_call(self.target, call.name, msg.result())
+        if self.banner is None and not is_modern_version(call.version):
+            self.send(self.edge, McpResultToSend(call.request_id, msg.result_json))
+            return
+        self._reply(msg.call_id, call, msg.result())
 
     def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
         if self.banner is not None:

@@ -19,6 +19,7 @@ from thespian.actors import ActorAddress, WakeupMessage
 from nbstage.actors import reconcile, thespian_tweaks
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import DaemonFrameArrived, DaemonLink, DaemonLinkClosed
+from nbstage.protocol.frames import FrameError
 from nbstage.protocol.watching import (
     ClientInfoChanged,
     DaemonIncarnationSeen,
@@ -83,7 +84,11 @@ class WatchLoop(NbActor):
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         if self.link is None or msg.link != self.link.link:
             return
-        frame = msg.frame
+        try:
+            frame = msg.frame()
+        except FrameError:
+            log.warning("dropped a malformed frame from the daemon")
+            return
         identity = frame.get("identity") if frame["type"] == "heartbeat" else None
         if identity is None and frame["type"] == "result" and "incarnation" in frame["result"]:
             identity = frame["result"]

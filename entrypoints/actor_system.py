@@ -6,6 +6,7 @@ system: thespian's Queue base under spawn, which opens no network listener.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from nbstage.actors.thespian_tweaks import EDGE_PID_ENV
+
+log = logging.getLogger("nbstage.edge")
 
 BASE = "multiprocQueueBase"
 CAPABILITIES = {"Process Startup Method": "spawn"}
@@ -65,8 +68,12 @@ class ActorBridge:
             ctx.tell(*self._first)
             while not self._stopped.is_set():
                 message = ctx.listen(timedelta(milliseconds=200))
-                if message is not None:
+                if message is None:
+                    continue
+                try:
                     self._deliver(message)
+                except Exception:
+                    log.exception("the edge could not take %s", type(message).__name__)
 
     def _send(self) -> None:
         with self._system.private() as ctx:

@@ -40,7 +40,13 @@ from nbstage.protocol.edge import (
     RoomResident,
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frames import WIRE_VERSION, FrameError, encode_frame, read_frame
+from nbstage.protocol.frames import (
+    WIRE_VERSION,
+    FrameError,
+    encode_frame,
+    encode_result_frame,
+    read_frame,
+)
 from nbstage.protocol.requests import (
     AttachNotebook,
     CreateNotebook,
@@ -91,8 +97,11 @@ class Connection:
     peers: set[tuple[str, str]] = field(default_factory=set)
 
     def send(self, payload: dict[str, Any]) -> None:
+        self.send_raw(encode_frame({"v": WIRE_VERSION, **payload}))
+
+    def send_raw(self, frame: bytes) -> None:
         if not self.writer.is_closing():
-            self.writer.write(encode_frame({"v": WIRE_VERSION, **payload}))
+            self.writer.write(frame)
 
 
 class Edge:
@@ -174,8 +183,8 @@ class Edge:
 
     def _on_actor_message(self, message: Any) -> None:
         match message:
-            case RequestAnswered(origin, result):
-                self._answer(origin, result)
+            case RequestAnswered():
+                self._answer(message)
             case RequestFailed(origin, code, text):
                 self._reply(origin, {"type": "error", "error": {"code": code, "message": text}})
             case RoomEventOccurred(kind, notebook_id, detail):
@@ -202,23 +211,28 @@ class Edge:
         with contextlib.suppress(psutil.Error):
             self.pids[pid] = (role, name, psutil.Process(pid).create_time())
 
-    def _answer(self, origin: Origin, result: dict[str, Any]) -> None:
-        request = self.pending.get(origin)
+    def _answer(self, answered: RequestAnswered) -> None:
+        origin = answered.origin
+        request = self.pending.pop(origin, None)
         conn = self.connections.get(origin.conn)
         if isinstance(request, GetStatus):
             result = {
                 **self.identity.to_wire(),
                 "socket": str(self.paths.socket),
                 "state_dir": str(self.paths.root),
-                **result,
+                **answered.result(),
             }
-        elif isinstance(request, JOIN_REQUESTS):
+            self._reply(origin, {"type": "result", "result": result})
+            return
+        if isinstance(request, JOIN_REQUESTS):
+            result = answered.result()
             joined = (result["notebook_id"], result["peer_id"])
             if conn is not None:
                 conn.peers.add(joined)
             else:
                 self._leave(origin.conn, *joined)
-        self._reply(origin, {"type": "result", "result": result})
+        if conn is not None:
+            conn.send_raw(encode_result_frame(origin.request_id, answered.result_json))
 
     def _reply(self, origin: Origin, payload: dict[str, Any]) -> None:
         self.pending.pop(origin, None)

@@ -33,6 +33,7 @@ from nbstage.protocol.supervision import (
     McpMessageToSend,
     McpRequestAdmitted,
     McpRequestCancelled,
+    McpResultToSend,
     StartSupervisor,
     StdinClosed,
     SupervisorStopped,
@@ -176,7 +177,9 @@ class McpEdge:
             self._bridge.tell(self._supervisor, message)
 
     def _write(self, message: Any) -> None:
-        data = jsonrpc.encode(message)
+        self._write_line(jsonrpc.encode(message))
+
+    def _write_line(self, data: bytes) -> None:
         with self._write_lock:
             self._out.write(data)
 
@@ -185,6 +188,8 @@ class McpEdge:
     def _from_actor(self, message: Any) -> None:
         if isinstance(message, McpMessageToSend):
             self._write(message.message)
+        elif isinstance(message, McpResultToSend):
+            self._write_line(jsonrpc.encode_response(message.request_id, message.result_json))
         else:
             self.loop.call_soon_threadsafe(self._on_actor_message, message)
 

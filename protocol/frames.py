@@ -29,6 +29,22 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+def encode_result_frame(request_id: int | str, result_json: bytes) -> bytes:
+    """A result frame around an already encoded result, without decoding it again."""
+    body = b"".join(
+        (
+            b'{"v":1,"id":',
+            orjson.dumps(request_id),
+            b',"type":"result","result":',
+            result_json,
+            b"}",
+        )
+    )
+    if len(body) > MAX_FRAME_BYTES:
+        raise FrameError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+    return _HEADER.pack(len(body)) + body
+
+
 def decode_body(body: bytes, null_id_ok: bool = False) -> dict[str, Any]:
     """Parse a frame body and check its envelope (``v``, ``type``, ``id``).
 
@@ -87,7 +103,12 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
+def recv_body(sock: socket.socket) -> bytes:
+    """Blocking read of one frame's body, still encoded."""
+    length = _check_length(_recv_exactly(sock, _HEADER.size))
+    return _recv_exactly(sock, length)
+
+
 def recv_frame(sock: socket.socket) -> dict[str, Any]:
     """Blocking read of one frame from a socket (used by clients)."""
-    length = _check_length(_recv_exactly(sock, _HEADER.size))
-    return decode_body(_recv_exactly(sock, length), null_id_ok=True)
+    return decode_body(recv_body(sock), null_id_ok=True)

@@ -177,3 +177,10 @@ def encode(message: Message) -> bytes:
     the output is the terminator.
     """
     return orjson.dumps(to_wire(message)) + b"\n"
+
+
+def encode_response(request_id: RequestId, result_json: bytes) -> bytes:
+    """A success response around an already encoded result, as one line."""
+    return b"".join(
+        (b'{"jsonrpc":"2.0","id":', orjson.dumps(request_id), b',"result":', result_json, b"}\n")
+    )

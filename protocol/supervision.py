@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 
 @dataclass(frozen=True, slots=True)
 class StartSupervisor:
@@ -107,8 +109,20 @@ class ToolCallRequested:
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     call_id: str
-    result: dict[str, Any]
-    """A complete MCP tools/call result (content, structuredContent, isError)."""
+    result_json: bytes
+    """A complete MCP tools/call result (content, structuredContent, isError), encoded:
+    large results cross the actor queues as bytes, and often reach stdout untouched."""
+
+    def result(self) -> dict[str, Any]:
+        return orjson.loads(self.result_json)
+
+
+@dataclass(frozen=True, slots=True)
+class McpResultToSend:
+    """Write a JSON-RPC response whose result is already encoded."""
+
+    request_id: Any
+    result_json: bytes
 
 
 @dataclass(frozen=True, slots=True)

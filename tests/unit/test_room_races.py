@@ -49,7 +49,7 @@ def answer_to(bench: ActorBench, request_id: str) -> dict:
     def find():
         for msg in bench.seen_of(RequestAnswered):
             if msg.origin.request_id == request_id:
-                return msg.result
+                return msg.result()
         return None
 
     return bench.run_until(find)
