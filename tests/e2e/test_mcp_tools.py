@@ -190,7 +190,7 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
                 "notebook_id": nb,
                 "path": None,
                 "ephemeral": True,
-                "runtime": "python3",
+                "runtime": "python",
             }
 
             # create_cell: append, insert at an index, and run.
