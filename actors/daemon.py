@@ -27,6 +27,7 @@ from nbstage.actors.admission import (
     admit_open,
 )
 from nbstage.actors.base import NbActor
+from nbstage.actors.notebook_files import absolute_notebook_path
 from nbstage.actors.reaper import RoomFacts, choose_rooms_to_reap
 from nbstage.actors.registry import Registry
 from nbstage.actors.room import Room
@@ -89,8 +90,9 @@ class RoomEntry:
     joins_sent: int = 0
     pid: int | None = None
     deferred: list[tuple[Origin, Any]] = field(default_factory=list)
-    evicted_by: list[Origin] = field(default_factory=list)
     """Admissions that arrived while the room was closing; replayed once it is gone."""
+    evicted_by: list[Origin] = field(default_factory=list)
+    """Operators waiting for this room's eviction to finish."""
 
     @property
     def reserved(self) -> bool:
@@ -215,9 +217,8 @@ class Daemon(NbActor):
         """The closing room an admission would join, if any: it must wait until it is gone."""
         if isinstance(body, AttachNotebook):
             entry = self.rooms.get(body.notebook_id)
-        elif isinstance(body, OpenNotebook):
-            path = str(Path(body.path).expanduser().resolve())
-            entry = self.rooms.get(self.by_path.get(path, ""))
+        elif isinstance(body, OpenNotebook) and Path(body.path).expanduser().is_absolute():
+            entry = self.rooms.get(self.by_path.get(absolute_notebook_path(body.path), ""))
         else:
             entry = None
         return entry if entry is not None and entry.closing else None
@@ -228,9 +229,7 @@ class Daemon(NbActor):
 
     def _open(self, origin: Origin, req: OpenNotebook) -> None:
         self._refuse_while_stopping()
-        if not Path(req.path).expanduser().is_absolute():
-            raise NbstageError(ErrorCode.BAD_REQUEST, f"path must be absolute, not {req.path!r}")
-        path = str(Path(req.path).expanduser().resolve())
+        path = absolute_notebook_path(req.path)
         admission = admit_open(
             self.by_path,
             path,
@@ -338,7 +337,7 @@ class Daemon(NbActor):
             entry.status = msg
 
     def receiveMsg_ClaimPath(self, msg: ClaimPath, sender: ActorAddress) -> None:
-        path = str(Path(msg.path).expanduser().resolve())
+        path = msg.path
         holder = self.by_path.get(path)
         if holder is not None and holder != msg.notebook_id:
             self.send(

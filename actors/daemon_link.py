@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame, recv_body
+
+log = logging.getLogger("nbstage.link")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +39,12 @@ class DaemonLinkClosed:
     reason: str
 
 
+_link_ids = itertools.count(1)
+
+
 class DaemonLink:
-    def __init__(self, socket_path: str, post: Callable[[object], None], link: int) -> None:
-        self.link = link
+    def __init__(self, socket_path: str, post: Callable[[object], None]) -> None:
+        self.link = next(_link_ids)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.connect(socket_path)
@@ -48,7 +54,7 @@ class DaemonLink:
         self._post = post
         self._ids = itertools.count(1)
         self._send_lock = threading.Lock()
-        threading.Thread(target=self._read, name=f"daemon-link-{link}", daemon=True).start()
+        threading.Thread(target=self._read, name=f"daemon-link-{self.link}", daemon=True).start()
 
     def send(self, kind: str, **fields: Any) -> int:
         request_id = next(self._ids)
@@ -68,3 +74,19 @@ class DaemonLink:
                 self._post(DaemonFrameArrived(self.link, recv_body(self._sock)))
         except (OSError, ConnectionError, FrameError) as exc:
             self._post(DaemonLinkClosed(self.link, str(exc) or type(exc).__name__))
+
+
+def is_current(link: DaemonLink | None, msg: DaemonFrameArrived | DaemonLinkClosed) -> bool:
+    """Whether a report comes from the link the actor still uses (not an older one)."""
+    return link is not None and msg.link == link.link
+
+
+def frame_from(link: DaemonLink | None, msg: DaemonFrameArrived) -> dict[str, Any] | None:
+    """The frame of a report from the current link, or None (stale link, malformed frame)."""
+    if not is_current(link, msg):
+        return None
+    try:
+        return msg.frame()
+    except FrameError:
+        log.warning("dropped a malformed frame from the daemon")
+        return None

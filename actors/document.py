@@ -287,7 +287,7 @@ class Document:
             return
         merged = list(cell.outputs)
         for out in fresh:
-            _append_output(merged, out)
+            append_output(merged, out)
         cell.outputs = merged
         self._touch()
 
@@ -483,7 +483,8 @@ def _copy_outputs(outputs: list[dict]) -> list[dict]:
     return [_joined_output(o) for o in outputs]
 
 
-def _append_output(outputs: list[dict], out: dict) -> None:
+def append_output(outputs: list[dict], out: dict) -> None:
+    """Append an output, joining it to the previous one when both are the same stream."""
     prev = outputs[-1] if outputs else None
     if (
         prev is not None

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from nbstage.actors.kernel import merge_into
+from nbstage.actors.document import append_output
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.kernels import ExecutionStatus
 
@@ -81,7 +81,7 @@ class ExecutionBook:
             if replace:
                 record.outputs = []
             for output in outputs:
-                merge_into(record.outputs, output)
+                append_output(record.outputs, output)
         return record
 
     def finish(

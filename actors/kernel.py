@@ -28,6 +28,7 @@ from thespian.actors import ActorAddress, WakeupMessage
 
 from nbstage.actors import thespian_tweaks
 from nbstage.actors.base import NbActor
+from nbstage.actors.document import append_output
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
     KernelWentIdle,
@@ -123,20 +124,6 @@ class Run:
     batch: list[dict[str, Any]] = field(default_factory=list)
     replace_batch: bool = False
     last_flush: float = field(default_factory=time.monotonic)
-
-
-def merge_into(batch: list[dict[str, Any]], output: dict[str, Any]) -> None:
-    """Append an output, joining consecutive chunks of the same stream."""
-    last = batch[-1] if batch else None
-    if (
-        last is not None
-        and output["output_type"] == "stream"
-        and last["output_type"] == "stream"
-        and last["name"] == output["name"]
-    ):
-        batch[-1] = {**last, "text": last["text"] + output["text"]}
-    else:
-        batch.append(output)
 
 
 def _make_backend(msg: StartKernel) -> Any:
@@ -243,7 +230,7 @@ class Kernel(NbActor):
             return
         match event:
             case OutputEmitted(_, output):
-                merge_into(run.batch, output)
+                append_output(run.batch, output)
             case OutputCleared():
                 run.batch.clear()
                 run.replace_batch = True

@@ -34,6 +34,13 @@ def canonical_path(path: str | Path, base: Path | None = None) -> Path:
     return expanded.resolve(strict=False)
 
 
+def absolute_notebook_path(path: str) -> str:
+    """The canonical form of a path a client sent; the daemon never guesses a working dir."""
+    if not Path(path).expanduser().is_absolute():
+        raise NbstageError(ErrorCode.BAD_REQUEST, f"path must be absolute, not {path!r}")
+    return str(canonical_path(path))
+
+
 def load_notebook(path: Path) -> dict:
     """Read a notebook of any nbformat version as a plain, valid v4.5 notebook dict."""
     raw = _parse(_read_text(path), path)

@@ -373,9 +373,9 @@ class Room(KernelSide, NbActor):
             self._write_file(self.path)
             self.answer(origin, {"notebook_id": self.notebook_id, "path": self.path})
             return
-        if not Path(req.path).expanduser().is_absolute():
-            raise NbstageError(ErrorCode.BAD_REQUEST, f"path must be absolute, not {req.path!r}")
-        target = str(Path(req.path).expanduser().resolve())
+        from nbstage.actors.notebook_files import absolute_notebook_path
+
+        target = absolute_notebook_path(req.path)
         if not target.endswith(".ipynb"):
             raise NbstageError(ErrorCode.BAD_REQUEST, "A notebook path must end in .ipynb.")
         self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))

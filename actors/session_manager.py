@@ -19,7 +19,13 @@ from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
 from nbstage.actors import reconcile, sessions, thespian_tweaks
 from nbstage.actors.base import NbActor
-from nbstage.actors.daemon_link import DaemonFrameArrived, DaemonLink, DaemonLinkClosed
+from nbstage.actors.daemon_link import (
+    DaemonFrameArrived,
+    DaemonLink,
+    DaemonLinkClosed,
+    frame_from,
+    is_current,
+)
 from nbstage.actors.sessions import SessionState, Target
 from nbstage.actors.tool_handlers import (
     SESSION_TOOLS,
@@ -32,7 +38,6 @@ from nbstage.actors.tool_handlers import (
 from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.errors import NbstageError
-from nbstage.protocol.frames import FrameError
 from nbstage.protocol.mcp import tool_error, tool_result
 from nbstage.protocol.supervision import (
     ActiveSessionChanged,
@@ -92,7 +97,6 @@ class SessionManager(NbActor):
         self.config: SessionConfig | None = None
         self.supervisor: ActorAddress | None = None
         self.link: DaemonLink | None = None
-        self.links = 0
         self.baseline_version: str | None = None
         self.requested_runtimes: dict[str, str] = {}
         """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
@@ -112,7 +116,7 @@ class SessionManager(NbActor):
         self.supervisor = sender
         if msg.rejoin_target:
             self.handoff_target = self._target_of(msg.rejoin_target)
-        ready = SessionManagerReady(os.getpid(), msg.generation, None, tools.builtin_tool_list())
+        ready = SessionManagerReady(os.getpid(), msg.generation, tools.builtin_tool_list())
         self.send(sender, ready)
         self._connect()
         self._start_watch()
@@ -142,10 +146,8 @@ class SessionManager(NbActor):
         }
 
     def _connect(self) -> None:
-        post = thespian_tweaks.self_poster(self)
-        self.links += 1
         try:
-            self.link = DaemonLink(self.config.socket_path, post, self.links)
+            self.link = DaemonLink(self.config.socket_path, thespian_tweaks.self_poster(self))
         except OSError:
             self.wakeupAfter(LINK_RETRY, payload=RetryLink())
             return
@@ -219,7 +221,7 @@ class SessionManager(NbActor):
         self.send(self.supervisor, handoff)
 
     def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
-        if self.link is None or msg.link != self.link.link:
+        if not is_current(self.link, msg):
             return
         log.warning("daemon link closed: %s", msg.reason)
         self.link = None
@@ -230,12 +232,8 @@ class SessionManager(NbActor):
         self.wakeupAfter(LINK_RETRY, payload=RetryLink())
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
-        if self.link is None or msg.link != self.link.link:
-            return
-        try:
-            frame = msg.frame()
-        except FrameError:
-            log.warning("dropped a malformed frame from the daemon")
+        frame = frame_from(self.link, msg)
+        if frame is None:
             return
         resume = self.waiting.pop(frame.get("id"), None)
         if resume is None:

@@ -18,8 +18,13 @@ from thespian.actors import ActorAddress, WakeupMessage
 
 from nbstage.actors import reconcile, thespian_tweaks
 from nbstage.actors.base import NbActor
-from nbstage.actors.daemon_link import DaemonFrameArrived, DaemonLink, DaemonLinkClosed
-from nbstage.protocol.frames import FrameError
+from nbstage.actors.daemon_link import (
+    DaemonFrameArrived,
+    DaemonLink,
+    DaemonLinkClosed,
+    frame_from,
+    is_current,
+)
 from nbstage.protocol.watching import (
     ClientInfoChanged,
     DaemonIncarnationSeen,
@@ -50,7 +55,6 @@ class WatchLoop(NbActor):
         self.session_manager: ActorAddress | None = None
         self.state = reconcile.WatchState()
         self.link: DaemonLink | None = None
-        self.links = 0
         self.last_beat = time.monotonic()
         self.reconnect_pending = False
 
@@ -64,11 +68,8 @@ class WatchLoop(NbActor):
         return timedelta(seconds=self.config.heartbeat_secs * LAG_FACTOR)
 
     def _connect(self) -> None:
-        self.links += 1
         try:
-            link = DaemonLink(
-                self.config.socket_path, thespian_tweaks.self_poster(self), self.links
-            )
+            link = DaemonLink(self.config.socket_path, thespian_tweaks.self_poster(self))
         except OSError:
             self._step(reconcile.QueryFailed())
             return
@@ -82,12 +83,8 @@ class WatchLoop(NbActor):
             self.link.send("watch", client=msg.client)
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
-        if self.link is None or msg.link != self.link.link:
-            return
-        try:
-            frame = msg.frame()
-        except FrameError:
-            log.warning("dropped a malformed frame from the daemon")
+        frame = frame_from(self.link, msg)
+        if frame is None:
             return
         identity = frame.get("identity") if frame["type"] == "heartbeat" else None
         if identity is None and frame["type"] == "result" and "incarnation" in frame["result"]:
@@ -97,7 +94,7 @@ class WatchLoop(NbActor):
             self._step(reconcile.HeartbeatSeen(reconcile.Identity.from_wire(identity)))
 
     def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
-        if self.link is not None and msg.link == self.link.link:
+        if is_current(self.link, msg):
             self.link = None
             self._step(reconcile.LinkClosed())
 

@@ -67,7 +67,6 @@ class ProcessStarted:
     role: str
     name: str
     pid: int
-    parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

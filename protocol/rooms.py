@@ -107,7 +107,7 @@ class RoomStatus:
 
 @dataclass(frozen=True, slots=True)
 class ClaimPath:
-    """A Room asks to bind ``path`` before writing there (save-as, promotion)."""
+    """A Room asks to bind ``path`` (already canonical) before writing there."""
 
     notebook_id: str
     path: str

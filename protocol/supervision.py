@@ -92,8 +92,6 @@ class SessionConfig:
 class SessionManagerReady:
     pid: int
     generation: int
-    server_title: str | None
-    """``nbstage (daemon <version>)`` once the daemon's version is known."""
     tools: list[dict[str, Any]]
     """The tool list of the code this child loaded (it may be newer than the supervisor's)."""
 
