@@ -57,10 +57,17 @@ class DaemonLink:
         threading.Thread(target=self._read, name=f"daemon-link-{self.link}", daemon=True).start()
 
     def send(self, kind: str, **fields: Any) -> int:
+        """Send a request; returns its id. It never raises for a dead daemon: a failed
+        write shuts the socket, so the reader reports DaemonLinkClosed and the caller's
+        pending continuations are failed there, in one place."""
         request_id = next(self._ids)
         frame = encode_frame({"v": WIRE_VERSION, "type": kind, "id": request_id, **fields})
-        with self._send_lock:
-            self._sock.sendall(frame)
+        try:
+            with self._send_lock:
+                self._sock.sendall(frame)
+        except OSError:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
         return request_id
 
     def close(self) -> None:
