@@ -125,7 +125,9 @@ def test_an_execute_after_teardown_starts_the_kernel_that_a_later_join_keeps(
     that joins next must get that kernel, and once everyone has left it must be
     torn down like any other.
     """
-    with daemon_running(state_dir, {"NBSTAGE_KEEP_ALIVE_SECS": "0.5"}) as daemon:
+    # The keep-alive must outlast the gap between the unjoined execute and the join, or
+    # the kernel is (rightly) torn down in between; 3 s leaves room on a loaded machine.
+    with daemon_running(state_dir, {"NBSTAGE_KEEP_ALIVE_SECS": "3"}) as daemon:
         with daemon.client() as client:
             nid = client.request("create")["notebook_id"]
             assert run_cell(client, nid, "1+1")["status"] == "done"
