@@ -229,9 +229,12 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.active_changed(self.target, msg.notebook_id, msg.path)
 
     def receiveMsg_ToolCallFinished(self, msg: ToolCallFinished, sender: ActorAddress) -> None:
-        call = self.calls.pop(msg.call_id, None)
-        if call is None:
+        call = self.calls.get(msg.call_id)
+        if call is None or call.sent_to != self.generation or sender != self.child:
+            # A replaced child's late answer: the call was requeued for its successor,
+            # which answers it under the same idempotency key (and gets the banner).
             return
+        del self.calls[msg.call_id]
         if call.name in restart_target.TARGET_TOOLS:
             self.target = restart_target.after_call(self.target, call.name, msg.result())
         if self.banner is None and not is_modern_version(call.version):
