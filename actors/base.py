@@ -1,5 +1,5 @@
-"""What every nbstage actor shares: a parent-death guard, request handling that
-never lets an exception escape, and replies addressed to the socket edge.
+"""What every nbstage actor shares: request handling that never lets an exception
+escape, and replies addressed to the socket edge.
 
 thespian re-delivers a message whose handler raised, so an escaping exception
 could apply a mutation twice. ``receiveMsg_ClientRequest`` therefore turns every
@@ -9,14 +9,12 @@ failure into a :class:`RequestFailed` reply.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
-from nbstage.actors.thespian_tweaks import die_with_parent
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
 
@@ -27,11 +25,6 @@ class NbActor(ActorTypeDispatcher):
     """Base of the Daemon, Room and Kernel actors."""
 
     edge: ActorAddress | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if multiprocessing.parent_process() is not None:
-            die_with_parent()
 
     def request_handlers(self) -> dict[type, Callable[[Origin, Any], None]]:
         return {}

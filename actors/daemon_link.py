@@ -1,7 +1,7 @@
 """A connection from an actor to the daemon socket, read by a thread of its own.
 
-thespian's Queue base cannot watch a socket, so a reader thread blocks on it and
-posts each frame to the owning actor through ``thespian_tweaks.self_poster``.
+Actors never block, so a reader thread blocks on the socket and posts each frame
+to the owning actor through ``thread_post.self_poster``.
 Sending happens on the actor's own thread. A closed link posts DaemonLinkClosed.
 The connection is the actor's identity in the daemon: when the process dies, the
 socket closes and the daemon makes its peers leave their rooms.

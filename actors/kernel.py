@@ -26,7 +26,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
 
-from nbstage.actors import thespian_tweaks
+from nbstage.actors import thread_post
 from nbstage.actors.base import NbActor
 from nbstage.actors.document import append_output
 from nbstage.actors.kernel_backend_events import (
@@ -212,7 +212,7 @@ class Kernel(NbActor):
             return
         self.state = KernelState.STARTING
         self.send(self.edge, ProcessStarted("kernel", msg.notebook_id, self.backend.pid))
-        post = thespian_tweaks.self_poster(self)
+        post = thread_post.self_poster(self)
         fds = self.backend.wake_fds()
         if post is not None and fds:
             self.waker = Waker(fds, post)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
-from nbstage.actors import reconcile, sessions, thespian_tweaks
+from nbstage.actors import reconcile, sessions, thread_post
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
     DaemonFrameArrived,
@@ -88,7 +88,14 @@ class DeferredExpired:
     call_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class FirstLinkOverdue:
+    pass
+
+
 DEFERRAL_LIMIT = timedelta(seconds=15)
+FIRST_LINK_LIMIT = timedelta(seconds=30)
+"""How long calls wait for a daemon that is being started for this client."""
 
 
 class SessionManager(NbActor):
@@ -108,12 +115,18 @@ class SessionManager(NbActor):
         self.handoff_target: Target | None = None
         self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
         """Session tool calls that arrived while a rejoin was under way."""
+        self.awaiting_first_link = False
+        self.before_link: list[ToolCallRequested] = []
+        """Calls that arrived before the first daemon link answered, while one starts."""
 
     # --- start and the daemon link --------------------------------------------------------
 
     def receiveMsg_SessionConfig(self, msg: SessionConfig, sender: ActorAddress) -> None:
         self.config = msg
         self.supervisor = sender
+        if msg.autostart:
+            self.awaiting_first_link = True
+            self.wakeupAfter(FIRST_LINK_LIMIT, payload=FirstLinkOverdue())
         if msg.rejoin_target:
             self.handoff_target = self._target_of(msg.rejoin_target)
         ready = SessionManagerReady(os.getpid(), msg.generation, tools.builtin_tool_list())
@@ -147,7 +160,7 @@ class SessionManager(NbActor):
 
     def _connect(self) -> None:
         try:
-            self.link = DaemonLink(self.config.socket_path, thespian_tweaks.self_poster(self))
+            self.link = DaemonLink(self.config.socket_path, thread_post.self_poster(self))
         except OSError:
             self.wakeupAfter(LINK_RETRY, payload=RetryLink())
             return
@@ -159,6 +172,8 @@ class SessionManager(NbActor):
                 self._connect()
             case RetryRecovery():
                 self._decide(sessions.RecoveryDue())
+            case FirstLinkOverdue():
+                self._first_link_settled()
             case DeferredExpired(call_id):
                 expired = [d for d in self.deferred if d[0].call_id == call_id]
                 self.deferred = [d for d in self.deferred if d[0].call_id != call_id]
@@ -173,6 +188,14 @@ class SessionManager(NbActor):
         if self._version_changed(reply["version"]):
             return
         self._incarnation_seen(tuple(reply["incarnation"]))
+        self._first_link_settled()
+
+    def _first_link_settled(self) -> None:
+        """The first link answered (or the wait is over): the calls held for it run now."""
+        self.awaiting_first_link = False
+        held, self.before_link = self.before_link, []
+        for msg in held:
+            self.receiveMsg_ToolCallRequested(msg, self.supervisor)
 
     def _version_changed(self, version: str) -> bool:
         """Check a live daemon's version against this process's baseline, handing off if
@@ -252,6 +275,9 @@ class SessionManager(NbActor):
     # --- tool calls -----------------------------------------------------------------------
 
     def receiveMsg_ToolCallRequested(self, msg: ToolCallRequested, sender: ActorAddress) -> None:
+        if self.awaiting_first_link:
+            self.before_link.append(msg)
+            return
         spec = tools.TOOLS_BY_NAME.get(msg.name)
         try:
             args = spec.parse(msg.arguments)
@@ -350,6 +376,7 @@ class SessionManager(NbActor):
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.calls.pop(msg.call_id, None)
+        self.before_link = [held for held in self.before_link if held.call_id != msg.call_id]
 
     # --- sessions -------------------------------------------------------------------------
 

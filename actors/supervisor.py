@@ -3,10 +3,15 @@
 The stdio edge runs the MCP lifecycle (initialize, ping, server/discover), so a client
 is answered before any actor process has spawned; it hands this actor every admitted
 tools/list and tools/call. The supervisor answers tools/list itself, from the child's
-live list, the tool cache or the built-in list, and forwards tools/call to its
-SessionManager child with an idempotency key. When the child dies it restarts it
-(restart_policy.py decides when), retries the calls that were in flight once, and
-hands the new child the restart target (restart_target.py) so the notebook is rejoined.
+live list, the tool cache or the built-in list, and forwards tools/call to the
+SessionManager in its session child process with an idempotency key. When the child
+dies it restarts it (restart_policy.py decides when), retries the calls that were in
+flight once, and hands the new child the restart target (restart_target.py) so the
+notebook is rejoined.
+
+The child is a process the edge starts, talks to and watches on this actor's behalf
+(StartSessionChild, ToSessionChild, StopSessionChild); what the child says comes back
+as FromSessionChild, tagged with its generation, so a replaced child is never heard.
 """
 
 from __future__ import annotations
@@ -22,16 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
+from thespian.actors import ActorAddress, WakeupMessage
 
 from nbstage.actors import restart_policy, restart_target
 from nbstage.actors.base import NbActor
-from nbstage.actors.session_manager import SessionManager
 from nbstage.protocol import jsonrpc, mcp, tools
 from nbstage.protocol.mcp import is_modern_version
 from nbstage.protocol.supervision import (
+    HANDOFF_EXIT_CODE,
     ActiveSessionChanged,
     ChildProcessDied,
+    FromSessionChild,
     HandoffRequested,
     McpMessageToSend,
     McpRequestAdmitted,
@@ -39,15 +45,16 @@ from nbstage.protocol.supervision import (
     McpResultToSend,
     SessionConfig,
     SessionManagerReady,
+    StartSessionChild,
     StartSupervisor,
     StdinClosed,
-    StopSessionManager,
+    StopSessionChild,
     SupervisorStopped,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallRequested,
     ToolListChanged,
-    WatchChildPid,
+    ToSessionChild,
 )
 
 log = logging.getLogger("nbstage.supervisor")
@@ -97,12 +104,12 @@ class ProxySupervisor(NbActor):
         self.config: StartSupervisor | None = None
         self.server_info: dict[str, Any] = {}
         self.client_label: str | None = None
-        self.early: list[Any] = []
-        """Messages that overtook StartSupervisor (the edge sends from two threads)."""
         self.entrypoint = uuid.uuid4().hex[:8]
-        self.child: ActorAddress | None = None
+        self.child: int | None = None
+        """The generation of the live child process, or None while there is none."""
         self.generation = 0
         self.ready = False
+        self.configured = False
         self.restart = restart_policy.RestartState()
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
@@ -120,9 +127,7 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
         self.cached_tools = self._cached_tools()
         self.tools = self.cached_tools or tools.builtin_tool_list()
-        early, self.early = self.early, []
-        for message in early:
-            self.receiveMessage(message, sender)
+        self._start_child()
 
     @property
     def _cache_path(self) -> Path:
@@ -136,10 +141,7 @@ class ProxySupervisor(NbActor):
         return cached if isinstance(cached, list) else []
 
     def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
-        if self.child is not None:
-            self.send(self.child, StopSessionManager())
-            self.send(self.child, ActorExitRequest())
-            self.child = None
+        self._stop_child()
         self.send(self.edge, SupervisorStopped())
 
     # --- MCP messages ---------------------------------------------------------------------
@@ -148,13 +150,10 @@ class ProxySupervisor(NbActor):
         self.send(self.edge, McpMessageToSend(message))
 
     def receiveMsg_McpRequestAdmitted(self, msg: McpRequestAdmitted, sender: ActorAddress) -> None:
-        if self.config is None:
-            self.early.append(msg)
-            return
         request = msg.request
         self.client_label = self.client_label or msg.client_label
-        if self.child is None and not self.calls and self.generation == 0:
-            self._start_child()
+        if self.child is not None and not self.configured:
+            self._configure_child()
         if request.method == "tools/list":
             result = self._decorate({"tools": self.tools}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
@@ -164,9 +163,6 @@ class ProxySupervisor(NbActor):
     def receiveMsg_McpRequestCancelled(
         self, msg: McpRequestCancelled, sender: ActorAddress
     ) -> None:
-        if self.config is None:
-            self.early.append(msg)
-            return
         self._cancel(msg.request_id)
 
     def _decorate(self, result: dict[str, Any], version: str, method: str) -> dict[str, Any]:
@@ -215,24 +211,39 @@ class ProxySupervisor(NbActor):
             return
         call.attempts += 1
         call.sent_to = self.generation
-        self.send(self.child, ToolCallRequested(call_id, call.name, call.arguments, call.key))
+        self._to_child(ToolCallRequested(call_id, call.name, call.arguments, call.key))
 
     def _cancel(self, request_id: Any) -> None:
         call_id = _id_key(request_id)
         call = self.calls.pop(call_id, None)
         if call is not None and self.child is not None:
-            self.send(self.child, ToolCallCancelled(call_id))
+            self._to_child(ToolCallCancelled(call_id))
 
-    def receiveMsg_ActiveSessionChanged(
-        self, msg: ActiveSessionChanged, sender: ActorAddress
-    ) -> None:
+    def _to_child(self, message: Any) -> None:
+        self.send(self.edge, ToSessionChild(self.generation, message))
+
+    def _stop_child(self) -> None:
+        if self.child is not None:
+            self.send(self.edge, StopSessionChild(self.child))
+            self.child = None
+
+    def receiveMsg_FromSessionChild(self, msg: FromSessionChild, sender: ActorAddress) -> None:
+        if msg.generation != self.child:
+            # A replaced child's late word: its calls were requeued for its successor,
+            # which answers them under the same idempotency keys (and gets the banner).
+            return
+        handler = getattr(self, f"_child_{type(msg.message).__name__}", None)
+        if handler is None:
+            log.warning("the session child sent an unexpected %s", type(msg.message).__name__)
+            return
+        handler(msg.message)
+
+    def _child_ActiveSessionChanged(self, msg: ActiveSessionChanged) -> None:
         self.target = restart_target.active_changed(self.target, msg.notebook_id, msg.path)
 
-    def receiveMsg_ToolCallFinished(self, msg: ToolCallFinished, sender: ActorAddress) -> None:
+    def _child_ToolCallFinished(self, msg: ToolCallFinished) -> None:
         call = self.calls.get(msg.call_id)
-        if call is None or call.sent_to != self.generation or sender != self.child:
-            # A replaced child's late answer: the call was requeued for its successor,
-            # which answers it under the same idempotency key (and gets the banner).
+        if call is None or call.sent_to != self.generation:
             return
         del self.calls[msg.call_id]
         if call.name in restart_target.TARGET_TOOLS:
@@ -254,31 +265,33 @@ class ProxySupervisor(NbActor):
     def _start_child(self) -> None:
         self.generation += 1
         self.ready = False
-        self.child = self.createActor(SessionManager)
-        label = self.config.label or self.client_label or "agent"
-        self.send(
-            self.child,
-            SessionConfig(
-                self.config.state_dir,
-                self.config.socket_path,
-                label,
-                f"agent::{label}",
-                self.config.cwd,
-                self.target.value,
-                self.config.supervisor_pid,
-                self.restart.restarts,
-                self.generation,
-            ),
-        )
+        self.child = self.generation
+        self.configured = False
+        self.send(self.edge, StartSessionChild(self.generation))
+        if self.config.label or self.client_label:
+            self._configure_child()
 
-    def receiveMsg_SessionManagerReady(
-        self, msg: SessionManagerReady, sender: ActorAddress
-    ) -> None:
-        if msg.generation != self.generation:
-            return
+    def _configure_child(self) -> None:
+        """The child's first message; it waits for the client's label (from initialize)."""
+        self.configured = True
+        label = self.config.label or self.client_label or "agent"
+        config = SessionConfig(
+            self.config.state_dir,
+            self.config.socket_path,
+            label,
+            f"agent::{label}",
+            self.config.cwd,
+            self.target.value,
+            self.config.supervisor_pid,
+            self.restart.restarts,
+            self.generation,
+            self.config.autostart,
+        )
+        self._to_child(config)
+
+    def _child_SessionManagerReady(self, msg: SessionManagerReady) -> None:
         self.ready = True
         self.restart = restart_policy.child_ready(self.restart)
-        self.send(self.edge, WatchChildPid(msg.pid, msg.generation))
         self._refresh_tools(msg.tools)
         for call_id, call in list(self.calls.items()):
             if call.sent_to is None:
@@ -350,28 +363,25 @@ class ProxySupervisor(NbActor):
         )
 
     def receiveMsg_ChildProcessDied(self, msg: ChildProcessDied, sender: ActorAddress) -> None:
-        self._child_lost(msg.generation, f"process {msg.pid} died")
-
-    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
-        if self.child is not None and msg.childAddress == self.child:
-            self._child_lost(self.generation, "actor exited")
-
-    def receiveMsg_HandoffRequested(self, msg: HandoffRequested, sender: ActorAddress) -> None:
-        if msg.generation != self.generation or self.child is None:
+        if msg.generation != self.child:
             return
-        self.send(self.child, ActorExitRequest())
-        self.child = None
+        if msg.exit_code == HANDOFF_EXIT_CODE:
+            self._hand_off("[nbstage] Session server handed off to the installed code")
+        else:
+            self._child_lost(msg.generation, f"process {msg.pid} exited ({msg.exit_code})")
+
+    def _child_HandoffRequested(self, msg: HandoffRequested) -> None:
+        self._hand_off(f"[nbstage] Daemon upgraded ({msg.from_version} → {msg.to_version})")
+
+    def _hand_off(self, banner: str) -> None:
+        self._stop_child()
         self.ready = False
         self._requeue_or_fail_calls()
         self.restart, decision = restart_policy.handoff(self.restart)
-        self._plan_restart(
-            decision, f"[nbstage] Daemon upgraded ({msg.from_version} → {msg.to_version})"
-        )
+        self._plan_restart(decision, banner)
 
     def _reconnect(self, call_id: str, call: PendingCall) -> None:
-        if self.child is not None:
-            self.send(self.child, ActorExitRequest())
-            self.child = None
+        self._stop_child()
         self.ready = False
         self._requeue_or_fail_calls()
         self.restart, _ = restart_policy.reconnect(self.restart)

@@ -16,7 +16,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
 
-from nbstage.actors import reconcile, thespian_tweaks
+from nbstage.actors import reconcile, thread_post
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
     DaemonFrameArrived,
@@ -69,7 +69,7 @@ class WatchLoop(NbActor):
 
     def _connect(self) -> None:
         try:
-            link = DaemonLink(self.config.socket_path, thespian_tweaks.self_poster(self))
+            link = DaemonLink(self.config.socket_path, thread_post.self_poster(self))
         except OSError:
             self._step(reconcile.QueryFailed())
             return

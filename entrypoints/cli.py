@@ -1,9 +1,7 @@
 """The ``nbstage`` command line.
 
-This module is the main module of every nbstage process, and under thespian's
-spawn start method every actor process re-imports it. So its top-level imports
-stay light, and it applies the thespian tweaks before anything else can start
-an actor system.
+It is the main module of every nbstage process, so its top-level imports stay
+light: each command imports what it needs.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from pathlib import Path
 import click
 import orjson
 
-import nbstage.actors.thespian_tweaks  # noqa: F401 - must run in every actor process
 from nbstage.entrypoints.statedir import STATE_DIR_ENV, state_paths
 
 state_dir_option = click.option(
@@ -151,7 +148,7 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     if not no_autostart:
         threading.Thread(target=daemon_control.start_background, args=(paths,), daemon=True).start()
     rejoin = os.environ.get("NBSTAGE_REJOIN_NOTEBOOK") or None
-    asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out).run())
+    asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out, not no_autostart).run())
 
 
 @main.command("admin", context_settings={"ignore_unknown_options": True})

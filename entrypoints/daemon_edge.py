@@ -1,13 +1,10 @@
 """The daemon process's edge: the Unix socket outside, the actor system inside.
 
-This process starts the thespian system and owns all outside I/O. Frames from
-clients become :class:`ClientRequest` messages; actor answers and room events
-come back through one listener thread and are written to the right connection.
-
-Threads: the asyncio loop owns the sockets. A listener thread blocks in
-``listen()`` on its own ``private()`` context, whose address is the reply address
-every actor answers to. A sender thread does every ``tell()``, so a full actor
-queue can never freeze the loop.
+This process holds the Daemon, every Room and every Kernel actor together
+(``actor_host.ActorHost``) and owns all outside I/O. Frames from clients become
+:class:`ClientRequest` messages; actor answers and room events come back to the
+edge address and are written to the right connection. Everything runs on the
+asyncio loop; the only other threads are the kernels' socket wakers.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from typing import Any
 import orjson
 import psutil
 
-from nbstage.entrypoints.actor_system import ActorBridge, start_actor_system
+from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -118,8 +115,7 @@ class Edge:
         self._started = asyncio.Event()
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
-        self._bridge: ActorBridge | None = None
-        self._system: Any = None
+        self._host: ActorHost | None = None
         self._daemon_actor: Any = None
         self._serving: set[asyncio.Task] = set()
 
@@ -150,25 +146,24 @@ class Edge:
     async def _start_actors(self) -> None:
         from nbstage.actors.daemon import Daemon
 
-        self._system = await asyncio.to_thread(start_actor_system, self.paths.logs)
-        self._daemon_actor = await asyncio.to_thread(self._system.createActor, Daemon)
-        self._bridge = ActorBridge(self._system, self._from_actor)
+        os.environ[EDGE_PID_ENV] = str(os.getpid())
+        self._host = ActorHost(self._on_actor_message)
+        self._daemon_actor = self._host.create(Daemon)
         start = StartDaemon(str(self.paths.root), str(self.paths.kernel_dir), self.settings)
-        self._bridge.start(self._daemon_actor, start)
+        self._host.tell(self._daemon_actor, start)
         await asyncio.wait_for(self._started.wait(), ACTOR_START_TIMEOUT)
 
     async def _stop_actors(self) -> None:
-        self._bridge.tell(self._daemon_actor, StopDaemon())
+        self._host.tell(self._daemon_actor, StopDaemon())
         try:
             await asyncio.wait_for(self._stopped.wait(), STOP_TIMEOUT)
         except TimeoutError:
             log.error("rooms did not close within %.0fs; stopping anyway", STOP_TIMEOUT)
-        self._bridge.stop()
-        await asyncio.to_thread(self._system.shutdown)
+        self._host.close()
         await asyncio.to_thread(self._kill_leftovers)
 
     def _kill_leftovers(self) -> None:
-        """Last resort: SIGKILL any recorded actor or kernel process still alive."""
+        """Last resort: SIGKILL any recorded kernel process still alive."""
         for pid, (role, name, created) in self.pids.items():
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
@@ -176,10 +171,7 @@ class Edge:
                     log.warning("killing leftover %s %s (pid %d)", role, name, pid)
                     proc.kill()
 
-    # --- messages from actors (listener thread → loop) -----------------------------------
-
-    def _from_actor(self, message: Any) -> None:
-        self.loop.call_soon_threadsafe(self._on_actor_message, message)
+    # --- messages from actors -------------------------------------------------------------
 
     def _on_actor_message(self, message: Any) -> None:
         match message:
@@ -199,8 +191,7 @@ class Edge:
                 self._record_pid(role, name, pid)
             case ProcessEnded(_, _, pid):
                 self.pids.pop(pid, None)
-            case DaemonStarted(pid):
-                self._record_pid("daemon-actor", "daemon", pid)
+            case DaemonStarted():
                 self._started.set()
             case DaemonStopped():
                 self._stopped.set()
@@ -285,7 +276,7 @@ class Edge:
         address = self.rooms.get(notebook_id)
         if address is not None:
             origin = Origin(0, f"leave-{conn_id}-{peer_id}")
-            self._bridge.tell(address, ClientRequest(origin, LeaveRoom(notebook_id, peer_id)))
+            self._host.tell(address, ClientRequest(origin, LeaveRoom(notebook_id, peer_id)))
 
     def _dispatch(self, conn: Connection, frame: dict[str, Any]) -> bool:
         """Route one request; False closes the connection (an unknown request type)."""
@@ -340,7 +331,7 @@ class Edge:
         if isinstance(request, LeaveRoom):
             conn.peers.discard((request.notebook_id, request.peer_id))
         self.pending[origin] = request
-        self._bridge.tell(target, ClientRequest(origin, request))
+        self._host.tell(target, ClientRequest(origin, request))
 
 
 def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, Any]:

@@ -2,16 +2,18 @@
 
 stdout carries MCP messages only. Before anything else starts, the real stdout
 is kept on a private fd and fd 1 is pointed at stderr, so no stray print from
-this process, an actor or a library can corrupt the stream; fd 0 is likewise
-moved aside and replaced by /dev/null.
+this process, its session child or a library can corrupt the stream; fd 0 is
+likewise moved aside and replaced by /dev/null.
 
 Lines from stdin are parsed here, and the MCP lifecycle (protocol.mcp.Lifecycle)
 runs here too: a line that is not JSON-RPC, initialize, ping, server/discover and
-every refusal are answered at once, before any actor process exists (spawning the
-actor system takes about a second). Admitted tools/list and tools/call requests go
-to the ProxySupervisor actor, buffered until it is up. The edge also gives
-the supervisor a fast death signal for its child: a pidfd on the SessionManager
-process, which fires in milliseconds where thespian's own notice takes seconds.
+every refusal are answered at once. Admitted tools/list and tools/call go to the
+ProxySupervisor actor, which runs in this process on the same loop.
+
+The edge also carries out what the supervisor asks of the outside world: it starts
+the session child process (``entrypoints/session_child.py``) with a socketpair for
+typed frames, passes messages both ways, and reports the child's exit the moment
+the process ends.
 """
 
 from __future__ import annotations
@@ -21,24 +23,31 @@ import contextlib
 import logging
 import os
 import signal
-import threading
+import socket
+import sys
+from dataclasses import dataclass, field
 from importlib.metadata import version as package_version
 from typing import Any
 
-from nbstage.entrypoints.actor_system import ActorBridge, start_actor_system
+from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.statedir import StatePaths
-from nbstage.protocol import jsonrpc, mcp
+from nbstage.protocol import jsonrpc, mcp, session_frames
+from nbstage.protocol.frames import FrameError
 from nbstage.protocol.supervision import (
     ChildProcessDied,
+    FromSessionChild,
     McpMessageToSend,
     McpRequestAdmitted,
     McpRequestCancelled,
     McpResultToSend,
+    StartSessionChild,
     StartSupervisor,
     StdinClosed,
+    StopSessionChild,
+    StopSessionManager,
     SupervisorStopped,
     ToolListChanged,
-    WatchChildPid,
+    ToSessionChild,
 )
 
 SUPERVISED_METHODS = ("tools/list", "tools/call")
@@ -47,6 +56,8 @@ log = logging.getLogger("nbstage.mcp")
 
 MAX_LINE = 64 * 1024 * 1024
 STOP_TIMEOUT = 2.0
+CHILD_STOP_GRACE = 1.0
+SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
 
 
 def claim_stdio() -> tuple[int, int]:
@@ -60,6 +71,18 @@ def claim_stdio() -> tuple[int, int]:
     return mcp_in, mcp_out
 
 
+@dataclass
+class SessionChild:
+    """One generation's process and the edge's end of its socketpair."""
+
+    generation: int
+    process: asyncio.subprocess.Process | None = None
+    writer: asyncio.StreamWriter | None = None
+    backlog: list[Any] = field(default_factory=list)
+    """Messages for the child before its socket was ready."""
+    stopping: bool = False
+
+
 class McpEdge:
     def __init__(
         self,
@@ -68,45 +91,31 @@ class McpEdge:
         rejoin_target: str | None,
         mcp_in: int,
         mcp_out: int,
+        autostart: bool = True,
     ) -> None:
         self.paths = paths
         self.label = label
         self.rejoin_target = rejoin_target
+        self.autostart = autostart
         self._in = mcp_in
         self._out = os.fdopen(mcp_out, "wb", buffering=0)
-        self._write_lock = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._bridge: ActorBridge | None = None
-        self._system: Any = None
+        self._host: ActorHost | None = None
         self._supervisor: Any = None
         self._stopped = asyncio.Event()
         self._supervisor_stopped = asyncio.Event()
         self.lifecycle = mcp.Lifecycle(version=package_version("nbstage"))
-        self._early: list[Any] = []
-        """Messages for the supervisor that arrived before it existed."""
-        self._child_fds: dict[int, int] = {}
-        self._child_pids: set[int] = set()
+        self._children: dict[int, SessionChild] = {}
+        self._tasks: set[asyncio.Task] = set()
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stopped.set)
-        reader = asyncio.create_task(self._read_stdin())
-        await self._start_actors()
-        for message in self._early:
-            self._bridge.tell(self._supervisor, message)
-        self._early = []
-        await self._stopped.wait()
-        reader.cancel()
-        self.lifecycle.close()
-        await self._stop_actors()
-
-    async def _start_actors(self) -> None:
         from nbstage.actors.supervisor import ProxySupervisor
 
-        self._system = await asyncio.to_thread(start_actor_system, self.paths.logs)
-        self._supervisor = await asyncio.to_thread(self._system.createActor, ProxySupervisor)
-        self._bridge = ActorBridge(self._system, self._from_actor)
+        self._host = ActorHost(self._on_actor_message)
+        self._supervisor = self._host.create(ProxySupervisor)
         start = StartSupervisor(
             str(self.paths.root),
             str(self.paths.socket),
@@ -114,20 +123,28 @@ class McpEdge:
             self.rejoin_target,
             os.getcwd(),
             os.getpid(),
+            self.autostart,
         )
-        self._bridge.start(self._supervisor, start)
+        self._host.tell(self._supervisor, start)
+        reader = asyncio.create_task(self._read_stdin())
+        await self._stopped.wait()
+        reader.cancel()
+        self.lifecycle.close()
+        await self._stop_actors()
 
     async def _stop_actors(self) -> None:
-        self._bridge.tell(self._supervisor, StdinClosed())
+        self._host.tell(self._supervisor, StdinClosed())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._supervisor_stopped.wait(), STOP_TIMEOUT)
-        self._bridge.stop()
-        await asyncio.to_thread(self._system.shutdown)
-        for fd in self._child_fds.values():
-            os.close(fd)
-        for pid in self._child_pids:
+        children = [c.process for c in self._children.values() if c.process is not None]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*(p.wait() for p in children)), CHILD_STOP_GRACE * 2
+            )
+        for process in children:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 9)
+                process.kill()
+        self._host.close()
 
     # --- stdin ----------------------------------------------------------------------------
 
@@ -171,52 +188,107 @@ class McpEdge:
                 self._write(mcp.method_not_found(request.method).response(request.id))
 
     def _to_supervisor(self, message: Any) -> None:
-        if self._bridge is None:
-            self._early.append(message)
-        else:
-            self._bridge.tell(self._supervisor, message)
+        self._host.tell(self._supervisor, message)
 
     def _write(self, message: Any) -> None:
         self._write_line(jsonrpc.encode(message))
 
     def _write_line(self, data: bytes) -> None:
-        with self._write_lock:
-            self._out.write(data)
+        self._out.write(data)
 
     # --- from the actors ------------------------------------------------------------------
 
-    def _from_actor(self, message: Any) -> None:
-        if isinstance(message, McpMessageToSend):
-            self._write(message.message)
-        elif isinstance(message, McpResultToSend):
-            self._write_line(jsonrpc.encode_response(message.request_id, message.result_json))
-        else:
-            self.loop.call_soon_threadsafe(self._on_actor_message, message)
-
     def _on_actor_message(self, message: Any) -> None:
         match message:
-            case WatchChildPid(pid, generation):
-                self._watch(pid, generation)
+            case McpMessageToSend(payload):
+                self._write(payload)
+            case McpResultToSend(request_id, result_json):
+                self._write_line(jsonrpc.encode_response(request_id, result_json))
+            case ToSessionChild(generation, payload):
+                self._send_to_child(generation, payload)
+            case StartSessionChild(generation):
+                child = SessionChild(generation)
+                self._children[generation] = child
+                self._spawn(self._run_child(child))
+            case StopSessionChild(generation):
+                self._stop_child(generation)
             case SupervisorStopped():
                 self._supervisor_stopped.set()
             case ToolListChanged() if self.lifecycle.may_send_list_changed:
                 self._write(mcp.tools_list_changed())
+            case ToolListChanged():
+                pass
             case _:
                 log.warning("mcp edge ignored %s", type(message).__name__)
 
-    def _watch(self, pid: int, generation: int) -> None:
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- the session child ----------------------------------------------------------------
+
+    async def _run_child(self, child: SessionChild) -> None:
+        """Start one generation's process, relay its frames, and report its exit."""
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, EDGE_PID_ENV: str(os.getpid()), SESSION_FD_ENV: str(theirs.fileno())}
         try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            self._bridge.tell(self._supervisor, ChildProcessDied(pid, generation))
+            child.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "nbstage.entrypoints.session_child",
+                stdin=asyncio.subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                env=env,
+            )
+        except OSError:
+            log.exception("could not start the session child")
+            ours.close()
+            self._children.pop(child.generation, None)
+            self._to_supervisor(ChildProcessDied(None, child.generation, None))
             return
-        self._child_fds[pid] = fd
-        self._child_pids.add(pid)
+        finally:
+            theirs.close()
+        reader, child.writer = await asyncio.open_unix_connection(sock=ours)
+        for message in child.backlog:
+            child.writer.write(session_frames.encode(message))
+        child.backlog.clear()
+        if child.stopping:
+            self._stop_child(child.generation)
+        try:
+            while (message := await session_frames.read(reader)) is not None:
+                self._to_supervisor(FromSessionChild(child.generation, message))
+        except (FrameError, ConnectionError) as exc:
+            log.warning("session child %d: %s", child.generation, exc)
+        child.writer.close()
+        code = await self._reap(child.process)
+        self._children.pop(child.generation, None)
+        self._to_supervisor(ChildProcessDied(child.process.pid, child.generation, code))
 
-        def died() -> None:
-            self.loop.remove_reader(fd)
-            os.close(self._child_fds.pop(pid))
-            self._child_pids.discard(pid)
-            self._bridge.tell(self._supervisor, ChildProcessDied(pid, generation))
+    async def _reap(self, process: asyncio.subprocess.Process) -> int:
+        try:
+            return await asyncio.wait_for(process.wait(), CHILD_STOP_GRACE)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            return await process.wait()
 
-        self.loop.add_reader(fd, died)
+    def _send_to_child(self, generation: int, message: Any) -> None:
+        child = self._children.get(generation)
+        if child is None or child.stopping:
+            return
+        if child.writer is None:
+            child.backlog.append(message)
+        elif not child.writer.is_closing():
+            child.writer.write(session_frames.encode(message))
+
+    def _stop_child(self, generation: int) -> None:
+        """Ask the child to stop; its socket closing then ends ``_run_child``, which kills
+        a child that has not exited within the grace period."""
+        child = self._children.get(generation)
+        if child is None:
+            return
+        child.stopping = True
+        if child.writer is not None and not child.writer.is_closing():
+            child.writer.write(session_frames.encode(StopSessionManager()))
+            child.writer.close()

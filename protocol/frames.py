@@ -70,27 +70,32 @@ def decode_body(body: bytes, null_id_ok: bool = False) -> dict[str, Any]:
     return payload
 
 
-def _check_length(header: bytes) -> int:
+def _check_length(header: bytes, limit: int = MAX_FRAME_BYTES) -> int:
     (length,) = _HEADER.unpack(header)
-    if length > MAX_FRAME_BYTES:
-        raise FrameError(f"frame length {length} exceeds the {MAX_FRAME_BYTES}-byte limit")
+    if length > limit:
+        raise FrameError(f"frame length {length} exceeds the {limit}-byte limit")
     return length
 
 
-async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """Read one frame; None at a clean end of stream between frames."""
+async def read_body(reader: asyncio.StreamReader, limit: int = MAX_FRAME_BYTES) -> bytes | None:
+    """Read one frame's body, still encoded; None at a clean end of stream between frames."""
     try:
         header = await reader.readexactly(_HEADER.size)
     except asyncio.IncompleteReadError as exc:
         if exc.partial:
             raise FrameError("connection closed inside a frame header") from None
         return None
-    length = _check_length(header)
+    length = _check_length(header, limit)
     try:
-        body = await reader.readexactly(length)
+        return await reader.readexactly(length)
     except asyncio.IncompleteReadError:
         raise FrameError("connection closed inside a frame body") from None
-    return decode_body(body)
+
+
+async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """Read one frame; None at a clean end of stream between frames."""
+    body = await read_body(reader)
+    return None if body is None else decode_body(body)
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:

@@ -1,5 +1,9 @@
-"""Messages inside one `nbstage mcp` process: the stdio edge, the ProxySupervisor
-and the SessionManager it supervises."""
+"""Messages of one MCP client's processes: the `nbstage mcp` edge and its
+ProxySupervisor, and the session child with its SessionManager.
+
+The supervisor and the SessionManager live in different processes. What passes
+between them crosses a socketpair as typed frames (``protocol/session_frames.py``);
+the edges turn those frames back into these messages."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ class StartSupervisor:
     rejoin_target: str | None
     cwd: str
     supervisor_pid: int
+    autostart: bool = True
+    """Whether a daemon is being started for this client, so first calls wait for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +66,6 @@ class SupervisorStopped:
 
 
 @dataclass(frozen=True, slots=True)
-class WatchChildPid:
-    """Ask the edge for a fast death signal (pidfd) on this child process."""
-
-    pid: int
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class ChildProcessDied:
-    pid: int
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
 class SessionConfig:
     """A SessionManager's first message: everything it needs to serve one client."""
 
@@ -86,6 +78,52 @@ class SessionConfig:
     supervisor_pid: int
     restarts: int
     generation: int
+    autostart: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StartSessionChild:
+    """Supervisor → edge: start the session child process for this generation. Its
+    first message, a SessionConfig, follows as soon as the client's label is known."""
+
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToSessionChild:
+    """Supervisor → edge: send ``message`` to the child of this generation, if it lives."""
+
+    generation: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class StopSessionChild:
+    """Supervisor → edge: end the child of this generation (asked first, then killed)."""
+
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class FromSessionChild:
+    """Edge → supervisor: a message the child of ``generation`` sent."""
+
+    generation: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ChildProcessDied:
+    """Edge → supervisor: the child process of ``generation`` exited or could not start."""
+
+    pid: int | None
+    generation: int
+    exit_code: int | None
+
+
+HANDOFF_EXIT_CODE = 75
+"""A session child that exits with this code asks for a handoff: restart it at once, from
+the installed code, outside the crash budget (EX_TEMPFAIL, as upstream uses)."""
 
 
 @dataclass(frozen=True, slots=True)

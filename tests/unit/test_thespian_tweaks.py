@@ -1,49 +1,71 @@
-"""nbstage's changes to thespian internals still fit the installed thespian (SPEC §13)."""
+"""nbstage's uses of thespian internals still fit the installed thespian (SPEC §13)."""
 
 from __future__ import annotations
 
-import os
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
-from thespian.actors import ActorSystem
-from thespian.system import multiprocCommon
-from thespian.system.transport import MultiprocessQueueTransport
+from thespian.actors import Actor, WakeupMessage
 
 from nbstage.actors import thespian_tweaks
-from tests.unit.tweak_actors import Parent, PostFromThread, ThreadPoster
 
 
-def test_the_installed_thespian_is_the_pinned_version() -> None:
-    assert thespian_tweaks.installed_version_matches(), (
-        "thespian changed: re-check every tweak in actors/thespian_tweaks.py, then re-pin"
-    )
+@dataclass(frozen=True)
+class Echo:
+    text: str
 
 
-def test_the_patched_internals_exist_and_are_patched() -> None:
-    assert multiprocCommon.closeFileNums is thespian_tweaks._keep_all_files
-    assert multiprocCommon.MultiProcAdmin is thespian_tweaks.GuardedAdmin
-    assert multiprocCommon.startupASLogger is thespian_tweaks._start_logger_guarded
-    assert MultiprocessQueueTransport.MAX_ACTOR_QUEUESIZE == thespian_tweaks.ACTOR_QUEUE_DEPTH
-    assert MultiprocessQueueTransport.MAX_ADMIN_QUEUESIZE == thespian_tweaks.ADMIN_QUEUE_DEPTH
+@dataclass(frozen=True)
+class RemindMe:
+    seconds: float
+
+
+class Echoer(Actor):
+    def receiveMessage(self, msg, sender):
+        if isinstance(msg, Echo):
+            self.send(sender, Echo(msg.text + "!"))
+        elif isinstance(msg, RemindMe):
+            self.reply_to = sender
+            self.wakeupAfter(timedelta(seconds=msg.seconds), payload="ring")
+        elif isinstance(msg, WakeupMessage):
+            self.send(self.reply_to, msg.payload)
 
 
 @pytest.fixture
-def queue_system() -> Iterator[ActorSystem]:
-    system = ActorSystem(
-        "multiprocQueueBase", {"Process Startup Method": "spawn"}, transientUnique=True
-    )
+def system() -> Iterator[thespian_tweaks.InProcessSystem]:
+    system = thespian_tweaks.InProcessSystem()
     yield system
     system.shutdown()
 
 
-def test_a_thread_in_an_actor_process_reaches_its_own_actor(queue_system) -> None:
-    poster = queue_system.createActor(ThreadPoster)
-    assert queue_system.ask(poster, PostFromThread(200), 20) == 200
+def test_the_installed_thespian_is_the_pinned_version() -> None:
+    assert thespian_tweaks.installed_version_matches(), (
+        "thespian changed: re-check every internal in actors/thespian_tweaks.py, then re-pin"
+    )
 
 
-def test_an_actor_creates_a_child_under_spawn(queue_system) -> None:
-    parent = queue_system.createActor(Parent)
-    child_pid = queue_system.ask(parent, "spawn-child", 30)
-    assert isinstance(child_pid, int)
-    assert child_pid != os.getpid()
+def test_mail_to_the_edge_address_is_collected_without_waiting(system) -> None:
+    echoer = system.create(Echoer)
+    system.post(echoer, Echo("hi"))
+    assert system.collect() == []
+    system.run()
+    assert system.collect() == [Echo("hi!")]
+    assert system.collect() == []
+
+
+def test_the_next_timer_is_known_and_fires_only_when_due(system) -> None:
+    echoer = system.create(Echoer)
+    assert system.seconds_to_next_timer() is None
+    system.post(echoer, RemindMe(0.05))
+    system.run()
+    waiting = system.seconds_to_next_timer()
+    assert 0 < waiting <= 0.05
+    system.run()
+    assert system.collect() == []
+    time.sleep(waiting)
+    system.run()
+    assert system.collect() == ["ring"]
+    assert system.seconds_to_next_timer() is None

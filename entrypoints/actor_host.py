@@ -1,0 +1,110 @@
+"""One process's actors, driven from its asyncio loop.
+
+Every nbstage process (``nbstage mcp``, its session child, the daemon) holds its
+actors together on thespian's ``simpleSystemBase`` (ADR 0002). Actors never block
+and never touch the outside world; the process's edge owns the I/O. The host is
+the seam between the two:
+
+- the edge hands a message to an actor with :meth:`ActorHost.tell`, which runs
+  every delivery that follows from it before returning;
+- whatever the actors address to the edge (``host.edge_address``) is handed to the
+  edge's ``deliver`` callback, in the order it was sent;
+- ``wakeupAfter`` timers fire from a loop callback scheduled for the next one due;
+- a thread (a kernel's socket waker, say) reaches an actor only through
+  :meth:`tell_threadsafe`, which hops onto the loop first.
+
+Delivery is never re-entered: a ``tell`` made while the host is already running
+(from ``deliver``, say) is queued and runs right after, so mailbox order holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from nbstage.actors import thread_post
+from nbstage.actors.thespian_tweaks import InProcessSystem
+
+log = logging.getLogger("nbstage.host")
+
+EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
+"""Set by an edge for the processes it starts (kernels, the session child), so that
+teardown and tests can find every process of one tree."""
+
+TIMER_SLACK = 0.0002
+"""thespian and asyncio read the same monotonic clock through different calls; a
+timer callback that fires a hair early would find nothing due and spin."""
+
+
+class ActorHost:
+    def __init__(self, deliver: Callable[[Any], None]) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._system = InProcessSystem()
+        self._deliver = deliver
+        self._queued: deque[tuple[Any, Any]] = deque()
+        self._running = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        thread_post.install(self.tell_threadsafe)
+
+    @property
+    def edge_address(self) -> Any:
+        return self._system.edge_address
+
+    def create(self, actor_class: type) -> Any:
+        return self._system.create(actor_class)
+
+    def tell(self, address: Any, message: Any) -> None:
+        if self._closed:
+            return
+        self._queued.append((address, message))
+        self._run()
+
+    def tell_threadsafe(self, address: Any, message: Any) -> None:
+        self.loop.call_soon_threadsafe(self.tell, address, message)
+
+    def close(self) -> None:
+        self._closed = True
+        thread_post.install(None)
+        if self._timer is not None:
+            self._timer.cancel()
+        self._system.shutdown()
+
+    def _run(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        try:
+            while True:
+                while self._queued:
+                    self._system.post(*self._queued.popleft())
+                self._system.run()
+                mail = self._system.collect()
+                if not mail and not self._queued:
+                    break
+                for message in mail:
+                    self._hand_to_edge(message)
+        finally:
+            self._running = False
+        self._schedule_timer()
+
+    def _hand_to_edge(self, message: Any) -> None:
+        try:
+            self._deliver(message)
+        except Exception:
+            log.exception("the edge could not take %s", type(message).__name__)
+
+    def _schedule_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        delay = self._system.seconds_to_next_timer()
+        if delay is not None and not self._closed:
+            self._timer = self.loop.call_later(delay + TIMER_SLACK, self._timers_due)
+
+    def _timers_due(self) -> None:
+        self._timer = None
+        self._run()

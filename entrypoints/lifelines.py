@@ -1,0 +1,22 @@
+"""Parent-death guards: no nbstage process or kernel outlives the process that owns it."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (exit at once if it has).
+
+    The signal follows the parent *thread* that started this process, so only
+    processes started from an edge's main thread may rely on it.
+    """
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
