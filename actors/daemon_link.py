@@ -1,36 +1,66 @@
-"""A connection from an actor to the daemon socket, read by a thread of its own.
+"""An actor's connection to the daemon socket, carried out by its process's edge.
 
-Actors never block, so a reader thread blocks on the socket and posts each frame
-to the owning actor through ``thread_post.self_poster``.
-Sending happens on the actor's own thread. A closed link posts DaemonLinkClosed.
+Actors never touch a socket. A :class:`DaemonLink` is the actor's handle on one
+connection: it numbers requests and encodes their frames, and asks the edge
+(``entrypoints/session_child.py``) to connect, write and close. The edge reports
+back what happens to the owning actor as messages: each frame that arrives
+(:class:`DaemonFrameArrived`), a connection that could not be made
+(:class:`DaemonLinkRefused`) or one that ended (:class:`DaemonLinkClosed`).
 The connection is the actor's identity in the daemon: when the process dies, the
 socket closes and the daemon makes its peers leave their rooms.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
-import socket
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame, recv_body
+from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame
 
 log = logging.getLogger("nbstage.link")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenDaemonLink:
+    """Actor → edge: connect to the daemon; report to ``owner`` under ``link``."""
+
+    link: int
+    socket_path: str
+    owner: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SendToDaemon:
+    """Actor → edge: write one encoded frame on ``link`` (queued until it is connected)."""
+
+    link: int
+    frame: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CloseDaemonLink:
+    link: int
 
 
 @dataclass(frozen=True, slots=True)
 class DaemonFrameArrived:
     link: int
     body: bytes
-    """The frame still encoded: bytes are cheap to pass through the actor's queue."""
+    """The frame still encoded; it is decoded once, by the actor that waits for it."""
 
     def frame(self) -> dict[str, Any]:
         return decode_body(self.body, null_id_ok=True)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonLinkRefused:
+    """The connection could not be made: nothing listens on the socket (yet)."""
+
+    link: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,47 +73,29 @@ _link_ids = itertools.count(1)
 
 
 class DaemonLink:
-    def __init__(self, socket_path: str, post: Callable[[object], None]) -> None:
+    """One connection, as its owning actor sees it."""
+
+    def __init__(self, tell_edge: Callable[[object], None], socket_path: str, owner: Any) -> None:
         self.link = next(_link_ids)
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.connect(socket_path)
-        except OSError:
-            self._sock.close()
-            raise
-        self._post = post
+        self._tell_edge = tell_edge
         self._ids = itertools.count(1)
-        self._send_lock = threading.Lock()
-        threading.Thread(target=self._read, name=f"daemon-link-{self.link}", daemon=True).start()
+        tell_edge(OpenDaemonLink(self.link, socket_path, owner))
 
     def send(self, kind: str, **fields: Any) -> int:
-        """Send a request; returns its id. It never raises for a dead daemon: a failed
-        write shuts the socket, so the reader reports DaemonLinkClosed and the caller's
-        pending continuations are failed there, in one place."""
+        """Send a request; returns its id. A link that failed reports so by message,
+        so the caller's pending continuations are failed there, in one place."""
         request_id = next(self._ids)
         frame = encode_frame({"v": WIRE_VERSION, "type": kind, "id": request_id, **fields})
-        try:
-            with self._send_lock:
-                self._sock.sendall(frame)
-        except OSError:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
+        self._tell_edge(SendToDaemon(self.link, frame))
         return request_id
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
-
-    def _read(self) -> None:
-        try:
-            while True:
-                self._post(DaemonFrameArrived(self.link, recv_body(self._sock)))
-        except (OSError, ConnectionError, FrameError) as exc:
-            self._post(DaemonLinkClosed(self.link, str(exc) or type(exc).__name__))
+        self._tell_edge(CloseDaemonLink(self.link))
 
 
-def is_current(link: DaemonLink | None, msg: DaemonFrameArrived | DaemonLinkClosed) -> bool:
+def is_current(
+    link: DaemonLink | None, msg: DaemonFrameArrived | DaemonLinkClosed | DaemonLinkRefused
+) -> bool:
     """Whether a report comes from the link the actor still uses (not an older one)."""
     return link is not None and msg.link == link.link
 

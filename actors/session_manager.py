@@ -17,12 +17,13 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
-from nbstage.actors import reconcile, sessions, thread_post
+from nbstage.actors import reconcile, sessions
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
     DaemonFrameArrived,
     DaemonLink,
     DaemonLinkClosed,
+    DaemonLinkRefused,
     frame_from,
     is_current,
 )
@@ -124,6 +125,7 @@ class SessionManager(NbActor):
     def receiveMsg_SessionConfig(self, msg: SessionConfig, sender: ActorAddress) -> None:
         self.config = msg
         self.supervisor = sender
+        self.edge = sender
         if msg.autostart:
             self.awaiting_first_link = True
             self.wakeupAfter(FIRST_LINK_LIMIT, payload=FirstLinkOverdue())
@@ -137,7 +139,7 @@ class SessionManager(NbActor):
     def _start_watch(self) -> None:
         self.watch = self.createActor(WatchLoop)
         heartbeat = float(os.environ.get(HEARTBEAT_ENV) or 1.0)
-        start = StartWatch(self.config.socket_path, heartbeat, self._client_info())
+        start = StartWatch(self.config.socket_path, heartbeat, self._client_info(), self.edge)
         self.send(self.watch, start)
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
@@ -159,12 +161,11 @@ class SessionManager(NbActor):
         }
 
     def _connect(self) -> None:
-        try:
-            self.link = DaemonLink(self.config.socket_path, thread_post.self_poster(self))
-        except OSError:
-            self.wakeupAfter(LINK_RETRY, payload=RetryLink())
-            return
+        self.link = DaemonLink(self._tell_edge, self.config.socket_path, self.myAddress)
         self.waiting[self.link.send("identity")] = self._on_identity
+
+    def _tell_edge(self, message: object) -> None:
+        self.send(self.edge, message)
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         match msg.payload:
@@ -244,9 +245,15 @@ class SessionManager(NbActor):
         self.send(self.supervisor, handoff)
 
     def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
+        self._link_lost(msg)
+
+    def receiveMsg_DaemonLinkRefused(self, msg: DaemonLinkRefused, sender: ActorAddress) -> None:
+        self._link_lost(msg)
+
+    def _link_lost(self, msg: DaemonLinkClosed | DaemonLinkRefused) -> None:
         if not is_current(self.link, msg):
             return
-        log.warning("daemon link closed: %s", msg.reason)
+        log.warning("daemon link %s: %s", type(msg).__name__, msg.reason)
         self.link = None
         failure = DaemonFailure("daemon_unreachable", _UNREACHABLE)
         waiting, self.waiting = self.waiting, {}

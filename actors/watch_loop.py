@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
 
-from nbstage.actors import reconcile, thread_post
+from nbstage.actors import reconcile
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
     DaemonFrameArrived,
     DaemonLink,
     DaemonLinkClosed,
+    DaemonLinkRefused,
     frame_from,
     is_current,
 )
@@ -68,17 +69,15 @@ class WatchLoop(NbActor):
         return timedelta(seconds=self.config.heartbeat_secs * LAG_FACTOR)
 
     def _connect(self) -> None:
-        try:
-            link = DaemonLink(self.config.socket_path, thread_post.self_poster(self))
-        except OSError:
-            self._step(reconcile.QueryFailed())
-            return
-        self.link = link
+        self.link = DaemonLink(self._tell_edge, self.config.socket_path, self.myAddress)
         self.last_beat = time.monotonic()
-        link.send("watch", client=self.config.client)
+        self.link.send("watch", client=self.config.client)
+
+    def _tell_edge(self, message: object) -> None:
+        self.send(self.config.edge, message)
 
     def receiveMsg_ClientInfoChanged(self, msg: ClientInfoChanged, sender: ActorAddress) -> None:
-        self.config = StartWatch(self.config.socket_path, self.config.heartbeat_secs, msg.client)
+        self.config = replace(self.config, client=msg.client)
         if self.link is not None:
             self.link.send("watch", client=msg.client)
 
@@ -97,6 +96,11 @@ class WatchLoop(NbActor):
         if is_current(self.link, msg):
             self.link = None
             self._step(reconcile.LinkClosed())
+
+    def receiveMsg_DaemonLinkRefused(self, msg: DaemonLinkRefused, sender: ActorAddress) -> None:
+        if is_current(self.link, msg):
+            self.link = None
+            self._step(reconcile.QueryFailed())
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         match msg.payload:

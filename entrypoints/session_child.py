@@ -3,9 +3,13 @@ their own so that a crash here never reaches the client's stdio.
 
 `nbstage mcp` starts this module (``python -m nbstage.entrypoints.session_child``)
 with one end of a socketpair in ``NBSTAGE_SESSION_FD``. Frames from it become
-messages to the SessionManager; whatever the actors address to this edge goes back
-as frames. The process ends when the supervisor says stop, when the socketpair
-closes (its parent died), or, after a handoff request, with exit code 75.
+messages to the SessionManager; what the actors address to the supervisor goes back
+as frames. This edge also owns the actors' connections to the daemon socket
+(``actors/daemon_link.py``): it connects, writes the frames they encode, and hands
+each frame that arrives to the actor that owns the link.
+
+The process ends when the supervisor says stop, when the socketpair closes (its
+parent died), or, after a handoff request, with exit code 75.
 """
 
 from __future__ import annotations
@@ -16,14 +20,23 @@ import logging
 import os
 import socket
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nbstage.actors.daemon_link import (
+    CloseDaemonLink,
+    DaemonFrameArrived,
+    DaemonLinkClosed,
+    DaemonLinkRefused,
+    OpenDaemonLink,
+    SendToDaemon,
+)
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.logs import setup_logging
 from nbstage.entrypoints.mcp_edge import SESSION_FD_ENV
 from nbstage.protocol import session_frames
-from nbstage.protocol.frames import FrameError
+from nbstage.protocol.frames import FrameError, read_body
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
     HandoffRequested,
@@ -34,11 +47,23 @@ from nbstage.protocol.supervision import (
 log = logging.getLogger("nbstage.session")
 
 
+@dataclass
+class Link:
+    """One actor's connection to the daemon, as this edge carries it."""
+
+    owner: Any
+    writer: asyncio.StreamWriter | None = None
+    backlog: list[bytes] = field(default_factory=list)
+    closed: bool = False
+
+
 class SessionChildEdge:
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self._writer: asyncio.StreamWriter | None = None
         self._host: ActorHost | None = None
+        self._links: dict[int, Link] = {}
+        self._tasks: set[asyncio.Task] = set()
         self.exit_code = 0
 
     async def run(self) -> None:
@@ -57,19 +82,78 @@ class SessionChildEdge:
         except (FrameError, ConnectionError) as exc:
             log.warning("the link to nbstage mcp failed: %s", exc)
         self._host.tell(manager, StopSessionManager())
+        for link_id in list(self._links):
+            self._close_link(link_id)
         self._host.close()
         with contextlib.suppress(ConnectionError):
             await self._writer.drain()
         self._writer.close()
 
     def _on_actor_message(self, message: Any) -> None:
-        if not isinstance(message, session_frames.FROM_CHILD):
-            log.warning("the session child ignored %s", type(message).__name__)
-            return
+        match message:
+            case SendToDaemon(link_id, frame):
+                self._send_on_link(link_id, frame)
+            case OpenDaemonLink(link_id, socket_path, owner):
+                self._links[link_id] = Link(owner)
+                task = asyncio.create_task(self._run_link(link_id, socket_path))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            case CloseDaemonLink(link_id):
+                self._close_link(link_id)
+            case _ if isinstance(message, session_frames.FROM_CHILD):
+                self._to_supervisor(message)
+            case _:
+                log.warning("the session child ignored %s", type(message).__name__)
+
+    def _to_supervisor(self, message: Any) -> None:
         if not self._writer.is_closing():
             self._writer.write(session_frames.encode(message))
         if isinstance(message, HandoffRequested):
             self.exit_code = HANDOFF_EXIT_CODE
+
+    # --- daemon links ---------------------------------------------------------------------
+
+    async def _run_link(self, link_id: int, socket_path: str) -> None:
+        link = self._links[link_id]
+        try:
+            reader, writer = await asyncio.open_unix_connection(socket_path)
+        except OSError as exc:
+            self._links.pop(link_id, None)
+            self._host.tell(link.owner, DaemonLinkRefused(link_id, str(exc)))
+            return
+        if link.closed:
+            writer.close()
+            return
+        link.writer = writer
+        for frame in link.backlog:
+            writer.write(frame)
+        link.backlog.clear()
+        reason = "the daemon closed the connection"
+        try:
+            while (body := await read_body(reader)) is not None:
+                self._host.tell(link.owner, DaemonFrameArrived(link_id, body))
+        except (FrameError, ConnectionError) as exc:
+            reason = str(exc) or type(exc).__name__
+        writer.close()
+        if self._links.pop(link_id, None) is not None and not link.closed:
+            self._host.tell(link.owner, DaemonLinkClosed(link_id, reason))
+
+    def _send_on_link(self, link_id: int, frame: bytes) -> None:
+        link = self._links.get(link_id)
+        if link is None or link.closed:
+            return
+        if link.writer is None:
+            link.backlog.append(frame)
+        elif not link.writer.is_closing():
+            link.writer.write(frame)
+
+    def _close_link(self, link_id: int) -> None:
+        link = self._links.pop(link_id, None)
+        if link is None:
+            return
+        link.closed = True
+        if link.writer is not None:
+            link.writer.close()
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ class StartWatch:
     heartbeat_secs: float
     client: dict[str, Any]
     """What this client reports about itself on its watch subscription (shown by admin)."""
+    edge: Any
+    """The process edge that carries out the watch loop's daemon link."""
 
 
 @dataclass(frozen=True, slots=True)
