@@ -40,6 +40,7 @@ format: install
 bench: install
 	$(BIN)/python bench/thespian_bases.py
 	$(BIN)/python bench/kernel_roundtrip.py
+	$(BIN)/python bench/peers.py
 
 demo: install
 	$(BIN)/nbstage harness examples/two-agents.toml

@@ -8,12 +8,19 @@ which binds that pipe in the kernel's private directory instead.
 
 It replaces two private ipykernel methods; ``tests/unit/test_kernel_launcher.py``
 fails loudly if their names or roles change.
+
+It also ties the kernel's life to the daemon's: a thread waits on a pidfd of the
+process named in ``NBSTAGE_EDGE_PID`` and ends the kernel the moment that process
+is gone, however it died (ipykernel's own parent poller takes a second or more,
+and misses a parent whose orphans are adopted by a subreaper).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import sys
+import threading
 from pathlib import Path
 
 import zmq
@@ -54,10 +61,24 @@ def _connection_file(argv: list[str]) -> str:
 
 
 _CONNECTION_FILE = ""
+OWNER_PID_ENV = "NBSTAGE_EDGE_PID"
+
+
+def _exit_with(owner_pid: int) -> None:
+    """End this process as soon as ``owner_pid`` is gone."""
+    try:
+        pidfd = os.pidfd_open(owner_pid)
+    except ProcessLookupError:
+        os._exit(1)
+    select.select([pidfd], [], [])
+    os._exit(1)
 
 
 def main() -> None:
     global _CONNECTION_FILE
+    owner = os.environ.get(OWNER_PID_ENV)
+    if owner:
+        threading.Thread(target=_exit_with, args=(int(owner),), daemon=True).start()
     _CONNECTION_FILE = _connection_file(sys.argv)
     IOPubThread._setup_pipe_in = _setup_pipe_in
     IOPubThread._setup_pipe_out = _setup_pipe_out
