@@ -17,16 +17,13 @@ as FromSessionChild, tagged with its generation, so a replaced child is never he
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from importlib.metadata import version as package_version
-from pathlib import Path
 from typing import Any
 
-import orjson
 from thespian.actors import ActorAddress, WakeupMessage
 
 from nbstage.actors import restart_policy, restart_target
@@ -50,6 +47,7 @@ from nbstage.protocol.supervision import (
     StdinClosed,
     StopSessionChild,
     SupervisorStopped,
+    ToolCacheChanged,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallRequested,
@@ -125,20 +123,9 @@ class ProxySupervisor(NbActor):
         self.edge = sender
         self.server_info = {"name": "nbstage", "version": package_version("nbstage")}
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
-        self.cached_tools = self._cached_tools()
+        self.cached_tools = msg.cached_tools
         self.tools = self.cached_tools or tools.builtin_tool_list()
         self._start_child()
-
-    @property
-    def _cache_path(self) -> Path:
-        return Path(self.config.state_dir) / "tool-cache.json"
-
-    def _cached_tools(self) -> list[dict[str, Any]]:
-        try:
-            cached = orjson.loads(self._cache_path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return []
-        return cached if isinstance(cached, list) else []
 
     def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
         self._stop_child()
@@ -304,18 +291,10 @@ class ProxySupervisor(NbActor):
         changed = live != self.tools
         self.tools = live
         if live != self.cached_tools:
-            self._write_cache(live)
+            self.send(self.edge, ToolCacheChanged(live))
             self.cached_tools = live
         if changed:
             self.send(self.edge, ToolListChanged())
-
-    def _write_cache(self, live: list[dict[str, Any]]) -> None:
-        try:
-            temp = self._cache_path.with_suffix(".tmp")
-            temp.write_bytes(orjson.dumps(live))
-            os.replace(temp, self._cache_path)
-        except OSError:
-            log.exception("could not write %s", self._cache_path)
 
     def _child_lost(self, generation: int, why: str) -> None:
         if generation != self.generation or self.child is None:

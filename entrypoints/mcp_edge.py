@@ -27,7 +27,10 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import version as package_version
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.statedir import StatePaths
@@ -46,6 +49,7 @@ from nbstage.protocol.supervision import (
     StopSessionChild,
     StopSessionManager,
     SupervisorStopped,
+    ToolCacheChanged,
     ToolListChanged,
     ToSessionChild,
 )
@@ -58,6 +62,26 @@ MAX_LINE = 64 * 1024 * 1024
 STOP_TIMEOUT = 2.0
 CHILD_STOP_GRACE = 1.0
 SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
+TOOL_CACHE = "tool-cache.json"
+
+
+def read_tool_cache(state_dir: Path) -> list[dict[str, Any]]:
+    try:
+        cached = orjson.loads((state_dir / TOOL_CACHE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return []
+    return cached if isinstance(cached, list) else []
+
+
+def write_tool_cache(state_dir: Path, tools: list[dict[str, Any]]) -> None:
+    """Replace tool-cache.json atomically; every client of the state dir may write it."""
+    path = state_dir / TOOL_CACHE
+    temp = path.with_name(f"{TOOL_CACHE}.{os.getpid()}.tmp")
+    try:
+        temp.write_bytes(orjson.dumps(tools))
+        os.replace(temp, path)
+    except OSError:
+        log.exception("could not write %s", path)
 
 
 def claim_stdio() -> tuple[int, int]:
@@ -124,6 +148,7 @@ class McpEdge:
             os.getcwd(),
             os.getpid(),
             self.autostart,
+            read_tool_cache(self.paths.root),
         )
         self._host.tell(self._supervisor, start)
         reader = asyncio.create_task(self._read_stdin())
@@ -214,6 +239,8 @@ class McpEdge:
                 self._stop_child(generation)
             case SupervisorStopped():
                 self._supervisor_stopped.set()
+            case ToolCacheChanged(tools):
+                self._spawn(asyncio.to_thread(write_tool_cache, self.paths.root, tools))
             case ToolListChanged() if self.lifecycle.may_send_list_changed:
                 self._write(mcp.tools_list_changed())
             case ToolListChanged():

@@ -7,7 +7,7 @@ the edges turn those frames back into these messages."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -25,6 +25,8 @@ class StartSupervisor:
     supervisor_pid: int
     autostart: bool = True
     """Whether a daemon is being started for this client, so first calls wait for it."""
+    cached_tools: list[dict[str, Any]] = field(default_factory=list)
+    """The tool list last seen from a session child (tool-cache.json), read by the edge."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,13 @@ class McpRequestCancelled:
 @dataclass(frozen=True, slots=True)
 class ToolListChanged:
     """The supervisor adopted a new tool list; the edge tells the client if it may."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCacheChanged:
+    """Supervisor → edge: the live tool list differs from tool-cache.json; rewrite it."""
+
+    tools: list[dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
