@@ -3,6 +3,12 @@
 A Recorder stands in for the socket edge and for the Daemon: it forwards
 messages on the test's behalf (so replies come back to it) and keeps everything
 it receives. Tests then inject messages in the exact order a race needs.
+
+A FakeDaemon plays the daemon socket behind a Recorder that stands in for a
+session child's edge: it reads the daemon links the actors asked the edge to
+open and the frames they asked it to write, and answers them by injecting the
+messages the real edge would deliver (``DaemonFrameArrived``, ``DaemonLinkClosed``).
+Nothing is answered unless the test says so, so every reply's order is the test's.
 """
 
 from __future__ import annotations
@@ -10,9 +16,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from thespian.actors import Actor, ActorAddress, ActorSystem
+import orjson
+from thespian.actors import Actor, ActorAddress, ActorSystem, WakeupMessage
+
+from nbstage.actors.daemon_link import (
+    CloseDaemonLink,
+    DaemonFrameArrived,
+    DaemonLinkClosed,
+    OpenDaemonLink,
+    SendToDaemon,
+)
+from nbstage.protocol.frames import WIRE_VERSION, decode_body
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,13 @@ class ActorBench:
     def seen_of(self, kind: type) -> list[Any]:
         return [m for m in self.seen() if isinstance(m, kind)]
 
+    def fire(self, target: ActorAddress, payload: Any) -> None:
+        """Deliver the wakeup ``target`` armed with ``payload`` now, as if its time had come.
+
+        The real timer still fires later; actors guard their timers, so it finds
+        nothing left to do."""
+        self.send(target, WakeupMessage(timedelta(0), payload))
+
     def run_until(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         """Let timers fire until ``predicate`` holds; fail if it never does."""
         deadline = time.monotonic() + timeout
@@ -70,3 +94,104 @@ class ActorBench:
                 return value
             self.system.listen(0.005)
         raise AssertionError("condition never held while actors ran")
+
+
+def daemon_identity(pid: int, started_at: float, version: str) -> dict[str, Any]:
+    """What the daemon reports about itself, on the wire (entrypoints/daemon_edge.py)."""
+    return {
+        "pid": pid,
+        "started_at": started_at,
+        "version": version,
+        "incarnation": [pid, started_at],
+    }
+
+
+@dataclass(frozen=True)
+class DaemonRequest:
+    """One frame an actor asked its edge to write to the daemon, decoded."""
+
+    link: int
+    owner: ActorAddress
+    """The actor the link belongs to; the daemon's answers go to it."""
+    frame: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.frame["type"]
+
+    @property
+    def request_id(self) -> int:
+        return self.frame["id"]
+
+    def __getitem__(self, field: str) -> Any:
+        return self.frame[field]
+
+
+class FakeDaemon:
+    """The daemon behind ``bench.recorder``: it sees what was sent and answers on demand."""
+
+    def __init__(self, bench: ActorBench) -> None:
+        self.bench = bench
+        self.answered: set[tuple[int, int]] = set()
+        self.dropped: set[int] = set()
+        """Links this daemon closed."""
+
+    def opened(self) -> dict[int, ActorAddress]:
+        """Every link the actors asked to open, with its owner, oldest first."""
+        return {m.link: m.owner for m in self.bench.seen_of(OpenDaemonLink)}
+
+    def closed(self) -> set[int]:
+        """Links that are no longer up: closed by their owner or by this daemon."""
+        return {m.link for m in self.bench.seen_of(CloseDaemonLink)} | self.dropped
+
+    def live_links(self, owner: ActorAddress | None = None) -> list[int]:
+        closed = self.closed()
+        return [
+            link
+            for link, by in self.opened().items()
+            if link not in closed and (owner is None or by == owner)
+        ]
+
+    def requests(self, kind: str | None = None) -> list[DaemonRequest]:
+        """Every frame written so far (of ``kind``), in the order the actors wrote them."""
+        owners = self.opened()
+        found = []
+        for sent in self.bench.seen_of(SendToDaemon):
+            request = DaemonRequest(sent.link, owners[sent.link], decode_body(sent.frame[4:]))
+            if kind is None or request.kind == kind:
+                found.append(request)
+        return found
+
+    def unanswered(self, kind: str) -> list[DaemonRequest]:
+        return [
+            r
+            for r in self.requests(kind)
+            if (r.link, r.request_id) not in self.answered and r.link not in self.closed()
+        ]
+
+    def only(self, kind: str) -> DaemonRequest:
+        """The one unanswered request of ``kind``; fails if there is none or several."""
+        waiting = self.unanswered(kind)
+        assert len(waiting) == 1, f"expected one unanswered {kind!r}, got {waiting}"
+        return waiting[0]
+
+    def _deliver(self, request: DaemonRequest, payload: dict[str, Any]) -> None:
+        body = orjson.dumps({"v": WIRE_VERSION, "id": request.request_id, **payload})
+        self.bench.send(request.owner, DaemonFrameArrived(request.link, body))
+
+    def answer(self, request: DaemonRequest, result: dict[str, Any]) -> None:
+        self.answered.add((request.link, request.request_id))
+        self._deliver(request, {"type": "result", "result": result})
+
+    def refuse(self, request: DaemonRequest, code: str, message: str) -> None:
+        self.answered.add((request.link, request.request_id))
+        self._deliver(request, {"type": "error", "error": {"code": code, "message": message}})
+
+    def heartbeat(self, watch: DaemonRequest, identity: dict[str, Any]) -> None:
+        """One heartbeat on a watch subscription (it stays open, so it is never answered)."""
+        self._deliver(watch, {"type": "heartbeat", "identity": identity})
+
+    def close(self, link: int, reason: str = "the daemon closed the connection") -> None:
+        """The daemon end of ``link`` went away; its owner hears it as the edge reports it."""
+        self.dropped.add(link)
+        self.bench.send(self.opened()[link], DaemonLinkClosed(link, reason))
