@@ -1,5 +1,5 @@
 """What every nbstage actor shares: request handling that never lets an exception
-escape, and replies addressed to the socket edge.
+escape, replies addressed to the socket edge, and blocking work handed to the edge.
 
 thespian re-delivers a message whose handler raised, so an escaping exception
 could apply a mutation twice. ``receiveMsg_ClientRequest`` therefore turns every
@@ -17,6 +17,7 @@ from thespian.actors import ActorAddress, ActorTypeDispatcher
 
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
 
 log = logging.getLogger("nbstage.actors")
 
@@ -50,6 +51,24 @@ class NbActor(ActorTypeDispatcher):
 
     def fail(self, origin: Origin, error: NbstageError) -> None:
         self.send(self.edge, RequestFailed(origin, error.code, error.message))
+
+    def offload(self, token: Any, work: Callable[[], Any], lane: str | None = None) -> None:
+        """Run ``work`` off the loop; ``BlockingWorkDone(token, …)`` comes back to this actor."""
+        self.send(self.edge, BlockingWorkRequested(token, work, self.myAddress, lane))
+
+    def work_handlers(self) -> dict[type, Callable[[BlockingWorkDone], None]]:
+        """What to do when offloaded work finishes, by the type of its token."""
+        return {}
+
+    def receiveMsg_BlockingWorkDone(self, msg: BlockingWorkDone, sender: ActorAddress) -> None:
+        handler = self.work_handlers().get(type(msg.token))
+        if handler is None:
+            log.warning("%s has no use for finished %r", type(self).__name__, msg.token)
+            return
+        try:
+            handler(msg)
+        except Exception:
+            log.exception("%s failed on finished %r", type(self).__name__, msg.token)
 
     def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
         """thespian stops the actor after this returns; subclasses release what they hold."""

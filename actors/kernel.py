@@ -9,12 +9,18 @@ busy tick is 1 ms. Timers cannot be cancelled in thespian, so each tick carries 
 generation and stale ones are dropped.
 
 Code runs one cell at a time, in request order. An error cancels the queue behind it.
+
+Starting, restarting and shutting the kernel down block for tens or hundreds of
+milliseconds, so they run on the edge's worker threads (``NbActor.offload``), one at
+a time in this kernel's lane. While one runs the backend is in the worker's hands:
+the actor does not touch it until the work reports back.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import select
 import threading
 import time
@@ -57,6 +63,7 @@ from nbstage.protocol.kernels import (
     ShutdownKernel,
     StartKernel,
 )
+from nbstage.protocol.offload import BlockingWorkDone
 
 log = logging.getLogger("nbstage.kernel")
 
@@ -112,6 +119,29 @@ class Waker:
         self._armed.set()
 
 
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """Offload token: the kernel process was started (or failed to start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relaunched:
+    origin: Any
+    room: Any
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedForGood:
+    pid: int | None
+    room: Any
+
+
+def _launch(msg: StartKernel) -> tuple[Any, str]:
+    """Worker-thread work: build the backend (a kernelspec lookup) and start the kernel."""
+    backend = _make_backend(msg)
+    return backend, backend.start(msg.working_dir)
+
+
 @dataclass
 class Run:
     """The execution the kernel is working on now."""
@@ -133,7 +163,8 @@ def _make_backend(msg: StartKernel) -> Any:
         return ScriptedBackend()
     from nbstage.actors.kernel_backend import JupyterBackend
 
-    return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), msg.notebook_id)
+    kernel_id = f"{msg.notebook_id[:8]}-{secrets.token_hex(3)}"
+    return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id)
 
 
 class Kernel(NbActor):
@@ -151,6 +182,19 @@ class Kernel(NbActor):
         self.restart_origin: Any = None
         self.tick_generation = 0
         self.waker: Waker | None = None
+        self.name = ""
+        self.lane = ""
+        self.backend_busy = False
+        """Offloaded work holds the backend; ticks and wake-ups leave it alone meanwhile."""
+        self.stop_after_launch: Any = None
+        """Who asked for a shutdown while the kernel was still being launched."""
+
+    def work_handlers(self):
+        return {
+            Launched: self._launched,
+            Relaunched: self._relaunched,
+            StoppedForGood: self._stopped_for_good,
+        }
 
     # --- ticks ----------------------------------------------------------------------------
 
@@ -164,13 +208,15 @@ class Kernel(NbActor):
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         if not isinstance(msg.payload, Tick) or msg.payload.generation != self.tick_generation:
             return
-        if self.backend is None or self.state is KernelState.DEAD:
+        if self.backend is None or self.state is KernelState.DEAD or self.backend_busy:
             return
         self._pump_safely()
         if self.state is not KernelState.DEAD:
             self._tick_soon()
 
     def receiveMsg_KernelIoReady(self, msg: KernelIoReady, sender: ActorAddress) -> None:
+        if self.backend_busy:
+            return
         if self.backend is not None and self.state is not KernelState.DEAD:
             self._pump_safely()
         if self.waker is not None and self.state is not KernelState.DEAD:
@@ -202,21 +248,34 @@ class Kernel(NbActor):
     def receiveMsg_StartKernel(self, msg: StartKernel, sender: ActorAddress) -> None:
         self.room = sender
         self.edge = msg.edge
-        try:
-            self.backend = _make_backend(msg)
-            self._asked_info(self.backend.start(msg.working_dir))
-        except Exception as exc:
-            log.exception("kernel start failed")
-            self.state = KernelState.DEAD
-            self.send(sender, KernelFailed(ErrorCode.INTERNAL, f"kernel failed to start: {exc}"))
-            return
+        self.name = msg.notebook_id
+        self.lane = f"kernel:{self.myAddress}"
         self.state = KernelState.STARTING
-        self.send(self.edge, ProcessStarted("kernel", msg.notebook_id, self.backend.pid))
+        self.offload(Launched(), lambda: _launch(msg), self.lane)
+
+    def _launched(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error("kernel start failed: %s", done.error)
+            self.state = KernelState.DEAD
+            message = f"kernel failed to start: {done.error}"
+            self.send(self.room, KernelFailed(ErrorCode.INTERNAL, message))
+            self._stop_if_asked()
+            return
+        self.backend, info_id = done.result
+        self.send(self.edge, ProcessStarted("kernel", self.name, self.backend.pid))
+        if self.stop_after_launch is not None:
+            self._stop_backend(self.stop_after_launch)
+            return
+        self._asked_info(info_id)
         post = thread_post.self_poster(self)
         fds = self.backend.wake_fds()
         if post is not None and fds:
             self.waker = Waker(fds, post)
         self._tick_soon()
+
+    def _stop_if_asked(self) -> None:
+        if self.stop_after_launch is not None:
+            self.send(self.stop_after_launch, KernelStopped(None))
 
     # --- events from the kernel -----------------------------------------------------------
 
@@ -324,17 +383,28 @@ class Kernel(NbActor):
     def receiveMsg_RestartKernelNow(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
         self._abandon_run("the kernel was restarted")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
-        try:
-            self._asked_info(self.backend.restart())
-        except Exception as exc:
-            log.exception("kernel restart failed")
-            self.state = KernelState.DEAD
-            self._stop_waker()
-            self.send(sender, KernelFailed(ErrorCode.INTERNAL, f"kernel restart failed: {exc}"))
-            return
         self.state = KernelState.RESTARTING
         self.restart_origin = msg.origin
+        if self.backend is None:
+            return
+        self.backend_busy = True
+        self.offload(Relaunched(msg.origin, sender), self.backend.restart, self.lane)
+
+    def _relaunched(self, done: BlockingWorkDone) -> None:
+        self.backend_busy = False
+        if self.state is not KernelState.RESTARTING:
+            return
+        if not done.ok:
+            log.error("kernel restart failed: %s", done.error)
+            self.state = KernelState.DEAD
+            self._stop_waker()
+            message = f"kernel restart failed: {done.error}"
+            self.send(done.token.room, KernelFailed(ErrorCode.INTERNAL, message))
+            return
+        self._asked_info(done.result)
         self.send(self.edge, ProcessStarted("kernel", "restarted", self.backend.pid))
+        if self.waker is not None:
+            self.waker.rearm()
         self._tick_soon()
 
     def _stop_waker(self) -> None:
@@ -352,19 +422,31 @@ class Kernel(NbActor):
         self.send(self.room, KernelDied(pid))
 
     def receiveMsg_ShutdownKernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
-        pid = self.backend.pid if self.backend is not None else None
         self._abandon_run("the kernel was shut down")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
         self._stop_waker()
-        if self.backend is not None:
-            try:
-                self.backend.shutdown()
-            except Exception:
-                log.exception("kernel shutdown failed")
+        launching = self.backend is None and self.state is KernelState.STARTING
         self.state = KernelState.DEAD
-        self.send(sender, KernelStopped(pid))
+        if launching:
+            self.stop_after_launch = sender
+        elif self.backend is None:
+            self.send(sender, KernelStopped(None))
+        else:
+            self._stop_backend(sender)
+
+    def _stop_backend(self, reply_to: Any) -> None:
+        self.state = KernelState.DEAD
+        self.backend_busy = True
+        backend, self.backend = self.backend, None
+        self.offload(StoppedForGood(backend.pid, reply_to), backend.shutdown, self.lane)
+
+    def _stopped_for_good(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error("kernel shutdown failed: %s", done.error)
+        self.send(done.token.room, KernelStopped(done.token.pid))
 
     def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:
+        """Last resort: the Room asks for ShutdownKernel first, so this rarely finds a kernel."""
         self._stop_waker()
-        if self.backend is not None and self.state is not KernelState.DEAD:
+        if self.backend is not None and not self.backend_busy:
             self.backend.shutdown()

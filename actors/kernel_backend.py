@@ -95,8 +95,8 @@ class JupyterBackend:
         self._km = KernelManager(
             kernel_name=kernel_name,
             transport="ipc",
-            ip=str(kernel_dir / kernel_id[:8]),
-            connection_file=str(kernel_dir / f"{kernel_id[:8]}.json"),
+            ip=str(kernel_dir / kernel_id),
+            connection_file=str(kernel_dir / f"{kernel_id}.json"),
         )
         self._kc: Any = None
         argv = self._km.kernel_spec.argv

@@ -24,6 +24,7 @@ import orjson
 import psutil
 
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
+from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -44,6 +45,7 @@ from nbstage.protocol.frames import (
     encode_result_frame,
     read_frame,
 )
+from nbstage.protocol.offload import BlockingWorkRequested
 from nbstage.protocol.requests import (
     AttachNotebook,
     CreateNotebook,
@@ -148,6 +150,7 @@ class Edge:
 
         os.environ[EDGE_PID_ENV] = str(os.getpid())
         self._host = ActorHost(self._on_actor_message)
+        self._offload = OffloadRunner(self._host.tell)
         self._daemon_actor = self._host.create(Daemon)
         start = StartDaemon(str(self.paths.root), str(self.paths.kernel_dir), self.settings)
         self._host.tell(self._daemon_actor, start)
@@ -159,6 +162,7 @@ class Edge:
             await asyncio.wait_for(self._stopped.wait(), STOP_TIMEOUT)
         except TimeoutError:
             log.error("rooms did not close within %.0fs; stopping anyway", STOP_TIMEOUT)
+        await self._offload.drain()
         self._host.close()
         await asyncio.to_thread(self._kill_leftovers)
 
@@ -191,6 +195,8 @@ class Edge:
                 self._record_pid(role, name, pid)
             case ProcessEnded(_, _, pid):
                 self.pids.pop(pid, None)
+            case BlockingWorkRequested():
+                self._offload.start(message)
             case DaemonStarted():
                 self._started.set()
             case DaemonStopped():

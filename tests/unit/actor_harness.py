@@ -2,7 +2,9 @@
 
 A Recorder stands in for the socket edge and for the Daemon: it forwards
 messages on the test's behalf (so replies come back to it) and keeps everything
-it receives. Tests then inject messages in the exact order a race needs.
+it receives. Tests then inject messages in the exact order a race needs. Like a
+real edge it carries out offloaded blocking work, but at once and in its own
+mailbox, so the answer's place in the order is fixed.
 
 A FakeDaemon plays the daemon socket behind a Recorder that stands in for a
 session child's edge: it reads the daemon links the actors asked the edge to
@@ -30,6 +32,7 @@ from nbstage.actors.daemon_link import (
     SendToDaemon,
 )
 from nbstage.protocol.frames import WIRE_VERSION, decode_body
+from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,13 @@ class Recorded:
     """Ask the Recorder for everything it received so far."""
 
 
+def run_inline(request: BlockingWorkRequested) -> BlockingWorkDone:
+    try:
+        return BlockingWorkDone(request.token, request.work())
+    except Exception as exc:
+        return BlockingWorkDone(request.token, error=exc)
+
+
 class Recorder(Actor):
     def __init__(self) -> None:
         super().__init__()
@@ -51,6 +61,9 @@ class Recorder(Actor):
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
         if isinstance(msg, Forward):
             self.send(msg.target, msg.message)
+        elif isinstance(msg, BlockingWorkRequested):
+            self.seen.append(msg)
+            self.send(msg.reply_to, run_inline(msg))
         elif isinstance(msg, Recorded):
             self.send(sender, list(self.seen))
         else:

@@ -1,0 +1,49 @@
+"""The edge's side of ``protocol/offload.py``: blocking work on worker threads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
+
+log = logging.getLogger("nbstage.offload")
+
+
+class OffloadRunner:
+    def __init__(self, tell: Callable[[Any, Any], None]) -> None:
+        self._tell = tell
+        self._lanes: dict[str, asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    def start(self, request: BlockingWorkRequested) -> None:
+        previous = self._lanes.get(request.lane) if request.lane is not None else None
+        task = asyncio.create_task(self._run(request, previous))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if request.lane is not None:
+            self._lanes[request.lane] = task
+            task.add_done_callback(lambda done: self._forget_lane(request.lane, done))
+
+    async def drain(self) -> None:
+        """Wait for all work under way (at stop, so nothing acknowledged is cut short)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _forget_lane(self, lane: str, done: asyncio.Task) -> None:
+        if self._lanes.get(lane) is done:
+            del self._lanes[lane]
+
+    async def _run(self, request: BlockingWorkRequested, previous: asyncio.Future | None) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        try:
+            result = await asyncio.to_thread(request.work)
+        except Exception as exc:
+            log.warning("blocking work %r failed: %s", request.token, exc)
+            done = BlockingWorkDone(request.token, error=exc)
+        else:
+            done = BlockingWorkDone(request.token, result)
+        self._tell(request.reply_to, done)
