@@ -9,8 +9,6 @@ from typing import Any
 
 import orjson
 
-from nbstage.actors.registry import Registry
-
 PRUNE_EVERY = 50
 
 
@@ -20,19 +18,23 @@ def write_notebook_file(path: Path, notebook: dict[str, Any]) -> None:
     write_atomic(path, serialize_notebook(notebook))
 
 
-def flush_untitled(registry: Registry, notebook_id: str, notebook: dict[str, Any]) -> None:
-    registry.store_untitled(notebook_id, orjson.dumps(notebook))
+def write_snapshot(path: Path, snapshot: bytes) -> None:
+    """Worker-thread work: validate and write a notebook snapshot taken as orjson bytes."""
+    write_notebook_file(path, orjson.loads(snapshot))
+
+
+def record_execution(where: Path, execution_id: str, record: bytes, keep: int | None) -> None:
+    """Worker-thread work: write one execution record, pruning old ones when asked."""
+    target = record_path(where, execution_id)
+    temp = target.with_suffix(".tmp")
+    temp.write_bytes(record)
+    os.replace(temp, target)
+    if keep is not None:
+        prune_executions(where, keep)
 
 
 def record_path(executions_dir: Path, execution_id: str) -> Path:
     return executions_dir / f"{execution_id}.json"
-
-
-def write_execution(executions_dir: Path, record: dict[str, Any]) -> None:
-    target = record_path(executions_dir, record["execution_id"])
-    temp = target.with_suffix(".tmp")
-    temp.write_bytes(orjson.dumps(record))
-    os.replace(temp, target)
 
 
 def read_execution(executions_dir: Path, execution_id: str) -> dict[str, Any] | None:

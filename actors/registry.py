@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS untitled (
 
 class Registry:
     def __init__(self, path: Path) -> None:
-        self._db = sqlite3.connect(path, timeout=10, isolation_level=None)
+        self._db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)

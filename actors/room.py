@@ -16,6 +16,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,19 @@ from nbstage.actors.base import NbActor
 from nbstage.actors.document import Document
 from nbstage.actors.executions import ExecutionBook
 from nbstage.actors.registry import Registry
-from nbstage.actors.room_kernel import KeepAliveExpired, KernelSide, WaitExpired, scoped_key
+from nbstage.actors.room_kernel import (
+    ExecutionRecorded,
+    KeepAliveExpired,
+    KernelSide,
+    WaitExpired,
+    scoped_key,
+)
 from nbstage.protocol.edge import Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     KernelState,
 )
+from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.requests import (
     CreateCell,
     DeleteCell,
@@ -72,6 +80,31 @@ log = logging.getLogger("nbstage.room")
 REMEMBERED_KEYS = 512
 
 
+class SavePurpose(StrEnum):
+    AUTOSAVE = "autosave"
+    REQUEST = "request"
+    NEW_PATH = "new_path"
+    CLOSE = "close"
+    FIRST = "first"
+
+
+@dataclass(frozen=True, slots=True)
+class SaveFinished:
+    """Offload token of one save: the snapshot of ``revision`` went to ``path`` (None: the
+    registry's untitled row)."""
+
+    path: str | None
+    revision: int
+    purpose: SavePurpose
+    origin: Origin | None
+
+
+def _save_error(error: BaseException | None) -> NbstageError:
+    if isinstance(error, NbstageError):
+        return error
+    return NbstageError(ErrorCode.SAVE_FAILED, f"The notebook was not saved: {error}")
+
+
 @dataclass(frozen=True, slots=True)
 class AutosaveDue:
     generation: int
@@ -105,6 +138,10 @@ class Room(KernelSide, NbActor):
         self.joins_seen = 0
         self._registry: Registry | None = None
         self.load_error: NbstageError | None = None
+        self.closing: ActorAddress | None = None
+        self.held_joins: list[JoinRoom] | None = None
+        """Joins that arrived while a new notebook's first save was under way."""
+        """Who asked this room to close; from then on it acknowledges no mutation."""
 
     # --- start ----------------------------------------------------------------------------
 
@@ -123,9 +160,30 @@ class Room(KernelSide, NbActor):
             return
         self.saved_revision = self.doc.revision
         if msg.source is RoomSource.NEW and not msg.ephemeral:
-            self._flush_untitled()
-        self.send(sender, RoomStarted(msg.notebook_id, os.getpid()))
+            self.held_joins = []
+            self.saved_revision = -1
+            self._flush_untitled(SavePurpose.FIRST)
+            return
+        self._started()
+
+    def _started(self) -> None:
+        self.send(self.daemon, RoomStarted(self.notebook_id, os.getpid()))
         self._report_status()
+
+    def _first_flush_finished(self, done: BlockingWorkDone) -> None:
+        """A new persisted notebook exists once its untitled row is durable; joins wait."""
+        held, self.held_joins = self.held_joins, None
+        if done.ok:
+            self._started()
+            for join in held:
+                self.receiveMsg_JoinRoom(join, self.daemon)
+            return
+        self.doc = None
+        self.load_error = _save_error(done.error)
+        error = self.load_error
+        self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
+        for join in held:
+            self.fail(join.origin, error)
 
     def _load(self, msg: StartRoom) -> Document:
         if msg.source is RoomSource.FILE:
@@ -159,6 +217,9 @@ class Room(KernelSide, NbActor):
     # --- peers and the kernel's lifetime --------------------------------------------------
 
     def receiveMsg_JoinRoom(self, msg: JoinRoom, sender: ActorAddress) -> None:
+        if self.held_joins is not None:
+            self.held_joins.append(msg)
+            return
         if self.doc is None:
             self.joins_seen = max(self.joins_seen, msg.join_seq)
             unloaded = NbstageError(
@@ -276,6 +337,11 @@ class Room(KernelSide, NbActor):
         """Wrap a mutation so a repeated idempotency key returns the first result unchanged."""
 
         def handle(origin: Origin, req: Any) -> None:
+            if self.closing is not None:
+                raise NbstageError(
+                    ErrorCode.SHUTTING_DOWN,
+                    "This notebook is closing, so the change was not made; try again.",
+                )
             key = scoped_key(req)
             if key is not None and key in self.applied:
                 self.answer(origin, self.applied[key])
@@ -349,19 +415,18 @@ class Room(KernelSide, NbActor):
         self.autosave_generation += 1
         self.wakeupAfter(timedelta(seconds=delay), payload=AutosaveDue(self.autosave_generation))
 
-    def _persist_if_changed(self) -> None:
+    def _persist_if_changed(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> bool:
+        """Start saving if there are unsaved edits; False when there is nothing to do."""
         if self.ephemeral and self.path is None:
-            return
+            return False
         if self.doc.revision == self.saved_revision:
             self.first_unsaved_at = None
-            return
-        try:
-            if self.path is not None:
-                self._write_file(self.path)
-            else:
-                self._flush_untitled()
-        except NbstageError as exc:
-            log.error("autosave of %s failed: %s", self.notebook_id, exc.message)
+            return False
+        if self.path is not None:
+            self._save_file(self.path, purpose)
+        else:
+            self._flush_untitled(purpose)
+        return True
 
     def _save_request(self, origin: Origin, req: SaveNotebook) -> None:
         if req.path is None:
@@ -370,8 +435,7 @@ class Room(KernelSide, NbActor):
                     ErrorCode.NO_PATH,
                     "This notebook has no file yet. Call save_notebook with a path.",
                 )
-            self._write_file(self.path)
-            self.answer(origin, {"notebook_id": self.notebook_id, "path": self.path})
+            self._save_file(self.path, SavePurpose.REQUEST, origin)
             return
         from nbstage.actors.notebook_files import absolute_notebook_path
 
@@ -381,49 +445,80 @@ class Room(KernelSide, NbActor):
         self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
 
     def receiveMsg_PathClaimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
-        self.guarded(msg.origin, self._save_claimed, msg.path)
-
-    def _save_claimed(self, origin: Origin, path: str) -> None:
-        try:
-            self._write_file(path)
-        except Exception:
-            self.send(self.daemon, PathReleased(self.notebook_id, path))
-            raise
-        self.send(self.daemon, PathBound(self.notebook_id, path))
-        self.path = path
-        self.ephemeral = False
-        self.answer(origin, {"notebook_id": self.notebook_id, "path": path})
-        self._report_status()
+        self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
 
     def receiveMsg_PathRefused(self, msg: PathRefused, sender: ActorAddress) -> None:
         self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
-    def _write_file(self, path: str) -> None:
-        persistence.write_notebook_file(Path(path), self.doc.to_json())
-        self._mark_saved()
-        self._event("saved", {"path": path})
+    def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
+        """Write an immutable snapshot, taken now, on the edge's worker (this room's lane)."""
+        snapshot = orjson.dumps(self.doc.to_json())
+        token = SaveFinished(path, self.doc.revision, purpose, origin)
+        self.offload(token, lambda: persistence.write_snapshot(Path(path), snapshot), self._lane)
 
-    def _flush_untitled(self) -> None:
-        persistence.flush_untitled(self.registry, self.notebook_id, self.doc.to_json())
-        self._mark_saved()
+    def _flush_untitled(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
+        snapshot = orjson.dumps(self.doc.to_json())
+        token = SaveFinished(None, self.doc.revision, purpose, None)
+        registry = self.registry
+        notebook_id = self.notebook_id
+        self.offload(token, lambda: registry.store_untitled(notebook_id, snapshot), self._lane)
 
-    def _mark_saved(self) -> None:
-        self.saved_revision = self.doc.revision
-        self.first_unsaved_at = None
+    @property
+    def _lane(self) -> str:
+        return f"room:{self.notebook_id}"
+
+    def work_handlers(self):
+        return {SaveFinished: self._save_finished, ExecutionRecorded: self._execution_recorded}
+
+    def _save_finished(self, done: BlockingWorkDone) -> None:
+        token: SaveFinished = done.token
+        if done.ok:
+            self.saved_revision = max(self.saved_revision, token.revision)
+            if self.saved_revision == self.doc.revision:
+                self.first_unsaved_at = None
+            if token.path is not None:
+                self._event("saved", {"path": token.path})
+        else:
+            log.error("saving %s failed: %s", self.notebook_id, done.error)
+        match token.purpose:
+            case SavePurpose.REQUEST:
+                self._answer_save(token, done)
+            case SavePurpose.NEW_PATH:
+                self._new_path_saved(token, done)
+            case SavePurpose.CLOSE:
+                self._finish_close(done.ok)
+            case SavePurpose.FIRST:
+                self._first_flush_finished(done)
+
+    def _answer_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
+        if done.ok:
+            self.answer(token.origin, {"notebook_id": self.notebook_id, "path": token.path})
+        else:
+            self.fail(token.origin, _save_error(done.error))
+
+    def _new_path_saved(self, token: SaveFinished, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            self.send(self.daemon, PathReleased(self.notebook_id, token.path))
+            self.fail(token.origin, _save_error(done.error))
+            return
+        self.send(self.daemon, PathBound(self.notebook_id, token.path))
+        self.path = token.path
+        self.ephemeral = False
+        self._answer_save(token, done)
+        self._report_status()
 
     # --- closing --------------------------------------------------------------------------
 
     def receiveMsg_CloseRoom(self, msg: CloseRoom, sender: ActorAddress) -> None:
-        saved = False
-        if self.doc is not None:
-            try:
-                self._persist_if_changed()
-                saved = True
-            except Exception:
-                log.exception("closing %s: final save failed", self.notebook_id)
+        """Stop the kernel, then save what is unsaved; RoomClosed once the save is done."""
+        self.closing = sender
         if self.kernel is not None:
             self._detach_kernel(msg.reason)
+        if self.doc is None or not self._persist_if_changed(SavePurpose.CLOSE):
+            self._finish_close(saved=True)
+
+    def _finish_close(self, saved: bool) -> None:
         if self._registry is not None:
             self._registry.close()
             self._registry = None
-        self.send(sender, RoomClosed(self.notebook_id, saved))
+        self.send(self.closing, RoomClosed(self.notebook_id, saved))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import lifetime, persistence
@@ -39,6 +40,7 @@ from nbstage.protocol.kernels import (
     ShutdownKernel,
     StartKernel,
 )
+from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.requests import (
     ExecuteCell,
     GetExecution,
@@ -57,6 +59,13 @@ class KeepAliveExpired:
     """Keep-alive timer payload; also accepted as a message so tests can fire it in order."""
 
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRecorded:
+    """Offload token: an execution's record was written to executions/."""
+
+    execution_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,15 +274,22 @@ class KernelSide:
         self._edited()
 
     def _store_execution(self, view: dict[str, Any]) -> None:
-        try:
-            persistence.write_execution(self.executions_dir, view)
-            self.finished_count += 1
-            if self.finished_count % persistence.PRUNE_EVERY == 0:
-                persistence.prune_executions(
-                    self.executions_dir, self.config.settings.execution_retention
-                )
-        except OSError:
-            log.exception("could not record execution %s", view["execution_id"])
+        self.finished_count += 1
+        record = orjson.dumps(view)
+        where = self.executions_dir
+        keep = None
+        if self.finished_count % persistence.PRUNE_EVERY == 0:
+            keep = self.config.settings.execution_retention
+        execution_id = view["execution_id"]
+
+        def write() -> None:
+            persistence.record_execution(where, execution_id, record, keep)
+
+        self.offload(ExecutionRecorded(execution_id), write)
+
+    def _execution_recorded(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error("could not record execution %s: %s", done.token.execution_id, done.error)
 
     def _interrupt(self, origin: Origin, req: InterruptKernel) -> None:
         if self.kernel is None or self.kernel_state is KernelState.DEAD:
