@@ -19,7 +19,6 @@ fails loudly if the internals move.
 from __future__ import annotations
 
 import queue
-from importlib.metadata import version
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorSystem
@@ -70,4 +69,6 @@ class InProcessSystem:
 
 
 def installed_version_matches() -> bool:
+    from importlib.metadata import version
+
     return version("thespian") == PINNED_THESPIAN

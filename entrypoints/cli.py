@@ -129,11 +129,12 @@ Waiting for MCP messages on stdin (Ctrl-D to quit)."""
 @state_dir_option
 def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) -> None:
     """Serve MCP on stdio: the command an MCP client launches."""
+    from nbstage.entrypoints.lean import without_tls
+
+    without_tls()
     import asyncio
     import os
-    import threading
 
-    from nbstage.entrypoints import daemon_control
     from nbstage.entrypoints.logs import setup_logging
     from nbstage.entrypoints.mcp_edge import McpEdge, claim_stdio
     from nbstage.entrypoints.statedir import prepare
@@ -145,8 +146,6 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     paths = state_paths(state_dir)
     prepare(paths)
     setup_logging(paths.logs, "mcp")
-    if not no_autostart:
-        threading.Thread(target=daemon_control.start_background, args=(paths,), daemon=True).start()
     rejoin = os.environ.get("NBSTAGE_REJOIN_NOTEBOOK") or None
     asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out, not no_autostart).run())
 

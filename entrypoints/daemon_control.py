@@ -12,13 +12,13 @@ import subprocess
 import sys
 import threading
 import time
-from importlib.metadata import version as package_version
 from typing import Any
 
 import psutil
 
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
 from nbstage.entrypoints.statedir import StatePaths, prepare
+from nbstage.protocol.version import VERSION
 
 VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
 START_TIMEOUT = 60.0
@@ -30,7 +30,7 @@ class AlreadyRunning(Exception):
 
 
 def daemon_version() -> str:
-    return os.environ.get(VERSION_ENV) or package_version("nbstage")
+    return os.environ.get(VERSION_ENV) or VERSION
 
 
 def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:

@@ -26,7 +26,6 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass, field
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ from nbstage.protocol.supervision import (
     ToolListChanged,
     ToSessionChild,
 )
+from nbstage.protocol.version import VERSION
 
 SUPERVISED_METHODS = ("tools/list", "tools/call")
 
@@ -128,7 +128,7 @@ class McpEdge:
         self._supervisor: Any = None
         self._stopped = asyncio.Event()
         self._supervisor_stopped = asyncio.Event()
-        self.lifecycle = mcp.Lifecycle(version=package_version("nbstage"))
+        self.lifecycle = mcp.Lifecycle(version=VERSION)
         self._children: dict[int, SessionChild] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -151,6 +151,8 @@ class McpEdge:
             read_tool_cache(self.paths.root),
         )
         self._host.tell(self._supervisor, start)
+        if self.autostart:
+            self._spawn(self._start_daemon_unless_running())
         reader = asyncio.create_task(self._read_stdin())
         await self._stopped.wait()
         reader.cancel()
@@ -248,6 +250,30 @@ class McpEdge:
             case _:
                 log.warning("mcp edge ignored %s", type(message).__name__)
 
+    async def _start_daemon_unless_running(self) -> None:
+        """Start a daemon if nothing answers on the socket, in a short-lived process of its
+        own (`nbstage daemon start` detaches it), so this process never loads its code."""
+        try:
+            _, writer = await asyncio.open_unix_connection(str(self.paths.socket))
+        except OSError:
+            pass
+        else:
+            writer.close()
+            return
+        starter = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "nbstage.entrypoints.cli",
+            "daemon",
+            "start",
+            "--state-dir",
+            str(self.paths.root),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+        )
+        if await starter.wait() != 0:
+            log.error("could not start the daemon; see %s", self.paths.logs)
+
     def _spawn(self, work: Any) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
@@ -263,7 +289,7 @@ class McpEdge:
             child.process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "nbstage.entrypoints.session_child",
+                "nbstage.entrypoints.session_main",
                 stdin=asyncio.subprocess.DEVNULL,
                 pass_fds=(theirs.fileno(),),
                 env=env,

@@ -1,7 +1,7 @@
 """The session child: one MCP client's SessionManager and WatchLoop, in a process of
 their own so that a crash here never reaches the client's stdio.
 
-`nbstage mcp` starts this module (``python -m nbstage.entrypoints.session_child``)
+`nbstage mcp` starts it (``python -m nbstage.entrypoints.session_main``)
 with one end of a socketpair in ``NBSTAGE_SESSION_FD``. Frames from it become
 messages to the SessionManager; what the actors address to the supervisor goes back
 as frames. This edge also owns the actors' connections to the daemon socket
@@ -164,7 +164,3 @@ def main() -> None:
     edge = SessionChildEdge(sock)
     asyncio.run(edge.run())
     sys.exit(edge.exit_code)
-
-
-if __name__ == "__main__":
-    main()

@@ -7,9 +7,7 @@ runtime dir named after a hash of the state dir, and the state dir records where
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +55,9 @@ class StatePaths:
 
 
 def _short_socket_dir(root: Path) -> Path:
+    import hashlib
+    import tempfile
+
     digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     return Path(base) / f"nbstage-{os.getuid()}-{digest}"

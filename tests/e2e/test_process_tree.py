@@ -249,7 +249,7 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
             sweep.note(tree)
             assert sorted(tree) == sorted([server, child.pid]), describe(tree)
             assert child.ppid() == server
-            assert "nbstage.entrypoints.session_child" in child.cmdline()
+            assert "nbstage.entrypoints.session_main" in child.cmdline()
             reported = await in_thread(session_manager_pid, tree_daemon, "idle")
             assert reported == child.pid, "the daemon knows a different session manager"
             rss = {pid: proc.memory_info().rss for pid, proc in tree.items()}

@@ -1,0 +1,17 @@
+"""`python -m nbstage.entrypoints.session_main`: how `nbstage mcp` starts its session
+child (``session_child.py``), lean from the first import (``lean.py``)."""
+
+from __future__ import annotations
+
+
+def run() -> None:
+    from nbstage.entrypoints.lean import without_tls
+
+    without_tls()
+    from nbstage.entrypoints.session_child import main
+
+    main()
+
+
+if __name__ == "__main__":
+    run()
