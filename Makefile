@@ -41,6 +41,9 @@ bench: install
 	$(BIN)/python bench/thespian_bases.py
 	$(BIN)/python bench/kernel_roundtrip.py
 	$(BIN)/python bench/peers.py
+	$(BIN)/python bench/mcp_roundtrip.py
+	$(BIN)/python bench/recovery.py
+	$(BIN)/python bench/many_clients.py --clients 32
 
 demo: install
 	$(BIN)/nbstage harness examples/two-agents.toml

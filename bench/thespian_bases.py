@@ -4,7 +4,7 @@
 
 For each base it prints the median and p90 of an ask() round trip to an echo
 actor, and whether any process of the system listens on TCP. This is the
-measurement behind the base nbstage uses (see README and docs/adr/0001).
+measurement behind the base nbstage uses (see README and docs/adr/0002).
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ import time
 
 import psutil
 from thespian.actors import ActorSystem
-
-import nbstage.actors.thespian_tweaks  # noqa: F401 - spawn needs the tweaks in this main module
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_actors import Echo
