@@ -1,12 +1,12 @@
 """The Kernel actor: one real Jupyter kernel, its run queue and its output batches.
 
-It never blocks on the kernel. A small waker thread selects on the kernel sockets'
-fds and posts KernelIoReady to this actor when they may be readable; the actor
-then drains them. Timer ticks back this up: every 50 ms while something runs (to
-flush output batches), every 100 ms otherwise (which is also how it notices the
-process dying). Without a waker (other thespian bases, the scripted backend) the
-busy tick is 1 ms. Timers cannot be cancelled in thespian, so each tick carries a
-generation and stale ones are dropped.
+It never blocks on the kernel. The daemon's edge watches the kernel sockets' fds on
+its event loop (WatchKernelSockets) and sends KernelIoReady when they may be
+readable; the actor then drains them without waiting. Timer ticks back this up:
+every 50 ms while something runs (to flush output batches), every 100 ms otherwise
+(which is also how it notices the process dying). A backend without fds (the
+scripted one in unit tests) is polled every 1 ms while busy. Timers cannot be
+cancelled in thespian, so each tick carries a generation and stale ones are dropped.
 
 Code runs one cell at a time, in request order. An error cancels the queue behind it.
 
@@ -21,8 +21,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import select
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -32,7 +30,6 @@ from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
 
-from nbstage.actors import thread_post
 from nbstage.actors.base import NbActor
 from nbstage.actors.document import append_output
 from nbstage.actors.kernel_backend_events import (
@@ -53,6 +50,7 @@ from nbstage.protocol.kernels import (
     KernelDied,
     KernelFailed,
     KernelInterrupted,
+    KernelIoReady,
     KernelReady,
     KernelRestarted,
     KernelState,
@@ -62,6 +60,8 @@ from nbstage.protocol.kernels import (
     RunCode,
     ShutdownKernel,
     StartKernel,
+    UnwatchKernelSockets,
+    WatchKernelSockets,
 )
 from nbstage.protocol.offload import BlockingWorkDone
 
@@ -77,46 +77,6 @@ INFO_RETRY_SECS = 0.2
 @dataclass(frozen=True, slots=True)
 class Tick:
     generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class KernelIoReady:
-    """Posted by the waker thread: the kernel's sockets may have messages."""
-
-
-class Waker:
-    """A thread that nudges the actor when the kernel's sockets may be readable.
-
-    The fds are edge-triggered, so after each nudge the thread waits until the
-    actor has drained the sockets and re-armed it.
-    """
-
-    def __init__(self, fds: list[int], post: Any) -> None:
-        self._fds = fds
-        self._post = post
-        self._armed = threading.Event()
-        self._armed.set()
-        self._stopped = False
-        threading.Thread(target=self._run, name="kernel-waker", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            self._armed.wait()
-            if self._stopped:
-                return
-            readable, _, _ = select.select(self._fds, [], [], 1.0)
-            if self._stopped:
-                return
-            if readable:
-                self._armed.clear()
-                self._post(KernelIoReady())
-
-    def rearm(self) -> None:
-        self._armed.set()
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._armed.set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +141,8 @@ class Kernel(NbActor):
         self.info_sent_at = 0.0
         self.restart_origin: Any = None
         self.tick_generation = 0
-        self.waker: Waker | None = None
+        self.watched: tuple[int, ...] = ()
+        """The socket fds the edge watches for this kernel."""
         self.name = ""
         self.lane = ""
         self.backend_busy = False
@@ -202,7 +163,7 @@ class Kernel(NbActor):
         """Start a new tick chain at the pace the current state needs."""
         self.tick_generation += 1
         busy = self.state in (KernelState.STARTING, KernelState.RESTARTING) or self.run is not None
-        busy_tick = FLUSH_TICK if self.waker is not None else POLLING_TICK
+        busy_tick = FLUSH_TICK if self.watched else POLLING_TICK
         self.wakeupAfter(busy_tick if busy else IDLE_TICK, payload=Tick(self.tick_generation))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
@@ -219,8 +180,6 @@ class Kernel(NbActor):
             return
         if self.backend is not None and self.state is not KernelState.DEAD:
             self._pump_safely()
-        if self.waker is not None and self.state is not KernelState.DEAD:
-            self.waker.rearm()
 
     def _pump_safely(self) -> None:
         try:
@@ -267,10 +226,9 @@ class Kernel(NbActor):
             self._stop_backend(self.stop_after_launch)
             return
         self._asked_info(info_id)
-        post = thread_post.self_poster(self)
-        fds = self.backend.wake_fds()
-        if post is not None and fds:
-            self.waker = Waker(fds, post)
+        self.watched = tuple(self.backend.wake_fds())
+        if self.watched:
+            self.send(self.edge, WatchKernelSockets(self.myAddress, self.watched))
         self._tick_soon()
 
     def _stop_if_asked(self) -> None:
@@ -397,26 +355,26 @@ class Kernel(NbActor):
         if not done.ok:
             log.error("kernel restart failed: %s", done.error)
             self.state = KernelState.DEAD
-            self._stop_waker()
+            self._stop_watching()
             message = f"kernel restart failed: {done.error}"
             self.send(done.token.room, KernelFailed(ErrorCode.INTERNAL, message))
             return
         self._asked_info(done.result)
         self.send(self.edge, ProcessStarted("kernel", "restarted", self.backend.pid))
-        if self.waker is not None:
-            self.waker.rearm()
+        self._pump_safely()
         self._tick_soon()
 
-    def _stop_waker(self) -> None:
-        if self.waker is not None:
-            self.waker.stop()
-            self.waker = None
+    def _stop_watching(self) -> None:
+        """Before the sockets close: an fd the loop still watches must never be reused."""
+        if self.watched:
+            self.send(self.edge, UnwatchKernelSockets(self.watched))
+            self.watched = ()
 
     def _died(self) -> None:
         pid = self.backend.pid
         log.warning("kernel pid %s died", pid)
         self.state = KernelState.DEAD
-        self._stop_waker()
+        self._stop_watching()
         self._abandon_run("the kernel died")
         self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
         self.send(self.room, KernelDied(pid))
@@ -424,7 +382,7 @@ class Kernel(NbActor):
     def receiveMsg_ShutdownKernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
         self._abandon_run("the kernel was shut down")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
-        self._stop_waker()
+        self._stop_watching()
         launching = self.backend is None and self.state is KernelState.STARTING
         self.state = KernelState.DEAD
         if launching:
@@ -447,6 +405,6 @@ class Kernel(NbActor):
 
     def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:
         """Last resort: the Room asks for ShutdownKernel first, so this rarely finds a kernel."""
-        self._stop_waker()
+        self._stop_watching()
         if self.backend is not None and not self.backend_busy:
             self.backend.shutdown()

@@ -12,19 +12,66 @@ block, so three small things come from the base's private side:
 3. how long until the next ``wakeupAfter`` timer is due, so the loop can call
    back exactly then instead of polling.
 
+And one repair: the base keeps pending timers in a list that it scans on every
+delivery, and timers cannot be cancelled, so a daemon with many waits pending (each
+``execute`` with ``wait_secs`` arms one) spent a third of its time in that scan.
+:func:`use_timer_heap` keeps them in a heap instead, with the same behaviour.
+
 thespian is pinned (setup.cfg) because of these; ``tests/unit/test_thespian_tweaks.py``
 fails loudly if the internals move.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import queue
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorSystem
-from thespian.system.timing import currentTime
+from thespian.system import simpleSystemBase
+from thespian.system.timing import ExpirationTimer, currentTime
 
 PINNED_THESPIAN = "4.0.1"
+
+
+_timer_order = itertools.count()
+
+
+def _heap_init(self: Any) -> None:
+    self._wakeUps = []
+
+
+def _heap_add(self: Any, from_actor: Any, time_period: Any, payload: Any) -> None:
+    timer = ExpirationTimer(time_period)
+    due = timer.view().remainingSeconds() + currentTime()
+    heapq.heappush(self._wakeUps, (due, next(_timer_order), from_actor, timer, payload))
+
+
+def _heap_pop_expired(self: Any, now: float) -> list[tuple[Any, Any, Any]]:
+    expired = []
+    while self._wakeUps and self._wakeUps[0][0] <= now:
+        _, _, target, timer, payload = heapq.heappop(self._wakeUps)
+        expired.append((target, timer, payload))
+    return expired
+
+
+def _heap_next(self: Any) -> Any:
+    return self._wakeUps[0][3] if self._wakeUps else None
+
+
+def _heap_status(self: Any, statusmsg: Any) -> Any:
+    statusmsg.addWakeups([(entry[2], entry[3]) for entry in self._wakeUps])
+    return statusmsg
+
+
+def use_timer_heap() -> None:
+    manager = simpleSystemBase.WakeupManager
+    manager.__init__ = _heap_init
+    manager._add_wakeup = _heap_add
+    manager._pop_expired_wakeups = _heap_pop_expired
+    manager._next_wakeup = _heap_next
+    manager.add_wakeups_to_status = _heap_status
 
 
 class InProcessSystem:
@@ -72,3 +119,6 @@ def installed_version_matches() -> bool:
     from importlib.metadata import version
 
     return version("thespian") == PINNED_THESPIAN
+
+
+use_timer_heap()

@@ -9,9 +9,10 @@ the seam between the two:
   every delivery that follows from it before returning;
 - whatever the actors address to the edge (``host.edge_address``) is handed to the
   edge's ``deliver`` callback, in the order it was sent;
-- ``wakeupAfter`` timers fire from a loop callback scheduled for the next one due;
-- a thread (a kernel's socket waker, say) reaches an actor only through
-  :meth:`tell_threadsafe`, which hops onto the loop first.
+- ``wakeupAfter`` timers fire from a loop callback scheduled for the next one due.
+
+Only the loop's thread calls in. Worker threads (``offload_runner.py``) report back
+through the loop too.
 
 Delivery is never re-entered: a ``tell`` made while the host is already running
 (from ``deliver``, say) is queued and runs right after, so mailbox order holds.
@@ -25,7 +26,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from nbstage.actors import thread_post
 from nbstage.actors.thespian_tweaks import InProcessSystem
 
 log = logging.getLogger("nbstage.host")
@@ -48,7 +48,6 @@ class ActorHost:
         self._running = False
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
-        thread_post.install(self.tell_threadsafe)
 
     @property
     def edge_address(self) -> Any:
@@ -63,12 +62,8 @@ class ActorHost:
         self._queued.append((address, message))
         self._run()
 
-    def tell_threadsafe(self, address: Any, message: Any) -> None:
-        self.loop.call_soon_threadsafe(self.tell, address, message)
-
     def close(self) -> None:
         self._closed = True
-        thread_post.install(None)
         if self._timer is not None:
             self._timer.cancel()
         self._system.shutdown()

@@ -45,6 +45,7 @@ from nbstage.protocol.frames import (
     encode_result_frame,
     read_frame,
 )
+from nbstage.protocol.kernels import KernelIoReady, UnwatchKernelSockets, WatchKernelSockets
 from nbstage.protocol.offload import BlockingWorkRequested
 from nbstage.protocol.requests import (
     AttachNotebook,
@@ -197,6 +198,12 @@ class Edge:
                 self.pids.pop(pid, None)
             case BlockingWorkRequested():
                 self._offload.start(message)
+            case WatchKernelSockets(owner, fds):
+                for fd in fds:
+                    self.loop.add_reader(fd, self._host.tell, owner, KernelIoReady())
+            case UnwatchKernelSockets(fds):
+                for fd in fds:
+                    self.loop.remove_reader(fd)
             case DaemonStarted():
                 self._started.set()
             case DaemonStopped():

@@ -130,3 +130,23 @@ class ShutdownKernel:
 @dataclass(frozen=True, slots=True)
 class KernelStopped:
     pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchKernelSockets:
+    """Kernel → edge: tell ``owner`` KernelIoReady whenever one of ``fds`` may be readable."""
+
+    owner: Any
+    fds: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnwatchKernelSockets:
+    """Kernel → edge: stop watching ``fds``; sent before the sockets close."""
+
+    fds: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelIoReady:
+    """Edge → Kernel: its sockets may have messages."""

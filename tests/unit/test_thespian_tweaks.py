@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from thespian.actors import Actor, WakeupMessage
+from thespian.system import simpleSystemBase
 
 from nbstage.actors import thespian_tweaks
 
@@ -69,3 +70,16 @@ def test_the_next_timer_is_known_and_fires_only_when_due(system) -> None:
     system.run()
     assert system.collect() == ["ring"]
     assert system.seconds_to_next_timer() is None
+
+
+def test_pending_timers_live_in_a_heap_and_fire_in_due_order(system) -> None:
+    assert simpleSystemBase.WakeupManager._add_wakeup is thespian_tweaks._heap_add
+    echoer = system.create(Echoer)
+    for seconds in (0.04, 3600, 0.02, 3600, 0.03):
+        system.post(echoer, RemindMe(seconds))
+    system.run()
+    assert 0 < system.seconds_to_next_timer() <= 0.02
+    time.sleep(0.05)
+    system.run()
+    assert system.collect() == ["ring", "ring", "ring"]
+    assert system.seconds_to_next_timer() > 3000
