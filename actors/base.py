@@ -3,7 +3,8 @@ escape, replies addressed to the socket edge, and blocking work handed to the ed
 
 thespian re-delivers a message whose handler raised, so an escaping exception
 could apply a mutation twice. ``receiveMsg_ClientRequest`` therefore turns every
-failure into a :class:`RequestFailed` reply.
+failure into a :class:`RequestFailed` reply. Answers are the reply dataclasses of
+``protocol/replies.py``, encoded here, once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
+from nbstage.protocol.codec import to_wire
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
@@ -46,8 +48,8 @@ class NbActor(ActorTypeDispatcher):
             log.exception("%s failed on %s", type(self).__name__, type(body).__name__)
             self.fail(origin, NbstageError(ErrorCode.INTERNAL, "internal error; see daemon logs"))
 
-    def answer(self, origin: Origin, result: dict[str, Any]) -> None:
-        self.send(self.edge, RequestAnswered(origin, orjson.dumps(result)))
+    def answer(self, origin: Origin, reply: object) -> None:
+        self.send(self.edge, RequestAnswered(origin, orjson.dumps(to_wire(reply))))
 
     def fail(self, origin: Origin, error: NbstageError) -> None:
         self.send(self.edge, RequestFailed(origin, error.code, error.message))

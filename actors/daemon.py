@@ -33,12 +33,26 @@ from nbstage.actors.registry import Registry
 from nbstage.actors.room import Room
 from nbstage.protocol.edge import (
     ClientRequest,
+    EventKind,
     Origin,
     RoomEventOccurred,
     RoomGone,
     RoomResident,
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import KernelState
+from nbstage.protocol.replies import (
+    ActorRole,
+    ActorTree,
+    KernelNode,
+    PeerView,
+    RoomCounts,
+    RoomEvicted,
+    RoomNode,
+    RoomsListed,
+    RoomsReaped,
+    RoomView,
+)
 from nbstage.protocol.requests import (
     AttachNotebook,
     CreateNotebook,
@@ -160,7 +174,7 @@ class Daemon(NbActor):
         return chosen
 
     def _run_reaper(self, origin: Origin, req: RunReaper) -> None:
-        self.answer(origin, {"reaped": self._reap()})
+        self.answer(origin, RoomsReaped(self._reap()))
 
     def _close_room(self, notebook_id: str, reason: str) -> None:
         entry = self.rooms[notebook_id]
@@ -193,18 +207,11 @@ class Daemon(NbActor):
             status = entry.status
             kernel = None
             if status is not None and status.kernel_actor_pid is not None:
-                kernel = {"actor_pid": status.kernel_actor_pid, "kernel_pid": status.kernel_pid}
-            rooms.append(
-                {
-                    "actor": "Room",
-                    "notebook_id": notebook_id,
-                    "address": str(entry.address),
-                    "pid": entry.pid,
-                    "kernel": kernel,
-                }
-            )
-        root = {"actor": "Daemon", "address": str(self.myAddress), "pid": os.getpid()}
-        self.answer(origin, {**root, "rooms": rooms})
+                kernel = KernelNode(status.kernel_actor_pid, status.kernel_pid)
+            address = str(entry.address)
+            rooms.append(RoomNode(ActorRole.ROOM, notebook_id, address, entry.pid, kernel))
+        tree = ActorTree(ActorRole.DAEMON, str(self.myAddress), os.getpid(), rooms)
+        self.answer(origin, tree)
 
     def receiveMsg_ClientRequest(self, msg: Any, sender: ActorAddress) -> None:
         closing = self._closing_target(msg.body)
@@ -323,7 +330,8 @@ class Daemon(NbActor):
             if entry.path is not None:
                 self.registry.bind(msg.notebook_id, entry.path)
             self.send(
-                self.edge, RoomEventOccurred("created", msg.notebook_id, {"path": entry.path})
+                self.edge,
+                RoomEventOccurred(EventKind.CREATED, msg.notebook_id, {"path": entry.path}),
             )
 
     def receiveMsg_RoomStartFailed(self, msg: RoomStartFailed, sender: ActorAddress) -> None:
@@ -371,24 +379,22 @@ class Daemon(NbActor):
         if claimed_by_us and (entry is None or entry.path != msg.path):
             del self.by_path[msg.path]
 
-    def _room_view(self, notebook_id: str, entry: RoomEntry) -> dict[str, Any]:
+    def _room_view(self, notebook_id: str, entry: RoomEntry) -> RoomView:
         status = entry.status
-        return {
-            "notebook_id": notebook_id,
-            "path": entry.path,
-            "ephemeral": entry.ephemeral,
-            "starting": entry.starting,
-            "room_pid": entry.pid,
-            "peers": [{"peer_id": p, "label": label} for p, label in status.peers]
-            if status
-            else [],
-            "kernel_status": status.kernel_status if status else "none",
-            "kernel_pid": status.kernel_pid if status else None,
-        }
+        return RoomView(
+            notebook_id,
+            entry.path,
+            entry.ephemeral,
+            entry.starting,
+            entry.pid,
+            [PeerView(p, label) for p, label in status.peers] if status else [],
+            KernelState(status.kernel_status) if status else KernelState.NONE,
+            status.kernel_pid if status else None,
+        )
 
     def _list_rooms(self, origin: Origin, req: ListRooms) -> None:
         views = [self._room_view(nid, entry) for nid, entry in self.rooms.items()]
-        self.answer(origin, {"rooms": views})
+        self.answer(origin, RoomsListed(views))
 
     def _status(self, origin: Origin, req: GetStatus) -> None:
         kernels = sum(
@@ -396,7 +402,7 @@ class Daemon(NbActor):
             for e in self.rooms.values()
             if e.status is not None and e.status.kernel_status not in ("none", "dead")
         )
-        self.answer(origin, {"rooms": len(self.rooms), "kernels": kernels})
+        self.answer(origin, RoomCounts(len(self.rooms), kernels))
 
     def receiveMsg_StopDaemon(self, msg: StopDaemon, sender: ActorAddress) -> None:
         self.stopping = _Stopping(waiting=set(self.rooms))
@@ -409,7 +415,7 @@ class Daemon(NbActor):
         entry = self.rooms.get(msg.notebook_id)
         self._forget_room(msg.notebook_id)
         for origin in entry.evicted_by if entry is not None else []:
-            self.answer(origin, {"evicted": msg.notebook_id, "saved": msg.saved})
+            self.answer(origin, RoomEvicted(msg.notebook_id, msg.saved))
         self.send(sender, ActorExitRequest())
         if self.stopping is not None:
             self.stopping.waiting.discard(msg.notebook_id)
@@ -429,7 +435,8 @@ class Daemon(NbActor):
             del self.by_path[entry.path]
         self.send(self.edge, RoomGone(notebook_id))
         if not entry.starting:
-            self.send(self.edge, RoomEventOccurred("removed", notebook_id, {"path": entry.path}))
+            removed = RoomEventOccurred(EventKind.REMOVED, notebook_id, {"path": entry.path})
+            self.send(self.edge, removed)
         for origin, body in entry.deferred:
             self.receiveMsg_ClientRequest(ClientRequest(origin, body), self.myAddress)
 

@@ -6,6 +6,8 @@ connection: it numbers requests and encodes their frames, and asks the edge
 back what happens to the owning actor as messages: each frame that arrives
 (:class:`DaemonFrameArrived`), a connection that could not be made
 (:class:`DaemonLinkRefused`) or one that ended (:class:`DaemonLinkClosed`).
+Requests are the dataclasses of ``protocol/requests.py``; ``reply_in`` reads each
+answer as the reply type its request expects, or as a :class:`DaemonFailure`.
 The connection is the actor's identity in the daemon: when the process dies, the
 socket closes and the daemon makes its peers leave their rooms.
 """
@@ -18,7 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nbstage.protocol.codec import to_wire
+from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame
+from nbstage.protocol.replies import DaemonRefused, decode_reply
+from nbstage.protocol.requests import WIRE_NAMES
 
 log = logging.getLogger("nbstage.link")
 
@@ -69,6 +75,15 @@ class DaemonLinkClosed:
     reason: str
 
 
+class DaemonFailure(Exception):
+    """A request the daemon refused, answered with something malformed, or never got."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 _link_ids = itertools.count(1)
 
 
@@ -81,11 +96,12 @@ class DaemonLink:
         self._ids = itertools.count(1)
         tell_edge(OpenDaemonLink(self.link, socket_path, owner))
 
-    def send(self, kind: str, **fields: Any) -> int:
+    def send(self, request: object) -> int:
         """Send a request; returns its id. A link that failed reports so by message,
         so the caller's pending continuations are failed there, in one place."""
         request_id = next(self._ids)
-        frame = encode_frame({"v": WIRE_VERSION, "type": kind, "id": request_id, **fields})
+        envelope = {"v": WIRE_VERSION, "type": WIRE_NAMES[type(request)], "id": request_id}
+        frame = encode_frame({**envelope, **to_wire(request)})
         self._tell_edge(SendToDaemon(self.link, frame))
         return request_id
 
@@ -109,3 +125,16 @@ def frame_from(link: DaemonLink | None, msg: DaemonFrameArrived) -> dict[str, An
     except FrameError:
         log.warning("dropped a malformed frame from the daemon")
         return None
+
+
+def reply_in(frame: dict[str, Any], expected: type) -> object:
+    """The ``expected`` reply a result frame carries, or the DaemonFailure an error frame
+    (or a malformed reply) stands for."""
+    try:
+        reply = decode_reply(frame, expected)
+    except NbstageError as exc:
+        log.error("%s", exc.message)
+        return DaemonFailure(exc.code, exc.message)
+    if isinstance(reply, DaemonRefused):
+        return DaemonFailure(reply.code, reply.message)
+    return reply

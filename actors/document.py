@@ -3,8 +3,8 @@
 Everything here is pure: no actors, no files, no clock. Failures are raised as
 :class:`NbstageError` with a sentence that tells the caller what to do next.
 
-Sharing rule: dicts handed out by ``to_json``, ``cells_json`` and ``summaries`` may share
-output, metadata and attachment objects with the document. The document never mutates
+Sharing rule: what ``to_json``, ``cells_json`` and ``view`` hand out may share output,
+metadata and attachment objects with the document. The document never mutates
 such an object in place after storing it (it replaces it), so a handed-out dict stays
 stable; callers must not mutate what they receive.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.replies import CellSummary, CellView
 
 CELL_TYPES = ("code", "markdown", "raw")
 PREVIEW_CHARS = 120
@@ -56,25 +57,21 @@ class Cell:
             out["attachments"] = self.attachments
         return out
 
-    def to_json_with_id(self) -> dict:
-        """The get_cell tool's shape: ``{cell_id, cell_type, source, execution_count, outputs}``."""
-        return {
-            "cell_id": self.id,
-            "cell_type": self.cell_type,
-            "source": self.source,
-            "execution_count": self.execution_count,
-            "outputs": list(self.outputs),
-        }
+    def view(self) -> CellView:
+        """The get_cell tool's shape."""
+        return CellView(
+            self.id, self.cell_type, self.source, self.execution_count, list(self.outputs)
+        )
 
-    def summary(self, index: int, max_chars: int = PREVIEW_CHARS) -> dict:
-        return {
-            "cell_id": self.id,
-            "index": index,
-            "cell_type": self.cell_type,
-            "source_preview": source_preview(self.source, max_chars),
-            "execution_count": self.execution_count,
-            "output_count": len(self.outputs),
-        }
+    def summary(self, index: int, max_chars: int = PREVIEW_CHARS) -> CellSummary:
+        return CellSummary(
+            self.id,
+            index,
+            self.cell_type,
+            source_preview(self.source, max_chars),
+            self.execution_count,
+            len(self.outputs),
+        )
 
 
 def source_preview(source: str, max_chars: int = PREVIEW_CHARS) -> str:
@@ -148,7 +145,7 @@ class Document:
             "Call get_all_cells to see the cell ids.",
         )
 
-    def summaries(self, start: int = 0, count: int | None = None) -> list[dict]:
+    def summaries(self, start: int = 0, count: int | None = None) -> list[CellSummary]:
         lo, hi = self._window(start, count)
         cells = self.cells
         return [cells[i].summary(i) for i in range(lo, hi)]

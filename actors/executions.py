@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbstage.actors.document import append_output
+from nbstage.protocol.codec import to_wire
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.kernels import ExecutionStatus
+from nbstage.protocol.replies import ExecutionView
 
 REMEMBERED_EXECUTIONS = 256
 
@@ -27,17 +29,19 @@ class Execution:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
+    def report(self) -> ExecutionView:
+        return ExecutionView(
+            self.execution_id,
+            self.cell_id,
+            self.status,
+            self.execution_count,
+            list(self.outputs),
+            self.error,
+        )
+
     def to_wire(self) -> dict[str, Any]:
-        view = {
-            "execution_id": self.execution_id,
-            "cell_id": self.cell_id,
-            "status": self.status.value,
-            "execution_count": self.execution_count,
-            "outputs": self.outputs,
-        }
-        if self.error is not None:
-            view["error"] = self.error
-        return view
+        """The record kept in executions/, as the daemon reports it."""
+        return to_wire(self.report())
 
 
 class ExecutionBook:

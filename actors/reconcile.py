@@ -10,7 +10,6 @@ incarnation of the same version invalidates every handle bound to the old one.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 FIRST_RETRY = 0.1
 MAX_RETRY = 2.0
@@ -25,10 +24,6 @@ class Identity:
     @property
     def incarnation(self) -> tuple[int, float]:
         return (self.pid, self.started_at)
-
-    @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> Identity:
-        return cls(int(data["pid"]), float(data["started_at"]), str(data["version"]))
 
 
 @dataclass(frozen=True, slots=True)

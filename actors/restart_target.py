@@ -2,16 +2,15 @@
 
 A successful connect or create sets it (the path where there is one, else the
 UUID); a successful save turns a UUID target into the path; disconnecting the
-active notebook clears it; failed calls never change it.
+active notebook clears it; failed calls never change it. The SessionManager says
+which of these happened with RestartTargetChanged, beside the call's result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-TARGET_TOOLS = ("connect_notebook", "create_notebook", "save_notebook", "disconnect_notebook")
-"""The only tools whose results can move the target."""
+from nbstage.protocol.supervision import RestartTargetChanged, TargetChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,24 +19,19 @@ class RestartTarget:
     notebook_id: str | None = None
 
 
-def after_call(target: RestartTarget, tool: str, result: dict[str, Any]) -> RestartTarget:
-    if result.get("isError"):
-        return target
-    structured = result.get("structuredContent") or {}
-    if tool in ("connect_notebook", "create_notebook"):
-        notebook_id = structured.get("notebook_id")
-        return RestartTarget(structured.get("path") or notebook_id, notebook_id)
-    if tool == "save_notebook" and _same_notebook(target, structured.get("notebook_id")):
-        notebook_id = structured["notebook_id"]
-        return RestartTarget(structured.get("path") or target.value, notebook_id)
-    if tool == "disconnect_notebook" and _same_notebook(target, structured.get("disconnected")):
-        return RestartTarget()
+def after_change(target: RestartTarget, change: RestartTargetChanged) -> RestartTarget:
+    """The target after a change the SessionManager reported (it reports only successes)."""
+    match change.change:
+        case TargetChange.JOINED:
+            return RestartTarget(change.path or change.notebook_id, change.notebook_id)
+        case TargetChange.SAVED if _same_notebook(target, change.notebook_id):
+            return RestartTarget(change.path or target.value, change.notebook_id)
+        case TargetChange.LEFT if _same_notebook(target, change.notebook_id):
+            return RestartTarget()
     return target
 
 
-def _same_notebook(target: RestartTarget, notebook_id: str | None) -> bool:
-    if notebook_id is None:
-        return False
+def _same_notebook(target: RestartTarget, notebook_id: str) -> bool:
     known = target.notebook_id if target.notebook_id is not None else target.value
     return notebook_id == known
 

@@ -35,13 +35,32 @@ from nbstage.actors.room_kernel import (
     WaitExpired,
     scoped_key,
 )
-from nbstage.protocol.edge import Origin, RoomEventOccurred
+from nbstage.protocol.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     KernelState,
 )
 from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import (
+    CellCreated,
+    CellDeleted,
+    CellMoved,
+    CellShown,
+    CellsShown,
+    CellsSummarized,
+    CellUpdated,
+    ExecutionCounts,
+    ExecutionReported,
+    KeepAlive,
+    Latch,
+    NotebookJoined,
+    NotebookSaved,
+    PeerView,
+    RoomDescribed,
+    RoomLeft,
+)
 from nbstage.protocol.requests import (
+    CellsFormat,
     CreateCell,
     DeleteCell,
     DescribeRoom,
@@ -120,7 +139,8 @@ class Room(KernelSide, NbActor):
         self.ephemeral = True
         self.peers: dict[str, str] = {}
         self.idle_since: float | None = time.monotonic()
-        self.applied: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.applied: OrderedDict[str, object] = OrderedDict()
+        """Scoped idempotency key → the reply (or execution id) it was first answered with."""
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -232,8 +252,9 @@ class Room(KernelSide, NbActor):
         self.peers[peer_id] = msg.peer_label
         self.idle_since = None
         self._carry_out(lifetime.peer_joined, self.life)
-        self.answer(msg.origin, {**self._describe(), "peer_id": peer_id, "created": msg.created})
-        self._event("peer_joined", {"peer_id": peer_id, "label": msg.peer_label})
+        joined = NotebookJoined(**self._describe(), peer_id=peer_id, created=msg.created)
+        self.answer(msg.origin, joined)
+        self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
         self._report_status()
 
     def _leave(self, origin: Origin, req: LeaveRoom) -> None:
@@ -243,18 +264,19 @@ class Room(KernelSide, NbActor):
         if not self.peers:
             self.idle_since = time.monotonic()
         self._carry_out(lifetime.peer_left, self.life)
-        self.answer(origin, {"left": True})
-        self._event("peer_left", {"peer_id": req.peer_id, "label": label})
+        self.answer(origin, RoomLeft())
+        self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
         self._report_status()
 
     def _describe(self) -> dict[str, Any]:
+        """The NotebookFacts fields, shared by NotebookJoined and RoomDescribed."""
         return {
             "notebook_id": self.notebook_id,
             "path": self.path,
             "ephemeral": self.ephemeral,
             "runtime": self.config.runtime,
             "cell_count": len(self.doc.cells),
-            "kernel_status": self.kernel_state.value,
+            "kernel_status": self.kernel_state,
         }
 
     def _report_status(self) -> None:
@@ -273,7 +295,7 @@ class Room(KernelSide, NbActor):
             ),
         )
 
-    def _event(self, kind: str, detail: dict[str, Any]) -> None:
+    def _event(self, kind: EventKind, detail: dict[str, Any]) -> None:
         self.send(self.edge, RoomEventOccurred(kind, self.notebook_id, detail))
 
     # --- requests -------------------------------------------------------------------------
@@ -300,36 +322,33 @@ class Room(KernelSide, NbActor):
 
     def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
         life = self.life
-        self.answer(
-            origin,
-            {
-                **self._describe(),
-                "peers": [{"peer_id": p, "label": label} for p, label in self.peers.items()],
-                "kernel_pid": self.kernel_pid,
-                "kernel_actor_pid": self.kernel_actor_pid,
-                "executions": {"live": self.book.live_ids(), "finished": self.finished_count},
-                "latch": {"kernel_attached": life.kernel_attached, "generation": life.generation},
-                "keep_alive": {
-                    "secs": self.config.settings.keep_alive_secs,
-                    "armed_generation": self.teardown_armed,
-                    "pending": self.teardown_armed == life.generation and not self.peers,
-                },
-                "unsaved": self.doc.revision != self.saved_revision,
-                "room_pid": os.getpid(),
-            },
+        described = RoomDescribed(
+            **self._describe(),
+            peers=[PeerView(p, label) for p, label in self.peers.items()],
+            kernel_pid=self.kernel_pid,
+            kernel_actor_pid=self.kernel_actor_pid,
+            executions=ExecutionCounts(self.book.live_ids(), self.finished_count),
+            latch=Latch(life.kernel_attached, life.generation),
+            keep_alive=KeepAlive(
+                self.config.settings.keep_alive_secs,
+                self.teardown_armed,
+                self.teardown_armed == life.generation and not self.peers,
+            ),
+            unsaved=self.doc.revision != self.saved_revision,
+            room_pid=os.getpid(),
         )
+        self.answer(origin, described)
 
     def _get_cell(self, origin: Origin, req: GetCell) -> None:
-        self.answer(origin, {"cell": self.doc.cell(req.cell_id).to_json_with_id()})
+        self.answer(origin, CellShown(self.doc.cell(req.cell_id).view()))
 
     def _get_cells(self, origin: Origin, req: GetCells) -> None:
-        if req.format == "summary":
-            cells = self.doc.summaries(req.start, req.count)
-        elif req.format == "json":
-            cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
+        total = len(self.doc.cells)
+        if req.format is CellsFormat.SUMMARY:
+            self.answer(origin, CellsSummarized(self.doc.summaries(req.start, req.count), total))
         else:
-            raise NbstageError(ErrorCode.BAD_REQUEST, "format must be 'summary' or 'json'")
-        self.answer(origin, {"cells": cells, "total": len(self.doc.cells)})
+            cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
+            self.answer(origin, CellsShown(cells, total))
 
     # --- mutations ------------------------------------------------------------------------
 
@@ -353,38 +372,38 @@ class Room(KernelSide, NbActor):
 
         return handle
 
-    def _remember(self, key: str | None, result: dict[str, Any]) -> None:
+    def _remember(self, key: str | None, result: object) -> None:
         if key is None:
             return
         self.applied[key] = result
         while len(self.applied) > REMEMBERED_KEYS:
             self.applied.popitem(last=False)
 
-    def _create_cell(self, req: CreateCell) -> dict[str, Any]:
+    def _create_cell(self, req: CreateCell) -> CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
-        return {"cell_id": cell.id, "index": index}
+        return CellCreated(cell.id, index)
 
-    def _set_cell(self, req: SetCell) -> dict[str, Any]:
+    def _set_cell(self, req: SetCell) -> CellUpdated:
         cell = self.doc.set_cell(req.cell_id, req.source, req.cell_type)
-        return {"cell_id": cell.id}
+        return CellUpdated(cell.id)
 
-    def _delete_cell(self, req: DeleteCell) -> dict[str, Any]:
+    def _delete_cell(self, req: DeleteCell) -> CellDeleted:
         self.doc.delete_cell(req.cell_id)
-        return {"deleted": req.cell_id}
+        return CellDeleted(req.cell_id)
 
-    def _move_cell(self, req: MoveCell) -> dict[str, Any]:
+    def _move_cell(self, req: MoveCell) -> CellMoved:
         index = self.doc.move_cell(req.cell_id, req.after_cell_id)
-        return {"cell_id": req.cell_id, "index": index}
+        return CellMoved(req.cell_id, index)
 
-    def _replace_match(self, req: ReplaceMatch) -> dict[str, Any]:
+    def _replace_match(self, req: ReplaceMatch) -> CellUpdated:
         cell = self.doc.replace_match(
             req.cell_id, req.match, req.content, req.context_before, req.context_after
         )
-        return {"cell_id": cell.id}
+        return CellUpdated(cell.id)
 
-    def _replace_regex(self, req: ReplaceRegex) -> dict[str, Any]:
+    def _replace_regex(self, req: ReplaceRegex) -> CellUpdated:
         cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
-        return {"cell_id": cell.id}
+        return CellUpdated(cell.id)
 
     # --- timers ---------------------------------------------------------------------------
 
@@ -398,7 +417,7 @@ class Room(KernelSide, NbActor):
                 execution_id, origin
             ):
                 record = self.book.get(execution_id)
-                self.answer(origin, {"execution": record.to_wire()})
+                self.answer(origin, ExecutionReported(record.report()))
 
     # --- saving ---------------------------------------------------------------------------
 
@@ -477,7 +496,7 @@ class Room(KernelSide, NbActor):
             if self.saved_revision == self.doc.revision:
                 self.first_unsaved_at = None
             if token.path is not None:
-                self._event("saved", {"path": token.path})
+                self._event(EventKind.SAVED, {"path": token.path})
         else:
             log.error("saving %s failed: %s", self.notebook_id, done.error)
         match token.purpose:
@@ -492,7 +511,7 @@ class Room(KernelSide, NbActor):
 
     def _answer_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
         if done.ok:
-            self.answer(token.origin, {"notebook_id": self.notebook_id, "path": token.path})
+            self.answer(token.origin, NotebookSaved(self.notebook_id, token.path))
         else:
             self.fail(token.origin, _save_error(done.error))
 

@@ -19,7 +19,8 @@ from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 from nbstage.actors import lifetime, persistence
 from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
-from nbstage.protocol.edge import Origin, ProcessEnded
+from nbstage.protocol.codec import from_wire
+from nbstage.protocol.edge import EventKind, Origin, ProcessEnded
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     ExecutionFinished,
@@ -41,6 +42,13 @@ from nbstage.protocol.kernels import (
     StartKernel,
 )
 from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import (
+    ExecutionReported,
+    ExecutionView,
+    InterruptSent,
+    KernelShutDown,
+    RestartCompleted,
+)
 from nbstage.protocol.requests import (
     ExecuteCell,
     GetExecution,
@@ -155,7 +163,7 @@ class KernelSide:
             self.kernel_state = KernelState.DEAD
             self.kernel_problem = f"The kernel (pid {msg.pid}) died."
             self._fail_restarts()
-            self._event("kernel_died", {"pid": msg.pid})
+            self._event(EventKind.KERNEL_DIED, {"pid": msg.pid})
             self._report_status()
 
     def receiveMsg_KernelStopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
@@ -178,7 +186,7 @@ class KernelSide:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
         self._detach_kernel("shut down by the operator")
         self.life = lifetime.kernel_released(self.life)
-        self.answer(origin, {"shutdown": True, "kernel_pid": pid})
+        self.answer(origin, KernelShutDown(pid))
 
     # --- execution ------------------------------------------------------------------------
 
@@ -220,9 +228,9 @@ class KernelSide:
                 raise NbstageError(
                     ErrorCode.EXECUTION_NOT_FOUND, f"No execution {execution_id} in this notebook."
                 )
-            self.answer(origin, {"execution": stored})
+            self.answer(origin, ExecutionReported(from_wire(ExecutionView, stored)))
         elif record.status.finished or wait_secs <= 0:
-            self.answer(origin, {"execution": record.to_wire()})
+            self.answer(origin, ExecutionReported(record.report()))
         else:
             self.book.wait(execution_id, origin)
             wait = timedelta(seconds=min(wait_secs, MAX_WAIT_SECS))
@@ -268,8 +276,9 @@ class KernelSide:
         with contextlib.suppress(NbstageError):
             self.doc.set_outputs(record.cell_id, record.outputs, record.execution_count)
         view = record.to_wire()
+        reported = ExecutionReported(record.report())
         for origin in self.book.release_waiters(record.execution_id):
-            self.answer(origin, {"execution": view})
+            self.answer(origin, reported)
         self._store_execution(view)
         self._edited()
 
@@ -297,7 +306,7 @@ class KernelSide:
         self.send(self.kernel, InterruptKernelNow(origin))
 
     def receiveMsg_KernelInterrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
-        self.answer(msg.origin, {"interrupted": True})
+        self.answer(msg.origin, InterruptSent())
 
     def _restart(self, origin: Origin, req: RestartKernel) -> None:
         if not self.life.has_runtime:
@@ -328,5 +337,5 @@ class KernelSide:
 
     def _answer_restarts(self) -> None:
         for origin in self.pending_restart:
-            self.answer(origin, {"restarted": True, "kernel_pid": self.kernel_pid})
+            self.answer(origin, RestartCompleted(self.kernel_pid))
         self.pending_restart = []

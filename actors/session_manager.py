@@ -20,32 +20,50 @@ from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 from nbstage.actors import reconcile, sessions
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
+    DaemonFailure,
     DaemonFrameArrived,
     DaemonLink,
     DaemonLinkClosed,
     DaemonLinkRefused,
     frame_from,
     is_current,
+    reply_in,
 )
 from nbstage.actors.sessions import SessionState, Target
 from nbstage.actors.tool_handlers import (
     SESSION_TOOLS,
-    DaemonCall,
-    DaemonFailure,
     ToolContext,
     absolute,
     list_active_notebooks,
 )
 from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
-from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.codec import to_wire
+from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.mcp import tool_error, tool_result
+from nbstage.protocol.replies import (
+    DaemonIdentity,
+    NotebookJoined,
+    NotebookSaved,
+    RoomDescribed,
+    reply_type,
+)
+from nbstage.protocol.requests import (
+    AttachNotebook,
+    CreateNotebook,
+    DescribeRoom,
+    GetIdentity,
+    LeaveRoom,
+    OpenNotebook,
+)
 from nbstage.protocol.supervision import (
     ActiveSessionChanged,
     HandoffRequested,
+    RestartTargetChanged,
     SessionConfig,
     SessionManagerReady,
     StopSessionManager,
+    TargetChange,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallRequested,
@@ -109,7 +127,8 @@ class SessionManager(NbActor):
         self.requested_runtimes: dict[str, str] = {}
         """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
         self.state = SessionState()
-        self.waiting: dict[int, Any] = {}
+        self.waiting: dict[int, tuple[type, Any]] = {}
+        """Daemon request id → the reply type it expects and the continuation it resumes."""
         self.calls: dict[str, str] = {}
         """call_id → tool name, for calls not yet answered."""
         self.watch: ActorAddress | None = None
@@ -162,7 +181,7 @@ class SessionManager(NbActor):
 
     def _connect(self) -> None:
         self.link = DaemonLink(self._tell_edge, self.config.socket_path, self.myAddress)
-        self.waiting[self.link.send("identity")] = self._on_identity
+        self._daemon(GetIdentity(), self._on_identity)
 
     def _tell_edge(self, message: object) -> None:
         self.send(self.edge, message)
@@ -181,14 +200,14 @@ class SessionManager(NbActor):
                 for msg, _spec, _args in expired:
                     self._finish(msg.call_id, tool_error(_UNREACHABLE))
 
-    def _on_identity(self, reply: dict[str, Any] | DaemonFailure) -> None:
+    def _on_identity(self, reply: DaemonIdentity | DaemonFailure) -> None:
         """The link's own identity answer: the daemon is up, so recovery need not wait for
         the watch loop's first heartbeat (which reports the same incarnation later)."""
         if isinstance(reply, DaemonFailure):
             return
-        if self._version_changed(reply["version"]):
+        if self._version_changed(reply.version):
             return
-        self._incarnation_seen(tuple(reply["incarnation"]))
+        self._incarnation_seen(reply.incarnation)
         self._first_link_settled()
 
     def _first_link_settled(self) -> None:
@@ -255,9 +274,9 @@ class SessionManager(NbActor):
             return
         log.warning("daemon link %s: %s", type(msg).__name__, msg.reason)
         self.link = None
-        failure = DaemonFailure("daemon_unreachable", _UNREACHABLE)
+        failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE)
         waiting, self.waiting = self.waiting, {}
-        for resume in waiting.values():
+        for _expected, resume in waiting.values():
             resume(failure)
         self.wakeupAfter(LINK_RETRY, payload=RetryLink())
 
@@ -265,19 +284,18 @@ class SessionManager(NbActor):
         frame = frame_from(self.link, msg)
         if frame is None:
             return
-        resume = self.waiting.pop(frame.get("id"), None)
-        if resume is None:
+        waiting = self.waiting.pop(frame.get("id"), None)
+        if waiting is None:
             return
-        if frame["type"] == "error":
-            resume(DaemonFailure(frame["error"]["code"], frame["error"]["message"]))
-        else:
-            resume(frame.get("result", {}))
+        expected, resume = waiting
+        resume(reply_in(frame, expected))
 
-    def _daemon(self, call: DaemonCall, resume: Any) -> None:
+    def _daemon(self, request: object, resume: Any) -> None:
+        """Send ``request``; ``resume`` gets its typed reply or a DaemonFailure."""
         if self.link is None:
-            resume(DaemonFailure("daemon_unreachable", _UNREACHABLE))
+            resume(DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE))
             return
-        self.waiting[self.link.send(call.kind, **call.fields)] = resume
+        self.waiting[self.link.send(request)] = (reply_type(request), resume)
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -355,12 +373,13 @@ class SessionManager(NbActor):
 
     def _run(self, call_id: str, handler: Any, reply: Any = None) -> None:
         """Advance a handler until it waits on the daemon or finishes."""
+        self._observe(reply)
         if call_id not in self.calls:
             handler.close()
             return
         try:
             failed = isinstance(reply, DaemonFailure)
-            call = handler.throw(reply) if failed else handler.send(reply)
+            request = handler.throw(reply) if failed else handler.send(reply)
         except StopIteration as done:
             self._finish(call_id, done.value)
             return
@@ -371,14 +390,21 @@ class SessionManager(NbActor):
             log.exception("tool %s failed", self.calls.get(call_id))
             self._finish(call_id, tool_error("Internal error in nbstage; see its logs."))
             return
-        self._daemon(call, lambda answer: self._run(call_id, handler, answer))
+        self._daemon(request, lambda answer: self._run(call_id, handler, answer))
+
+    def _observe(self, reply: object) -> None:
+        """A save the daemon confirmed moves the session's best target and the supervisor's
+        restart target, also when its call was cancelled meanwhile."""
+        if isinstance(reply, NotebookSaved):
+            self._decide(sessions.SessionSaved(reply.notebook_id, reply.path))
+            self._target_changed(TargetChange.SAVED, reply.notebook_id, reply.path)
+
+    def _target_changed(self, change: TargetChange, notebook_id: str, path: str | None) -> None:
+        self.send(self.supervisor, RestartTargetChanged(change, notebook_id, path))
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
-        name = self.calls.pop(call_id, None)
+        self.calls.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
-        if name == "save_notebook" and not result.get("isError"):
-            saved = result["structuredContent"]
-            self._decide(sessions.SessionSaved(saved["notebook_id"], saved["path"]))
         self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
@@ -405,10 +431,7 @@ class SessionManager(NbActor):
                 case sessions.Join(activation_id, target):
                     self._join(activation_id, target)
                 case sessions.Leave(notebook_id, peer_id):
-                    self._daemon(
-                        DaemonCall("leave", {"notebook_id": notebook_id, "peer_id": peer_id}),
-                        lambda _answer: None,
-                    )
+                    self._daemon(LeaveRoom(notebook_id, peer_id), lambda _answer: None)
                 case sessions.Answer(call_id, result):
                     self._answer_session_call(call_id, result)
                 case sessions.Refuse(call_id, message):
@@ -423,22 +446,22 @@ class SessionManager(NbActor):
     def _join(self, activation_id: int, target: Target) -> None:
         label = self.config.label
         if target.create is not None:
-            call = DaemonCall("create", {**target.create, "peer_label": label})
+            request = CreateNotebook(**target.create, peer_label=label)
         elif target.path is not None:
-            call = DaemonCall("open", {"path": target.path, "peer_label": label})
+            request = OpenNotebook(target.path, label)
         else:
-            call = DaemonCall("attach", {"notebook_id": target.notebook_id, "peer_label": label})
-        self._daemon(call, lambda reply: self._joined(activation_id, reply))
+            request = AttachNotebook(target.notebook_id, label)
+        self._daemon(request, lambda reply: self._joined(activation_id, reply))
 
-    def _joined(self, activation_id: int, reply: Any) -> None:
+    def _joined(self, activation_id: int, reply: NotebookJoined | DaemonFailure) -> None:
         if isinstance(reply, DaemonFailure):
-            unavailable = reply.code in ("notebook_unavailable", "not_found")
+            unavailable = reply.code in (ErrorCode.NOTEBOOK_UNAVAILABLE, ErrorCode.NOT_FOUND)
             self._decide(sessions.JoinFailed(activation_id, reply.message, unavailable))
             return
         session = sessions.Session(
-            reply["notebook_id"], reply["path"], reply["peer_id"], self.state.incarnation
+            reply.notebook_id, reply.path, reply.peer_id, self.state.incarnation
         )
-        self._decide(sessions.JoinSucceeded(activation_id, session, reply))
+        self._decide(sessions.JoinSucceeded(activation_id, session, to_wire(reply)))
 
     def _answer_session_call(self, call_id: str, result: dict[str, Any]) -> None:
         name = self.calls.get(call_id)
@@ -450,8 +473,10 @@ class SessionManager(NbActor):
                 "runtime": self.requested_runtimes.pop(call_id, result["runtime"]),
             }
             text = f"Created notebook {result['notebook_id']}; its kernel is starting."
+            self._target_changed(TargetChange.JOINED, result["notebook_id"], None)
         elif name == "disconnect_notebook":
             structured, text = result, f"Disconnected from {result['disconnected']}."
+            self._target_changed(TargetChange.LEFT, result["disconnected"], None)
         elif result["cell_count"] is None:
             self._answer_already_connected(call_id, result)
             return
@@ -461,28 +486,29 @@ class SessionManager(NbActor):
                 f"Connected to {result['path'] or result['notebook_id']} "
                 f"({result['cell_count']} cells, kernel {result['kernel_status']})."
             )
+            self._target_changed(TargetChange.JOINED, result["notebook_id"], result["path"])
         self._finish(call_id, tool_result(structured, text=text))
 
     def _answer_already_connected(self, call_id: str, result: dict[str, Any]) -> None:
         """Connecting to the active notebook joins nothing; its facts come from the room."""
 
-        def answer(room: Any) -> None:
+        def answer(room: RoomDescribed | DaemonFailure) -> None:
             if isinstance(room, DaemonFailure):
                 self._finish(call_id, tool_error(room.message, {"code": room.code}))
                 return
-            facts = {"cell_count": room["cell_count"], "kernel_status": room["kernel_status"]}
+            facts = {"cell_count": room.cell_count, "kernel_status": room.kernel_status}
             structured = {
                 k: v for k, v in {**result, **facts}.items() if k not in ("ephemeral", "runtime")
             }
             where = result["path"] or result["notebook_id"]
             text = (
-                f"Already connected to {where} ({facts['cell_count']} cells, "
-                f"kernel {facts['kernel_status']})."
+                f"Already connected to {where} ({room.cell_count} cells, "
+                f"kernel {room.kernel_status})."
             )
+            self._target_changed(TargetChange.JOINED, result["notebook_id"], result["path"])
             self._finish(call_id, tool_result(structured, text=text))
 
-        call = DaemonCall("describe_room", {"notebook_id": result["notebook_id"]})
-        self._daemon(call, answer)
+        self._daemon(DescribeRoom(result["notebook_id"]), answer)
 
     def receiveMsg_StopSessionManager(self, msg: StopSessionManager, sender: ActorAddress) -> None:
         if self.link is not None:

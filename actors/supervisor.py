@@ -40,6 +40,7 @@ from nbstage.protocol.supervision import (
     McpRequestAdmitted,
     McpRequestCancelled,
     McpResultToSend,
+    RestartTargetChanged,
     SessionConfig,
     SessionManagerReady,
     StartSessionChild,
@@ -228,13 +229,14 @@ class ProxySupervisor(NbActor):
     def _child_ActiveSessionChanged(self, msg: ActiveSessionChanged) -> None:
         self.target = restart_target.active_changed(self.target, msg.notebook_id, msg.path)
 
+    def _child_RestartTargetChanged(self, msg: RestartTargetChanged) -> None:
+        self.target = restart_target.after_change(self.target, msg)
+
     def _child_ToolCallFinished(self, msg: ToolCallFinished) -> None:
         call = self.calls.get(msg.call_id)
         if call is None or call.sent_to != self.generation:
             return
         del self.calls[msg.call_id]
-        if call.name in restart_target.TARGET_TOOLS:
-            self.target = restart_target.after_call(self.target, call.name, msg.result())
         if self.banner is None and not is_modern_version(call.version):
             self.send(self.edge, McpResultToSend(call.request_id, msg.result_json))
             return

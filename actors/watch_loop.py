@@ -26,6 +26,10 @@ from nbstage.actors.daemon_link import (
     frame_from,
     is_current,
 )
+from nbstage.protocol.codec import from_wire
+from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.replies import DaemonIdentity, Heartbeat
+from nbstage.protocol.requests import GetIdentity, Watch
 from nbstage.protocol.watching import (
     ClientInfoChanged,
     DaemonIncarnationSeen,
@@ -71,7 +75,7 @@ class WatchLoop(NbActor):
     def _connect(self) -> None:
         self.link = DaemonLink(self._tell_edge, self.config.socket_path, self.myAddress)
         self.last_beat = time.monotonic()
-        self.link.send("watch", client=self.config.client)
+        self.link.send(Watch(self.config.client))
 
     def _tell_edge(self, message: object) -> None:
         self.send(self.config.edge, message)
@@ -79,18 +83,17 @@ class WatchLoop(NbActor):
     def receiveMsg_ClientInfoChanged(self, msg: ClientInfoChanged, sender: ActorAddress) -> None:
         self.config = replace(self.config, client=msg.client)
         if self.link is not None:
-            self.link.send("watch", client=msg.client)
+            self.link.send(Watch(msg.client))
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)
         if frame is None:
             return
-        identity = frame.get("identity") if frame["type"] == "heartbeat" else None
-        if identity is None and frame["type"] == "result" and "incarnation" in frame["result"]:
-            identity = frame["result"]
+        identity = _identity_in(frame)
         if identity is not None:
             self.last_beat = time.monotonic()
-            self._step(reconcile.HeartbeatSeen(reconcile.Identity.from_wire(identity)))
+            seen = reconcile.Identity(identity.pid, identity.started_at, identity.version)
+            self._step(reconcile.HeartbeatSeen(seen))
 
     def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
         if is_current(self.link, msg):
@@ -131,8 +134,21 @@ class WatchLoop(NbActor):
                     self.reconnect_pending = True
                     self.wakeupAfter(timedelta(seconds=after), payload=ReconnectDue())
                 case reconcile.QueryIdentity():
-                    self.link.send("identity")
+                    self.link.send(GetIdentity())
 
     def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
         if self.link is not None:
             self.link.close()
+
+
+def _identity_in(frame: dict[str, Any]) -> DaemonIdentity | None:
+    """The identity a heartbeat or an identity answer carries; room events carry none."""
+    try:
+        match frame["type"]:
+            case "heartbeat":
+                return from_wire(Heartbeat, frame).identity
+            case "result":
+                return from_wire(DaemonIdentity, frame.get("result"))
+    except NbstageError as exc:
+        log.warning("dropped a malformed %s from the daemon: %s", frame["type"], exc.message)
+    return None

@@ -7,13 +7,16 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from nbstage.protocol.codec import from_wire
+from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
+from nbstage.protocol.replies import DaemonRefused
 
 
 class DaemonError(Exception):
     """The daemon answered a request with an error frame."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -61,5 +64,6 @@ class DaemonClient:
             if frame.get("id") == request_id and frame["type"] in ("result", "error"):
                 break
         if frame["type"] == "error":
-            raise DaemonError(frame["error"]["code"], frame["error"]["message"])
+            refused = from_wire(DaemonRefused, frame["error"])
+            raise DaemonError(refused.code, refused.message)
         return frame["result"]

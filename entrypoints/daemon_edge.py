@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import psutil
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.statedir import StatePaths
+from nbstage.protocol.codec import from_wire, to_wire
 from nbstage.protocol.edge import (
     ClientRequest,
     Origin,
@@ -47,6 +48,16 @@ from nbstage.protocol.frames import (
 )
 from nbstage.protocol.kernels import KernelIoReady, UnwatchKernelSockets, WatchKernelSockets
 from nbstage.protocol.offload import BlockingWorkRequested
+from nbstage.protocol.replies import (
+    ClientsListed,
+    DaemonIdentity,
+    DaemonRefused,
+    DaemonStatus,
+    DaemonStopping,
+    Heartbeat,
+    NotebookJoined,
+    RoomCounts,
+)
 from nbstage.protocol.requests import (
     AttachNotebook,
     CreateNotebook,
@@ -220,17 +231,19 @@ class Edge:
         request = self.pending.pop(origin, None)
         conn = self.connections.get(origin.conn)
         if isinstance(request, GetStatus):
-            result = {
-                **self.identity.to_wire(),
-                "socket": str(self.paths.socket),
-                "state_dir": str(self.paths.root),
-                **answered.result(),
-            }
-            self._reply(origin, {"type": "result", "result": result})
+            counts = from_wire(RoomCounts, answered.result())
+            status = DaemonStatus(
+                **asdict(_identity(self.identity)),
+                socket=str(self.paths.socket),
+                state_dir=str(self.paths.root),
+                **asdict(counts),
+            )
+            if conn is not None:
+                conn.send(_result_frame(origin.request_id, status))
             return
         if isinstance(request, JOIN_REQUESTS):
-            result = answered.result()
-            joined = (result["notebook_id"], result["peer_id"])
+            result = from_wire(NotebookJoined, answered.result())
+            joined = (result.notebook_id, result.peer_id)
             if conn is not None:
                 conn.peers.add(joined)
             else:
@@ -302,22 +315,21 @@ class Edge:
         origin = Origin(conn.conn_id, request_id)
         match request:
             case GetIdentity():
-                conn.send({"id": request_id, "type": "result", "result": self.identity.to_wire()})
+                conn.send(_result_frame(request_id, _identity(self.identity)))
             case Watch(client):
                 conn.watch_id = request_id
                 conn.client = client
-                conn.send(
-                    {"id": request_id, "type": "heartbeat", "identity": self.identity.to_wire()}
-                )
+                beat = Heartbeat(_identity(self.identity))
+                conn.send({"id": request_id, "type": "heartbeat", **to_wire(beat)})
             case ListClients():
                 clients = [c.client for c in self.connections.values() if c.client is not None]
-                conn.send({"id": request_id, "type": "result", "result": {"clients": clients}})
+                conn.send(_result_frame(request_id, ClientsListed(clients)))
             case GetLog(lines):
                 task = asyncio.create_task(self._send_log(conn, request_id, lines))
                 self._serving.add(task)
                 task.add_done_callback(self._serving.discard)
             case ShutdownDaemon():
-                conn.send({"id": request_id, "type": "result", "result": {"stopping": True}})
+                conn.send(_result_frame(request_id, DaemonStopping()))
                 self._stop_requested.set()
             case _:
                 self._route(origin, conn, request)
@@ -348,7 +360,16 @@ class Edge:
 
 
 def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, Any]:
-    return {"id": request_id, "type": "error", "error": {"code": code.value, "message": message}}
+    return {"id": request_id, "type": "error", "error": to_wire(DaemonRefused(code, message))}
+
+
+def _result_frame(request_id: Any, reply: object) -> dict[str, Any]:
+    return {"id": request_id, "type": "result", "result": to_wire(reply)}
+
+
+def _identity(identity: Identity) -> DaemonIdentity:
+    incarnation = (identity.pid, identity.started_at)
+    return DaemonIdentity(identity.pid, identity.started_at, identity.version, incarnation)
 
 
 def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:

@@ -4,7 +4,9 @@
 message from a decoded dict and checks every field against its annotation, so a
 bad frame fails here, with the field named, before any actor sees it.
 Only the shapes the wire uses are supported: str, int, float, bool, None,
-``X | None``, ``list[X]``, ``dict[str, Any]``, StrEnums and nested dataclasses.
+``X | None``, ``list[X]``, ``tuple[X, Y]``, ``dict[str, Any]``, StrEnums and nested
+dataclasses. A tuple travels as a list of its length. A field declared with
+``metadata=OMIT_WHEN_NONE`` is left out of the wire while it is None.
 """
 
 from __future__ import annotations
@@ -18,10 +20,17 @@ from typing import Any, TypeVar
 
 from nbstage.protocol.errors import ErrorCode, NbstageError
 
+OMIT_WHEN_NONE = types.MappingProxyType({"omit_when_none": True})
+
 
 def to_wire(message: object) -> dict[str, Any]:
     """Return the message's fields as a dict of plain values."""
-    return {f.name: _plain(getattr(message, f.name)) for f in dataclasses.fields(message)}
+    wire = {}
+    for f in dataclasses.fields(message):
+        value = getattr(message, f.name)
+        if value is not None or not f.metadata.get("omit_when_none"):
+            wire[f.name] = _plain(value)
+    return wire
 
 
 def _plain(value: object) -> object:
@@ -78,6 +87,14 @@ def _check(hint: Any, value: object, name: str) -> object:
             raise _wrong(name, "a list", value)
         (item,) = typing.get_args(hint)
         return [_check(item, v, f"{name}[{i}]") for i, v in enumerate(value)]
+    if origin is tuple:
+        items = typing.get_args(hint)
+        if not isinstance(value, list) or len(value) != len(items):
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST, f"field '{name}' must be a list of {len(items)} items"
+            )
+        pairs = enumerate(zip(items, value, strict=True))
+        return tuple(_check(item, v, f"{name}[{i}]") for i, (item, v) in pairs)
     if origin is dict or hint is dict:
         if not isinstance(value, dict):
             raise _wrong(name, "an object", value)

@@ -9,6 +9,7 @@ Actors never see a socket; they answer with :class:`RequestAnswered` or
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import orjson
@@ -37,8 +38,9 @@ class ClientRequest:
 class RequestAnswered:
     origin: Origin
     result_json: bytes
-    """The result, already orjson-encoded by the actor: bytes cross thespian's queues
-    far more cheaply than a large dict, and the edge writes them without re-encoding."""
+    """The reply (a dataclass of nbstage.protocol.replies), already encoded by the actor:
+    bytes cross thespian's queues far more cheaply than a large dict, and the edge writes
+    them without re-encoding."""
 
     def result(self) -> dict[str, Any]:
         return orjson.loads(self.result_json)
@@ -46,16 +48,27 @@ class RequestAnswered:
 
 @dataclass(frozen=True, slots=True)
 class RequestFailed:
+    """The request was refused; the edge writes it as a DaemonRefused error frame."""
+
     origin: Origin
     code: ErrorCode
     message: str
 
 
+class EventKind(StrEnum):
+    CREATED = "created"
+    REMOVED = "removed"
+    PEER_JOINED = "peer_joined"
+    PEER_LEFT = "peer_left"
+    SAVED = "saved"
+    KERNEL_DIED = "kernel_died"
+
+
 @dataclass(frozen=True, slots=True)
 class RoomEventOccurred:
-    """Something watchers should hear about: created, removed, peer_joined, peer_left, saved."""
+    """Something watchers should hear about, broadcast on every watch subscription."""
 
-    kind: str
+    kind: EventKind
     notebook_id: str
     detail: dict[str, Any]
 

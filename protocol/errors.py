@@ -31,6 +31,10 @@ class ErrorCode(StrEnum):
     KERNEL_DIED = "kernel_died"
     EXECUTION_NOT_FOUND = "execution_not_found"
     SHUTTING_DOWN = "shutting_down"
+    DAEMON_UNREACHABLE = "daemon_unreachable"
+    """The session side has no link to the daemon; it is reconnecting."""
+    BAD_REPLY = "bad_reply"
+    """The daemon answered with something that is not the reply its request expects."""
     INTERNAL = "internal"
 
 

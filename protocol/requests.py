@@ -9,6 +9,7 @@ by the Daemon or by the socket edge itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from nbstage.protocol.codec import from_wire
@@ -167,12 +168,18 @@ class GetCell:
     cell_id: str
 
 
+class CellsFormat(StrEnum):
+    SUMMARY = "summary"
+    """One short line per cell: CellsSummarized."""
+    JSON = "json"
+    """Whole nbformat cells: CellsShown."""
+
+
 @wire_request("get_cells")
 @dataclass(frozen=True, slots=True)
 class GetCells:
     notebook_id: str
-    format: str = "summary"
-    """"summary" gives one short line per cell; "json" gives whole cells."""
+    format: CellsFormat = CellsFormat.SUMMARY
     start: int = 0
     count: int | None = None
     include_outputs: bool = False

@@ -19,6 +19,7 @@ from nbstage.protocol.frames import FrameError, read_body
 from nbstage.protocol.supervision import (
     ActiveSessionChanged,
     HandoffRequested,
+    RestartTargetChanged,
     SessionConfig,
     SessionManagerReady,
     StopSessionManager,
@@ -32,7 +33,13 @@ _LENGTH = struct.Struct(">I")
 _RAW_AFTER = b"\0"
 
 TO_CHILD = (SessionConfig, ToolCallRequested, ToolCallCancelled, StopSessionManager)
-FROM_CHILD = (SessionManagerReady, ToolCallFinished, ActiveSessionChanged, HandoffRequested)
+FROM_CHILD = (
+    SessionManagerReady,
+    ToolCallFinished,
+    ActiveSessionChanged,
+    RestartTargetChanged,
+    HandoffRequested,
+)
 _BY_NAME = {cls.__name__: cls for cls in (*TO_CHILD, *FROM_CHILD)}
 
 

@@ -8,6 +8,7 @@ the edges turn those frames back into these messages."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import orjson
@@ -194,4 +195,25 @@ class ActiveSessionChanged:
     """The SessionManager's active notebook changed (a tool call or a background rejoin)."""
 
     notebook_id: str | None
+    path: str | None
+
+
+class TargetChange(StrEnum):
+    """What happened to a notebook that may move the supervisor's restart target (SPEC §8)."""
+
+    JOINED = "joined"
+    """A connect or create succeeded: the notebook becomes the target."""
+    SAVED = "saved"
+    """The notebook was saved to ``path``: a target naming it moves there."""
+    LEFT = "left"
+    """The notebook was disconnected: a target naming it is cleared."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestartTargetChanged:
+    """The SessionManager reports what the restart target follows, beside the call's result,
+    so the supervisor never reads a finished result to learn it."""
+
+    change: TargetChange
+    notebook_id: str
     path: str | None

@@ -8,6 +8,7 @@ the codec), so the two cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from dataclasses import dataclass, field
@@ -68,9 +69,17 @@ class GetCellArgs:
     full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
 
 
+class AllCellsFormat(StrEnum):
+    SUMMARY = "summary"
+    JSON = "json"
+    RICH = "rich"
+
+
 @dataclass(frozen=True, slots=True)
 class GetAllCellsArgs:
-    format: str = arg('"summary" (one line per cell), "json" or "rich".', "summary")
+    format: AllCellsFormat = arg(  # noqa: RUF009 (arg returns a field; enum members are immutable)
+        '"summary" (one line per cell), "json" or "rich".', AllCellsFormat.SUMMARY
+    )
     start: int = arg("Index of the first cell.", 0)
     count: int | None = arg("How many cells (default: all).", None)
     include_outputs: bool = arg("Include outputs in json/rich formats.", False)
@@ -191,6 +200,8 @@ def _schema_of(hint: Any) -> dict[str, Any]:
         arms = [a for a in typing.get_args(hint) if a is not type(None)]
         schema = _schema_of(arms[0])
         return {**schema, "type": [schema["type"], "null"]}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"type": "string", "enum": [member.value for member in hint]}
     names = {str: "string", bool: "boolean", int: "integer", float: "number"}
     return {"type": names[hint]}
 
@@ -202,6 +213,8 @@ def input_schema(args: type) -> dict[str, Any]:
         prop = {**_schema_of(hints[f.name]), "description": f.metadata.get("description", "")}
         if f.default is dataclasses.MISSING:
             required.append(f.name)
+        elif isinstance(f.default, enum.Enum):
+            prop["default"] = f.default.value
         elif f.default is not None:
             prop["default"] = f.default
         properties[f.name] = prop

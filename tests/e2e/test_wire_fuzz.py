@@ -295,7 +295,7 @@ def _room_field(kind: str, name: str, hint: Any) -> st.SearchStrategy[Any]:
         # test_rooms.py::test_an_execute_reusing_a_mutation_key_is_not_an_internal_error.
         base = st.sampled_from([f"{kind}-a", f"{kind}-b"])
     elif name == "pattern":
-        base = st.text(st.characters(exclude_characters="*+{?"), max_size=12)
+        base = st.text(st.characters(codec="utf-8", exclude_characters="*+{?"), max_size=12)
     elif name == "format":
         base = st.sampled_from(["summary", "json", "rich"])
     elif name == "cell_type":

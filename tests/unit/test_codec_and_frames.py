@@ -1,9 +1,11 @@
-"""The wire codec (dataclass <-> dict) and the frame envelope (SPEC §5 Wire)."""
+"""The wire codec (dataclass <-> dict), the replies it carries and the frame envelope
+(SPEC §5 Wire)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import socket
 import struct
 import types
@@ -15,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from nbstage.protocol.codec import from_wire, to_wire
+from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire, to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import (
     MAX_FRAME_BYTES,
@@ -26,7 +28,21 @@ from nbstage.protocol.frames import (
     read_frame,
     recv_frame,
 )
-from nbstage.protocol.requests import REQUEST_TYPES, WIRE_NAMES, decode_request
+from nbstage.protocol.replies import (
+    REPLY_TYPES,
+    CellsShown,
+    CellsSummarized,
+    DaemonRefused,
+    decode_reply,
+    reply_type,
+)
+from nbstage.protocol.requests import (
+    REQUEST_TYPES,
+    WIRE_NAMES,
+    CellsFormat,
+    GetCells,
+    decode_request,
+)
 
 # --- building sample values from annotations --------------------------------------------
 
@@ -47,6 +63,16 @@ def _optional(hint: Any) -> bool:
 def _sample(hint: Any, name: str) -> Any:
     """A valid, non-default value for a field."""
     arm = _arms(hint)[0]
+    origin = typing.get_origin(arm)
+    if isinstance(arm, type) and issubclass(arm, enum.Enum):
+        return list(arm)[-1]
+    if dataclasses.is_dataclass(arm):
+        return _full(arm)
+    if origin is list:
+        (item,) = typing.get_args(arm)
+        return [_sample(item, f"{name}[0]")]
+    if origin is tuple:
+        return tuple(_sample(item, f"{name}[{i}]") for i, item in enumerate(typing.get_args(arm)))
     if arm is str:
         return f"sample-{name}"
     if arm is bool:
@@ -63,7 +89,7 @@ def _sample(hint: Any, name: str) -> Any:
 def _wrong(hint: Any) -> Any:
     """A JSON value the field must refuse."""
     arm = _arms(hint)[0]
-    if arm is str:
+    if arm is str or (isinstance(arm, type) and issubclass(arm, enum.Enum)):
         return 12
     if arm is bool:
         return "yes"
@@ -229,6 +255,94 @@ def test_decode_request_ignores_the_envelope_keys() -> None:
     assert request == REQUEST_TYPES["attach"]("n")
 
 
+# --- replies ------------------------------------------------------------------------------
+
+REPLY_CLASSES = sorted({*REPLY_TYPES.values(), CellsShown, DaemonRefused}, key=lambda c: c.__name__)
+
+
+def test_every_request_type_has_a_reply_type() -> None:
+    assert set(REPLY_TYPES) == set(REQUEST_TYPES.values())
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        pytest.param(GetCells("n"), CellsSummarized, id="get_cells summarizes by default"),
+        pytest.param(GetCells("n", CellsFormat.JSON), CellsShown, id="get_cells as json shows"),
+        *(
+            pytest.param(_minimal(cls), REPLY_TYPES[cls], id=name)
+            for name, cls in sorted(REQUEST_TYPES.items())
+            if cls is not GetCells
+        ),
+    ],
+)
+def test_each_request_expects_its_reply_type(request_: object, expected: type) -> None:
+    assert reply_type(request_) is expected
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in REPLY_CLASSES])
+def test_a_reply_is_a_frozen_slotted_dataclass(cls: type) -> None:
+    assert dataclasses.is_dataclass(cls)
+    assert cls.__dataclass_params__.frozen
+    assert "__slots__" in cls.__dict__
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in REPLY_CLASSES])
+def test_a_reply_with_every_field_set_survives_a_round_trip(cls: type) -> None:
+    reply = _full(cls)
+    assert from_wire(cls, orjson.loads(orjson.dumps(to_wire(reply)))) == reply
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in REPLY_CLASSES])
+def test_decode_reply_reads_a_result_frame_as_the_expected_reply(cls: type) -> None:
+    reply = _full(cls)
+    frame = {"v": 1, "id": 3, "type": "result", "result": to_wire(reply)}
+    assert decode_reply(orjson.loads(orjson.dumps(frame)), cls) == reply
+
+
+def test_decode_reply_reads_an_error_frame_as_a_refusal() -> None:
+    frame = {"v": 1, "id": 3, "type": "error", "error": {"code": "no_kernel", "message": "none"}}
+    assert decode_reply(frame, CellsShown) == DaemonRefused(ErrorCode.NO_KERNEL, "none")
+
+
+def test_a_refusal_with_an_unknown_code_is_rejected() -> None:
+    with pytest.raises(NbstageError) as info:
+        from_wire(DaemonRefused, {"code": "daemon_on_fire", "message": "it burns"})
+    assert "field 'code' must be one of" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("frame", "phrase"),
+    [
+        pytest.param(
+            {"type": "result", "result": {"cells": []}},
+            "malformed CellsShown: missing field 'total'",
+            id="a missing field",
+        ),
+        pytest.param(
+            {"type": "result", "result": {"cells": {}, "total": 1}},
+            "malformed CellsShown: field 'cells' must be a list",
+            id="a field of the wrong shape",
+        ),
+        pytest.param(
+            {"type": "error", "error": {"code": "daemon_on_fire", "message": "it burns"}},
+            "malformed refusal: field 'code' must be one of",
+            id="a refusal with an unknown code",
+        ),
+        pytest.param(
+            {"type": "heartbeat", "identity": {}},
+            "'heartbeat' frame where CellsShown was due",
+            id="a frame that is no answer",
+        ),
+    ],
+)
+def test_a_malformed_reply_is_a_bad_reply_saying_what_is_wrong(frame: dict, phrase: str) -> None:
+    with pytest.raises(NbstageError) as info:
+        decode_reply({"v": 1, "id": 3, **frame}, CellsShown)
+    assert info.value.code is ErrorCode.BAD_REPLY
+    assert phrase in info.value.message
+
+
 # --- the codec's other shapes -----------------------------------------------------------
 
 
@@ -257,6 +371,17 @@ class Unsupported:
     things: set[int]
 
 
+@dataclass(frozen=True)
+class Pair:
+    pair: tuple[int, float]
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str | None = dataclasses.field(default=None, metadata=OMIT_WHEN_NONE)
+    kept: str | None = None
+
+
 def _outer() -> Outer:
     return Outer(Colour.BLUE, Inner(1), [1, 2], [Inner(3), Inner(4)], Inner(5), {"k": [1]})
 
@@ -278,6 +403,31 @@ def test_enums_nested_dataclasses_and_lists_survive_a_round_trip() -> None:
 
 def test_a_tuple_goes_out_as_a_list() -> None:
     assert to_wire(Inner((1, 2)))["n"] == [1, 2]
+
+
+def test_a_field_omitted_when_none_is_on_the_wire_only_when_set() -> None:
+    assert to_wire(Note()) == {"kept": None}
+    assert to_wire(Note("hi")) == {"text": "hi", "kept": None}
+    assert from_wire(Note, to_wire(Note())) == Note()
+
+
+def test_a_tuple_field_comes_back_as_a_tuple_of_its_types() -> None:
+    assert from_wire(Pair, {"pair": [1, 2]}) == Pair((1, 2.0))
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        pytest.param([1], "field 'pair' must be a list of 2 items", id="too short"),
+        pytest.param([1, 2.0, 3], "field 'pair' must be a list of 2 items", id="too long"),
+        pytest.param({"a": 1}, "field 'pair' must be a list of 2 items", id="not a list"),
+        pytest.param([1.5, 2.0], "field 'pair[0]' must be an integer", id="a wrong item"),
+    ],
+)
+def test_a_tuple_field_wants_a_list_of_its_length(value: object, phrase: str) -> None:
+    with pytest.raises(NbstageError) as info:
+        from_wire(Pair, {"pair": value})
+    assert phrase in info.value.message
 
 
 @pytest.mark.parametrize(

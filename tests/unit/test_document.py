@@ -11,6 +11,7 @@ import pytest
 
 from nbstage.actors.document import Cell, Document, source_preview
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.replies import CellSummary, CellView
 
 HEX8 = re.compile(r"[0-9a-f]{8}")
 
@@ -500,22 +501,8 @@ def test_output_updates_refuse_cells_that_cannot_hold_them(call, error):
 def test_summaries_describe_each_cell():
     doc = doc_with(code("a", "import os\nos.getcwd()", [display("'/'")], 7), markdown("m", "# T"))
     assert doc.summaries() == [
-        {
-            "cell_id": "a",
-            "index": 0,
-            "cell_type": "code",
-            "source_preview": "import os",
-            "execution_count": 7,
-            "output_count": 1,
-        },
-        {
-            "cell_id": "m",
-            "index": 1,
-            "cell_type": "markdown",
-            "source_preview": "# T",
-            "execution_count": None,
-            "output_count": 0,
-        },
+        CellSummary("a", 0, "code", "import os", 7, 1),
+        CellSummary("m", 1, "markdown", "# T", None, 0),
     ]
 
 
@@ -545,10 +532,8 @@ def test_the_source_preview_is_the_first_line_capped(source, preview):
 )
 def test_reads_take_a_window_of_cells(start, count, expected):
     doc = doc_with(*(code(i) for i in "abcd"))
-    assert [s["cell_id"] for s in doc.summaries(start, count)] == expected
-    assert [s["index"] for s in doc.summaries(start, count)] == [
-        ids(doc).index(i) for i in expected
-    ]
+    assert [s.cell_id for s in doc.summaries(start, count)] == expected
+    assert [s.index for s in doc.summaries(start, count)] == [ids(doc).index(i) for i in expected]
     assert [c["id"] for c in doc.cells_json(start, count)] == expected
 
 
@@ -572,15 +557,9 @@ def test_cells_json_without_outputs_leaves_out_the_outputs_key():
     assert doc.cells_json()[0]["outputs"] == [display("1")]
 
 
-def test_to_json_with_id_has_the_get_cell_shape():
+def test_the_view_has_the_get_cell_shape():
     cell = code("a", "1", [display("1")], 2)
-    assert cell.to_json_with_id() == {
-        "cell_id": "a",
-        "cell_type": "code",
-        "source": "1",
-        "execution_count": 2,
-        "outputs": [display("1")],
-    }
+    assert cell.view() == CellView("a", "code", "1", 2, [display("1")])
 
 
 def test_index_of_finds_the_position():

@@ -28,8 +28,8 @@ from nbstage.actors.restart_policy import (
     handoff,
     reconnect,
 )
-from nbstage.actors.restart_target import RestartTarget, after_call
-from nbstage.protocol.mcp import tool_error, tool_result
+from nbstage.actors.restart_target import RestartTarget, after_change
+from nbstage.protocol.supervision import RestartTargetChanged, TargetChange
 
 # --- restart policy ---------------------------------------------------------------------------
 
@@ -276,167 +276,90 @@ HANDED_OVER_UUID = RestartTarget("nb-a", None)
 """What the supervisor starts with when NBSTAGE_REJOIN_NOTEBOOK names a UUID."""
 
 
-def ok(**structured: Any) -> dict[str, Any]:
-    return tool_result(structured)
+def joined(notebook_id: str, path: str | None = None) -> RestartTargetChanged:
+    return RestartTargetChanged(TargetChange.JOINED, notebook_id, path)
 
 
-def failed(**structured: Any) -> dict[str, Any]:
-    return tool_error("That did not work.", structured or None)
+def saved(notebook_id: str, path: str) -> RestartTargetChanged:
+    return RestartTargetChanged(TargetChange.SAVED, notebook_id, path)
+
+
+def left(notebook_id: str) -> RestartTargetChanged:
+    return RestartTargetChanged(TargetChange.LEFT, notebook_id, None)
 
 
 @pytest.mark.parametrize(
-    ("before", "tool", "result", "target"),
+    ("before", "change", "target"),
     [
         pytest.param(
             NO_TARGET,
-            "connect_notebook",
-            ok(notebook_id="nb-a", path=PATH_A, cell_count=1, kernel_status="idle", resumed=False),
+            joined("nb-a", PATH_A),
             A_BY_PATH,
             id="a connect to a notebook with a file sets the path",
         ),
         pytest.param(
             NO_TARGET,
-            "connect_notebook",
-            ok(notebook_id="nb-a", path=None, cell_count=1, kernel_status="idle", resumed=False),
+            joined("nb-a"),
             A_BY_UUID,
-            id="a connect to a notebook without a file sets the UUID",
-        ),
-        pytest.param(
-            NO_TARGET,
-            "create_notebook",
-            ok(notebook_id="nb-a", path=None, ephemeral=True, runtime="python"),
-            A_BY_UUID,
-            id="a create sets the new notebook's UUID",
+            id="a connect to a notebook without a file, or a create, sets the UUID",
         ),
         pytest.param(
             A_BY_PATH,
-            "connect_notebook",
-            ok(notebook_id="nb-b", path=None, resumed=False, switched_from="nb-a"),
+            joined("nb-b"),
             RestartTarget("nb-b", "nb-b"),
             id="a connect to another notebook replaces the target",
         ),
         pytest.param(
-            A_BY_PATH,
-            "create_notebook",
-            ok(notebook_id="nb-u", path=None, ephemeral=True, runtime="python"),
-            RestartTarget("nb-u", "nb-u"),
-            id="a create replaces the target too",
-        ),
-        pytest.param(
             A_BY_UUID,
-            "save_notebook",
-            ok(notebook_id="nb-a", path=PATH_A),
+            saved("nb-a", PATH_A),
             A_BY_PATH,
             id="saving the target notebook turns its UUID into the path",
         ),
         pytest.param(
             A_BY_PATH,
-            "save_notebook",
-            ok(notebook_id="nb-a", path=PATH_A2),
+            saved("nb-a", PATH_A2),
             RestartTarget(PATH_A2, "nb-a"),
             id="saving the target notebook under a new path moves the target there",
         ),
         pytest.param(
             A_BY_UUID,
-            "save_notebook",
-            ok(notebook_id="nb-b", path="/work/b.ipynb"),
+            saved("nb-b", "/work/b.ipynb"),
             A_BY_UUID,
             id="saving another notebook keeps the target",
         ),
         pytest.param(
             NO_TARGET,
-            "save_notebook",
-            ok(notebook_id="nb-a", path=PATH_A),
+            saved("nb-a", PATH_A),
             NO_TARGET,
             id="a save with no target sets none",
         ),
         pytest.param(
             A_BY_PATH,
-            "disconnect_notebook",
-            ok(disconnected="nb-a"),
+            left("nb-a"),
             NO_TARGET,
             id="disconnecting the active notebook clears the target",
         ),
         pytest.param(
             A_BY_UUID,
-            "disconnect_notebook",
-            ok(disconnected="nb-b"),
+            left("nb-b"),
             A_BY_UUID,
             id="disconnecting a parked notebook keeps the target",
         ),
         pytest.param(
-            NO_TARGET,
-            "connect_notebook",
-            failed(),
-            NO_TARGET,
-            id="a failed connect sets nothing",
-        ),
-        pytest.param(
-            A_BY_PATH,
-            "connect_notebook",
-            failed(notebook_id="nb-b", path=None),
-            A_BY_PATH,
-            id="a failed connect keeps the target even when its error carries a notebook",
-        ),
-        pytest.param(
-            A_BY_PATH,
-            "create_notebook",
-            failed(),
-            A_BY_PATH,
-            id="a failed create keeps the target",
-        ),
-        pytest.param(
-            A_BY_UUID,
-            "save_notebook",
-            failed(notebook_id="nb-a", path=PATH_A),
-            A_BY_UUID,
-            id="a failed save keeps the UUID",
-        ),
-        pytest.param(
-            A_BY_PATH,
-            "disconnect_notebook",
-            failed(disconnected="nb-a"),
-            A_BY_PATH,
-            id="a failed disconnect keeps the target",
-        ),
-        pytest.param(
-            A_BY_PATH,
-            "execute_cell",
-            ok(execution={"execution_id": "e1", "status": "done"}),
-            A_BY_PATH,
-            id="a session tool keeps the target",
-        ),
-        pytest.param(
-            A_BY_PATH,
-            "list_active_notebooks",
-            ok(notebooks=[{"notebook_id": "nb-b", "path": "/work/b.ipynb"}]),
-            A_BY_PATH,
-            id="listing notebooks keeps the target, whatever notebooks it names",
-        ),
-        pytest.param(
-            A_BY_PATH,
-            "reconnect",
-            ok(restarted=True, restarts=3),
-            A_BY_PATH,
-            id="the supervisor's reconnect keeps the target",
-        ),
-        pytest.param(
             HANDED_OVER_UUID,
-            "disconnect_notebook",
-            ok(disconnected="nb-a"),
+            left("nb-a"),
             NO_TARGET,
             id="disconnecting the notebook rejoined from a handed-over UUID clears the target",
         ),
         pytest.param(
             HANDED_OVER_UUID,
-            "save_notebook",
-            ok(notebook_id="nb-a", path=PATH_A),
+            saved("nb-a", PATH_A),
             A_BY_PATH,
             id="saving the notebook rejoined from a handed-over UUID turns it into the path",
         ),
     ],
 )
-def test_each_call_leaves_this_restart_target(
-    before: RestartTarget, tool: str, result: dict[str, Any], target: RestartTarget
+def test_each_reported_change_leaves_this_restart_target(
+    before: RestartTarget, change: RestartTargetChanged, target: RestartTarget
 ) -> None:
-    assert after_call(before, tool, result) == target
+    assert after_change(before, change) == target

@@ -1,0 +1,428 @@
+"""What the daemon answers to each request of ``protocol/requests.py``.
+
+A request is answered by exactly one reply type (``reply_type``), or refused with
+:class:`DaemonRefused`. The daemon's actors and its socket edge build these and
+encode them with ``to_wire``; the session side decodes each result frame with
+``decode_reply`` into the type its request expects, so a malformed answer fails
+there, once, with the field named. The wire shapes are plain JSON objects, and
+the admin console, the harness and the tests read them as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import ExecutionStatus, KernelState
+from nbstage.protocol.requests import (
+    AttachNotebook,
+    CellsFormat,
+    CreateCell,
+    CreateNotebook,
+    DeleteCell,
+    DescribeRoom,
+    EvictRoom,
+    ExecuteCell,
+    GetActorTree,
+    GetCell,
+    GetCells,
+    GetExecution,
+    GetIdentity,
+    GetLog,
+    GetStatus,
+    InterruptKernel,
+    LeaveRoom,
+    ListClients,
+    ListRooms,
+    MoveCell,
+    OpenNotebook,
+    ReplaceMatch,
+    ReplaceRegex,
+    RestartKernel,
+    RunReaper,
+    SaveNotebook,
+    SetCell,
+    ShutdownDaemon,
+    ShutdownKernelNow,
+    Watch,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonRefused:
+    """Any request can be refused: the error object of an error frame."""
+
+    code: ErrorCode
+    message: str
+    """A sentence for people that says what to do next."""
+
+
+# --- the daemon itself ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonIdentity:
+    """Who the daemon is, stable for its process's life."""
+
+    pid: int
+    started_at: float
+    version: str
+    incarnation: tuple[int, float]
+    """(pid, started_at): a restarted daemon is a new incarnation even at the same version."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStatus(DaemonIdentity):
+    socket: str
+    state_dir: str
+    rooms: int
+    kernels: int
+    """Kernels that are up (neither absent nor dead)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomCounts:
+    """The Daemon actor's part of a status; the socket edge adds identity and paths."""
+
+    rooms: int
+    kernels: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A watch subscription's first frame, then one every heartbeat period."""
+
+    identity: DaemonIdentity
+
+
+@dataclass(frozen=True, slots=True)
+class ClientsListed:
+    clients: list[dict[str, Any]]
+    """What each watching client reported about itself, as it reported it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStopping:
+    stopping: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LogTail:
+    lines: list[dict[str, Any]]
+    """Log records (JSON lines of daemon.log and actors.log), oldest first."""
+
+
+# --- rooms, as the Daemon sees them ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeerView:
+    peer_id: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoomView:
+    notebook_id: str
+    path: str | None
+    ephemeral: bool
+    starting: bool
+    room_pid: int | None
+    peers: list[PeerView]
+    kernel_status: KernelState
+    kernel_pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoomsListed:
+    rooms: list[RoomView]
+
+
+@dataclass(frozen=True, slots=True)
+class RoomsReaped:
+    reaped: list[str]
+    """The notebook ids the reaper chose; their rooms are closing."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomEvicted:
+    evicted: str
+    saved: bool
+    """Whether the final save or flush succeeded."""
+
+
+class ActorRole(StrEnum):
+    DAEMON = "Daemon"
+    ROOM = "Room"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelNode:
+    actor_pid: int
+    kernel_pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoomNode:
+    actor: ActorRole
+    notebook_id: str
+    address: str
+    pid: int | None
+    kernel: KernelNode | None
+
+
+@dataclass(frozen=True, slots=True)
+class ActorTree:
+    actor: ActorRole
+    address: str
+    pid: int
+    rooms: list[RoomNode]
+
+
+# --- joining and leaving a room -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookFacts:
+    """What a Room says about itself in a join and in a description."""
+
+    notebook_id: str
+    path: str | None
+    ephemeral: bool
+    runtime: str | None
+    """The kernelspec name, or None for a room without a kernel."""
+    cell_count: int
+    kernel_status: KernelState
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookJoined(NotebookFacts):
+    """The answer to open, create and attach: the room, and the new peer in it."""
+
+    peer_id: str
+    created: bool
+    """True when this join made the notebook."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomLeft:
+    left: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionCounts:
+    live: list[str]
+    finished: int
+
+
+@dataclass(frozen=True, slots=True)
+class Latch:
+    kernel_attached: bool
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeepAlive:
+    secs: float
+    armed_generation: int | None
+    pending: bool
+    """A teardown is armed for the current generation and the room has no peers."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomDescribed(NotebookFacts):
+    peers: list[PeerView]
+    kernel_pid: int | None
+    kernel_actor_pid: int | None
+    executions: ExecutionCounts
+    latch: Latch
+    keep_alive: KeepAlive
+    unsaved: bool
+    room_pid: int
+
+
+# --- the document ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookSaved:
+    notebook_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CellView:
+    """One cell in the get_cell tool's shape."""
+
+    cell_id: str
+    cell_type: str
+    source: str
+    execution_count: int | None
+    outputs: list[dict[str, Any]]
+    """nbformat outputs."""
+
+
+@dataclass(frozen=True, slots=True)
+class CellShown:
+    cell: CellView
+
+
+@dataclass(frozen=True, slots=True)
+class CellSummary:
+    cell_id: str
+    index: int
+    cell_type: str
+    source_preview: str
+    execution_count: int | None
+    output_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class CellsSummarized:
+    """The answer to get_cells in the summary format."""
+
+    cells: list[CellSummary]
+    total: int
+    """Cells in the notebook, whatever the window asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class CellsShown:
+    """The answer to get_cells in the json format."""
+
+    cells: list[dict[str, Any]]
+    """nbformat 4.5 cells; without outputs when they were not asked for."""
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class CellCreated:
+    cell_id: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class CellUpdated:
+    """The answer to set_cell, replace_match and replace_regex."""
+
+    cell_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CellDeleted:
+    deleted: str
+
+
+@dataclass(frozen=True, slots=True)
+class CellMoved:
+    cell_id: str
+    index: int
+
+
+# --- executions and the kernel --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionView:
+    execution_id: str
+    cell_id: str
+    status: ExecutionStatus
+    execution_count: int | None
+    outputs: list[dict[str, Any]]
+    """nbformat outputs, in the order they arrived."""
+    error: str | None = field(default=None, metadata=OMIT_WHEN_NONE)
+    """Why an execution ended in error or was cancelled, when the kernel did not say; on the
+    wire only when there is one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionReported:
+    """The answer to execute and get_execution: finished, or as far as it got in the wait."""
+
+    execution: ExecutionView
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptSent:
+    interrupted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RestartCompleted:
+    kernel_pid: int | None
+    restarted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class KernelShutDown:
+    kernel_pid: int | None
+    """The pid of the kernel that was stopped."""
+    shutdown: bool = True
+
+
+REPLY_TYPES: dict[type, type] = {
+    GetIdentity: DaemonIdentity,
+    GetStatus: DaemonStatus,
+    Watch: Heartbeat,
+    ListClients: ClientsListed,
+    ShutdownDaemon: DaemonStopping,
+    GetLog: LogTail,
+    ListRooms: RoomsListed,
+    RunReaper: RoomsReaped,
+    EvictRoom: RoomEvicted,
+    GetActorTree: ActorTree,
+    OpenNotebook: NotebookJoined,
+    CreateNotebook: NotebookJoined,
+    AttachNotebook: NotebookJoined,
+    LeaveRoom: RoomLeft,
+    DescribeRoom: RoomDescribed,
+    SaveNotebook: NotebookSaved,
+    GetCell: CellShown,
+    GetCells: CellsSummarized,
+    CreateCell: CellCreated,
+    SetCell: CellUpdated,
+    ReplaceMatch: CellUpdated,
+    ReplaceRegex: CellUpdated,
+    DeleteCell: CellDeleted,
+    MoveCell: CellMoved,
+    ExecuteCell: ExecutionReported,
+    GetExecution: ExecutionReported,
+    InterruptKernel: InterruptSent,
+    RestartKernel: RestartCompleted,
+    ShutdownKernelNow: KernelShutDown,
+}
+"""The reply each request type gets; get_cells in the json format is the one exception."""
+
+
+def reply_type(request: object) -> type:
+    """The reply type ``request`` is answered with."""
+    if isinstance(request, GetCells) and request.format is CellsFormat.JSON:
+        return CellsShown
+    return REPLY_TYPES[type(request)]
+
+
+_T = TypeVar("_T")
+
+
+def decode_reply(frame: dict[str, Any], expected: type[_T]) -> _T | DaemonRefused:
+    """The reply (or refusal) in a result or error frame, checked against ``expected``.
+
+    Raises NbstageError(BAD_REPLY) naming what is wrong when the frame is neither.
+    """
+    kind = frame["type"]
+    try:
+        if kind == "error":
+            return from_wire(DaemonRefused, frame.get("error"))
+        if kind == "result":
+            return from_wire(expected, frame.get("result"))
+    except NbstageError as exc:
+        what = "refusal" if kind == "error" else expected.__name__
+        raise NbstageError(
+            ErrorCode.BAD_REPLY, f"the daemon sent a malformed {what}: {exc.message}"
+        ) from None
+    raise NbstageError(
+        ErrorCode.BAD_REPLY, f"the daemon sent a {kind!r} frame where {expected.__name__} was due"
+    )
