@@ -41,6 +41,7 @@ from nbstage.protocol.edge import (
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import KernelState
+from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     ActorRole,
     ActorTree,
@@ -129,6 +130,26 @@ class RoomEntry:
 class _Stopping:
     waiting: set[str] = field(default_factory=set)
     closed: int = 0
+    done: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class KernelspecResolved:
+    """Offload token: a create's runtime was looked up among the installed kernelspecs."""
+
+    origin: Origin
+    request: CreateNotebook
+
+
+@dataclass(frozen=True, slots=True)
+class BindingStored:
+    notebook_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryClosed:
+    """Offload token: the last registry write is done and the database is closed."""
 
 
 class Daemon(NbActor):
@@ -259,13 +280,55 @@ class Daemon(NbActor):
 
     def _create(self, origin: Origin, req: CreateNotebook) -> None:
         self._refuse_while_stopping()
-        runtime = None
-        if req.runtime is not None:
+        if req.runtime is None:
+            self._create_room(origin, req, None)
+            return
+        runtime = req.runtime
+
+        def scan() -> str:
             from nbstage.actors.kernel_backend import resolve_kernel_name
 
-            runtime = resolve_kernel_name(req.runtime)
+            return resolve_kernel_name(runtime)
+
+        self.offload(KernelspecResolved(origin, req), scan)
+
+    def _kernelspec_resolved(self, done: BlockingWorkDone) -> None:
+        origin, req = done.token.origin, done.token.request
+        if isinstance(done.error, NbstageError):
+            self.fail(origin, done.error)
+        elif done.error is not None:
+            self.fail(origin, NbstageError(ErrorCode.INTERNAL, f"kernelspec scan: {done.error}"))
+        else:
+            self.guarded(origin, lambda o, r: self._create_room(o, r, done.result), req)
+
+    def _create_room(self, origin: Origin, req: CreateNotebook, runtime: str | None) -> None:
+        self._refuse_while_stopping()
         admission = StartNewRoom(str(uuid.uuid4()), RoomSource.NEW, None)
         self._carry_out(origin, admission, req.peer_label, req.ephemeral, runtime, req.working_dir)
+
+    def work_handlers(self):
+        return {
+            KernelspecResolved: self._kernelspec_resolved,
+            BindingStored: self._binding_stored,
+            RegistryClosed: self._registry_closed,
+        }
+
+    def _bind(self, notebook_id: str, path: str) -> None:
+        """Record id ↔ path on the registry's lane; admission reads ``by_path`` first, so a
+        binding still being written is never missed."""
+        registry = self.registry
+        self.offload(
+            BindingStored(notebook_id, path), lambda: registry.bind(notebook_id, path), "registry"
+        )
+
+    def _binding_stored(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error(
+                "could not record %s at %s: %s", done.token.notebook_id, done.token.path, done.error
+            )
+
+    def _registry_closed(self, done: BlockingWorkDone) -> None:
+        self.send(self.edge, DaemonStopped(self.stopping.closed))
 
     def _carry_out(
         self,
@@ -328,7 +391,7 @@ class Daemon(NbActor):
             entry.starting = False
             entry.pid = msg.pid
             if entry.path is not None:
-                self.registry.bind(msg.notebook_id, entry.path)
+                self._bind(msg.notebook_id, entry.path)
             self.send(
                 self.edge,
                 RoomEventOccurred(EventKind.CREATED, msg.notebook_id, {"path": entry.path}),
@@ -371,7 +434,7 @@ class Daemon(NbActor):
         entry.path = msg.path
         entry.ephemeral = False
         self.by_path[msg.path] = msg.notebook_id
-        self.registry.bind(msg.notebook_id, msg.path)
+        self._bind(msg.notebook_id, msg.path)
 
     def receiveMsg_PathReleased(self, msg: PathReleased, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
@@ -423,9 +486,9 @@ class Daemon(NbActor):
             self._finish_stop_if_done()
 
     def _finish_stop_if_done(self) -> None:
-        if self.stopping is not None and not self.stopping.waiting:
-            self.registry.close()
-            self.send(self.edge, DaemonStopped(self.stopping.closed))
+        if self.stopping is not None and not self.stopping.waiting and not self.stopping.done:
+            self.stopping.done = True
+            self.offload(RegistryClosed(), self.registry.close, "registry")
 
     def _forget_room(self, notebook_id: str) -> None:
         entry = self.rooms.pop(notebook_id, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -132,7 +132,6 @@ class SessionManager(NbActor):
         self.calls: dict[str, str] = {}
         """call_id → tool name, for calls not yet answered."""
         self.watch: ActorAddress | None = None
-        self.handoff_target: Target | None = None
         self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
         """Session tool calls that arrived while a rejoin was under way."""
         self.awaiting_first_link = False
@@ -149,7 +148,9 @@ class SessionManager(NbActor):
             self.awaiting_first_link = True
             self.wakeupAfter(FIRST_LINK_LIMIT, payload=FirstLinkOverdue())
         if msg.rejoin_target:
-            self.handoff_target = self._target_of(msg.rejoin_target)
+            # The restart target enters the session model at once, so a disconnect that
+            # arrives before the daemon's first answer cancels it like any other rejoin.
+            self.state = replace(self.state, recovery=self._target_of(msg.rejoin_target))
         ready = SessionManagerReady(os.getpid(), msg.generation, tools.builtin_tool_list())
         self.send(sender, ready)
         self._connect()
@@ -246,8 +247,7 @@ class SessionManager(NbActor):
     def _incarnation_seen(self, incarnation: tuple[Any, ...]) -> None:
         if incarnation == self.state.incarnation:
             return
-        target, self.handoff_target = self.handoff_target, None
-        self._decide(sessions.IncarnationSeen(incarnation, target))
+        self._decide(sessions.IncarnationSeen(incarnation, None))
 
     def receiveMsg_DaemonWentAway(self, msg: DaemonWentAway, sender: ActorAddress) -> None:
         log.info("the daemon went away; sessions wait for its return")
@@ -339,7 +339,8 @@ class SessionManager(NbActor):
 
     def _rejoining(self) -> bool:
         pending = self.state.pending
-        return self.handoff_target is not None or (pending is not None and pending.background)
+        first_rejoin = self.state.recovery is not None and self.state.incarnation is None
+        return first_rejoin or (pending is not None and pending.background)
 
     def _session_tool(self, msg: ToolCallRequested, spec: tools.ToolSpec, args: Any) -> None:
         if self.state.active is None and self._rejoining():

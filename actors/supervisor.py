@@ -21,7 +21,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from importlib.metadata import version as package_version
 from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
@@ -55,6 +54,7 @@ from nbstage.protocol.supervision import (
     ToolListChanged,
     ToSessionChild,
 )
+from nbstage.protocol.version import VERSION
 
 log = logging.getLogger("nbstage.supervisor")
 
@@ -109,6 +109,8 @@ class ProxySupervisor(NbActor):
         self.generation = 0
         self.ready = False
         self.configured = False
+        self.warming = False
+        """A successor process started early is waiting out the backoff, unconfigured."""
         self.restart = restart_policy.RestartState()
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
@@ -122,7 +124,7 @@ class ProxySupervisor(NbActor):
     def receiveMsg_StartSupervisor(self, msg: StartSupervisor, sender: ActorAddress) -> None:
         self.config = msg
         self.edge = sender
-        self.server_info = {"name": "nbstage", "version": package_version("nbstage")}
+        self.server_info = {"name": "nbstage", "version": VERSION}
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
         self.cached_tools = msg.cached_tools
         self.tools = self.cached_tools or tools.builtin_tool_list()
@@ -140,7 +142,7 @@ class ProxySupervisor(NbActor):
     def receiveMsg_McpRequestAdmitted(self, msg: McpRequestAdmitted, sender: ActorAddress) -> None:
         request = msg.request
         self.client_label = self.client_label or msg.client_label
-        if self.child is not None and not self.configured:
+        if self.child is not None and not self.configured and not self.warming:
             self._configure_child()
         if request.method == "tools/list":
             result = self._decorate({"tools": self.tools}, msg.version, "tools/list")
@@ -251,13 +253,14 @@ class ProxySupervisor(NbActor):
 
     # --- the child ------------------------------------------------------------------------
 
-    def _start_child(self) -> None:
+    def _start_child(self, configure: bool = True) -> None:
         self.generation += 1
         self.ready = False
+        self.warming = False
         self.child = self.generation
         self.configured = False
         self.send(self.edge, StartSessionChild(self.generation))
-        if self.config.label or self.client_label:
+        if configure and (self.config.label or self.client_label):
             self._configure_child()
 
     def _configure_child(self) -> None:
@@ -302,10 +305,16 @@ class ProxySupervisor(NbActor):
         if generation != self.generation or self.child is None:
             return
         log.warning("session manager generation %d lost: %s", generation, why)
+        was_serving = self.ready
         self.child = None
         self.ready = False
         self._requeue_or_fail_calls()
         self.restart, decision = restart_policy.child_crashed(self.restart, time.monotonic())
+        if was_serving and isinstance(decision, restart_policy.RestartAfter):
+            # The successor's process starts now and waits out the backoff unconfigured, so
+            # Python's start-up overlaps the backoff. A child that never served waits first.
+            self._start_child(configure=False)
+            self.warming = True
         self._plan_restart(decision, "[nbstage] Session server restarted")
 
     def _requeue_or_fail_calls(self) -> None:
@@ -374,6 +383,9 @@ class ProxySupervisor(NbActor):
         match msg.payload:
             case RestartDue(generation) if generation == self.generation and self.child is None:
                 self._start_child()
+            case RestartDue(generation) if generation == self.generation and not self.configured:
+                self.warming = False
+                self._configure_child()
             case ProgressDue(call_id, beat) if call_id in self.calls:
                 call = self.calls[call_id]
                 elapsed = time.monotonic() - call.started

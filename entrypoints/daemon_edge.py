@@ -55,6 +55,7 @@ from nbstage.protocol.replies import (
     DaemonStatus,
     DaemonStopping,
     Heartbeat,
+    LogTail,
     NotebookJoined,
     RoomCounts,
 )
@@ -84,21 +85,6 @@ DAEMON_ANSWERS = (AttachNotebook, EvictRoom)
 """Requests that carry a notebook_id but are answered by the Daemon actor, not the Room."""
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
-    pid: int
-    started_at: float
-    version: str
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "started_at": self.started_at,
-            "version": self.version,
-            "incarnation": [self.pid, self.started_at],
-        }
-
-
 @dataclass
 class Connection:
     conn_id: int
@@ -119,7 +105,8 @@ class Edge:
     def __init__(self, paths: StatePaths, settings: Settings, version: str) -> None:
         self.paths = paths
         self.settings = settings
-        self.identity = Identity(os.getpid(), round(time.time(), 6), version)
+        started_at = round(time.time(), 6)
+        self.identity = DaemonIdentity(os.getpid(), started_at, version, (os.getpid(), started_at))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.connections: dict[int, Connection] = {}
         self.rooms: dict[str, Any] = {}
@@ -194,7 +181,7 @@ class Edge:
             case RequestAnswered():
                 self._answer(message)
             case RequestFailed(origin, code, text):
-                self._reply(origin, {"type": "error", "error": {"code": code, "message": text}})
+                self._reply(origin, _error_frame(origin.request_id, code, text))
             case RoomEventOccurred(kind, notebook_id, detail):
                 self._broadcast(
                     {"type": "event", "event": {"kind": kind, "notebook_id": notebook_id, **detail}}
@@ -233,7 +220,7 @@ class Edge:
         if isinstance(request, GetStatus):
             counts = from_wire(RoomCounts, answered.result())
             status = DaemonStatus(
-                **asdict(_identity(self.identity)),
+                **asdict(self.identity),
                 socket=str(self.paths.socket),
                 state_dir=str(self.paths.root),
                 **asdict(counts),
@@ -251,11 +238,11 @@ class Edge:
         if conn is not None:
             conn.send_raw(encode_result_frame(origin.request_id, answered.result_json))
 
-    def _reply(self, origin: Origin, payload: dict[str, Any]) -> None:
+    def _reply(self, origin: Origin, frame: dict[str, Any]) -> None:
         self.pending.pop(origin, None)
         conn = self.connections.get(origin.conn)
         if conn is not None:
-            conn.send({"id": origin.request_id, **payload})
+            conn.send(frame)
 
     def _broadcast(self, payload: dict[str, Any]) -> None:
         for conn in self.connections.values():
@@ -264,7 +251,7 @@ class Edge:
 
     async def _heartbeat(self) -> None:
         while True:
-            self._broadcast({"type": "heartbeat", "identity": self.identity.to_wire()})
+            self._broadcast({"type": "heartbeat", **to_wire(Heartbeat(self.identity))})
             await asyncio.sleep(self.settings.heartbeat_secs)
 
     # --- client connections ---------------------------------------------------------------
@@ -315,11 +302,11 @@ class Edge:
         origin = Origin(conn.conn_id, request_id)
         match request:
             case GetIdentity():
-                conn.send(_result_frame(request_id, _identity(self.identity)))
+                conn.send(_result_frame(request_id, self.identity))
             case Watch(client):
                 conn.watch_id = request_id
                 conn.client = client
-                beat = Heartbeat(_identity(self.identity))
+                beat = Heartbeat(self.identity)
                 conn.send({"id": request_id, "type": "heartbeat", **to_wire(beat)})
             case ListClients():
                 clients = [c.client for c in self.connections.values() if c.client is not None]
@@ -337,7 +324,7 @@ class Edge:
 
     async def _send_log(self, conn: Connection, request_id: Any, lines: int) -> None:
         entries = await asyncio.to_thread(read_log_tail, self.paths.logs, max(1, min(lines, 5000)))
-        conn.send({"id": request_id, "type": "result", "result": {"lines": entries}})
+        conn.send(_result_frame(request_id, LogTail(entries)))
 
     def _route(self, origin: Origin, conn: Connection, request: Any) -> None:
         notebook_id = getattr(request, "notebook_id", None)
@@ -365,11 +352,6 @@ def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, An
 
 def _result_frame(request_id: Any, reply: object) -> dict[str, Any]:
     return {"id": request_id, "type": "result", "result": to_wire(reply)}
-
-
-def _identity(identity: Identity) -> DaemonIdentity:
-    incarnation = (identity.pid, identity.started_at)
-    return DaemonIdentity(identity.pid, identity.started_at, identity.version, incarnation)
 
 
 def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:

@@ -299,15 +299,6 @@ def test_disconnect_beats_rejoin_the_slot_stays_empty_and_the_rejoins_peer_leave
     assert child.daemon.requests("get_cell") == [], "the slot is empty, so nothing was asked"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "SessionManager keeps the supervisor's rejoin target in self.handoff_target, outside "
-        "the session model, until the daemon is first seen (session_manager.py:133, :230): "
-        "sessions._disconnect cannot see it, so the disconnect is refused and the target is "
-        "rejoined afterwards"
-    ),
-)
 def test_disconnect_beats_rejoin_of_a_handoff_target_the_daemon_has_not_answered_yet(
     bench: ActorBench, tmp_path: Path
 ) -> None:
