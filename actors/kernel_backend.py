@@ -22,7 +22,10 @@ from nbstage.actors.kernel_backend_events import (
     OutputEmitted,
     ReplyReceived,
 )
+from nbstage.actors.kernel_files import pipe_socket
 from nbstage.protocol.errors import ErrorCode, NbstageError
+
+NO_HISTORY = "--HistoryManager.enabled=False"
 
 
 def resolve_kernel_name(runtime: str) -> str:
@@ -86,9 +89,9 @@ def _shell_event(msg: dict[str, Any]) -> ReplyReceived:
 class JupyterBackend:
     """One real kernel through jupyter_client, over IPC sockets in a private dir.
 
-    The kernel's own parent-death guard applies: jupyter_client sets JPY_PARENT_PID,
-    and ipykernel exits within about a second once that process (the Kernel actor)
-    is gone."""
+    The kernel exits the moment the daemon is gone (kernel_launcher.py). It keeps no
+    input history on disk: IPython would otherwise write every cell's source to
+    ``~/.ipython/profile_default/history.sqlite``, outside the private state dir."""
 
     def __init__(self, kernel_name: str, kernel_dir: Path, kernel_id: str) -> None:
         kernel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -99,9 +102,11 @@ class JupyterBackend:
             connection_file=str(kernel_dir / f"{kernel_id}.json"),
         )
         self._kc: Any = None
+        self._kernel_dir = kernel_dir
         argv = self._km.kernel_spec.argv
         if "ipykernel_launcher" in argv:
             argv[argv.index("ipykernel_launcher")] = "nbstage.actors.kernel_launcher"
+        argv.append(NO_HISTORY)
 
     @property
     def pid(self) -> int | None:
@@ -154,8 +159,11 @@ class JupyterBackend:
         return self._kc.kernel_info()
 
     def shutdown(self) -> None:
+        pid = self.pid
         if self._kc is not None:
             self._kc.stop_channels()
         if self._km.has_kernel:
             self._km.shutdown_kernel(now=True)
         self._km.cleanup_resources()
+        if pid is not None:
+            pipe_socket(self._kernel_dir, pid).unlink(missing_ok=True)

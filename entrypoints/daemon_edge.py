@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 import psutil
 
+from nbstage.actors.kernel_files import sweep_kernel_dir
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.statedir import StatePaths
@@ -80,6 +81,7 @@ log = logging.getLogger("nbstage.edge")
 
 ACTOR_START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+HOME_CHECK_SECS = 2.0
 JOIN_REQUESTS = (OpenNotebook, CreateNotebook, AttachNotebook)
 DAEMON_ANSWERS = (AttachNotebook, EvictRoom)
 """Requests that carry a notebook_id but are answered by the Daemon actor, not the Room."""
@@ -129,19 +131,22 @@ class Edge:
         await self._start_actors()
         server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
         os.chmod(self.paths.socket, 0o600)
+        self._socket_identity = _identity_of(self.paths.socket)
         heartbeat = asyncio.create_task(self._heartbeat())
+        home = asyncio.create_task(self._watch_home())
         log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
         await self._stop_requested.wait()
         log.info("daemon stopping")
         server.close()
         heartbeat.cancel()
+        home.cancel()
         await self._stop_actors()
         for conn in list(self.connections.values()):
             conn.writer.close()
         for task in list(self._serving):
             task.cancel()
         await asyncio.gather(*self._serving, return_exceptions=True)
-        with contextlib.suppress(FileNotFoundError):
+        if _identity_of(self.paths.socket) == self._socket_identity:
             self.paths.socket.unlink()
 
     async def _start_actors(self) -> None:
@@ -164,6 +169,7 @@ class Edge:
         await self._offload.drain()
         self._host.close()
         await asyncio.to_thread(self._kill_leftovers)
+        await asyncio.to_thread(sweep_kernel_dir, self.paths.kernel_dir)
 
     def _kill_leftovers(self) -> None:
         """Last resort: SIGKILL any recorded kernel process still alive."""
@@ -248,6 +254,19 @@ class Edge:
         for conn in self.connections.values():
             if conn.watch_id is not None:
                 conn.send({"id": conn.watch_id, **payload})
+
+    async def _watch_home(self) -> None:
+        """Stop if the state dir or the socket is removed or replaced under the daemon: it
+        could never be reached again, and would otherwise run on with its kernels."""
+        home = _identity_of(self.paths.root)
+        sock = self._socket_identity
+        while True:
+            await asyncio.sleep(HOME_CHECK_SECS)
+            for path, seen in ((self.paths.root, home), (self.paths.socket, sock)):
+                if _identity_of(path) != seen:
+                    log.error("%s was removed or replaced; the daemon stops", path)
+                    self._stop_requested.set()
+                    return
 
     async def _heartbeat(self) -> None:
         while True:
@@ -344,6 +363,14 @@ class Edge:
             conn.peers.discard((request.notebook_id, request.peer_id))
         self.pending[origin] = request
         self._host.tell(target, ClientRequest(origin, request))
+
+
+def _identity_of(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, Any]:

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from nbstage.actors.room import KeepAliveExpired, Room
+from nbstage.actors.room import Room
 from nbstage.protocol.edge import ClientRequest, Origin, ProcessStarted, RequestAnswered
 from nbstage.protocol.requests import CreateCell, ExecuteCell, LeaveRoom
+from nbstage.protocol.room_followups import KeepAliveExpired
 from nbstage.protocol.rooms import JoinRoom, RoomSource, StartRoom
 from nbstage.protocol.settings import Settings
 from tests.unit.actor_harness import ActorBench
