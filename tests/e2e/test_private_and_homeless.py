@@ -1,4 +1,4 @@
-"""Nothing private leaves the state dir, and a daemon that lost its home stops (issue 13, sections 4 and 5)."""
+"""Nothing private leaves the state dir; a daemon that lost its home stops (issue 13)."""
 
 from __future__ import annotations
 
