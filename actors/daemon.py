@@ -66,6 +66,7 @@ from nbstage.protocol.requests import (
 )
 from nbstage.protocol.rooms import (
     ClaimPath,
+    CloseReason,
     CloseRoom,
     DaemonStarted,
     DaemonStopped,
@@ -191,13 +192,13 @@ class Daemon(NbActor):
             settings.reaper_soft_cap,
         )
         for notebook_id in chosen:
-            self._close_room(notebook_id, "reaped")
+            self._close_room(notebook_id, CloseReason.REAPED)
         return chosen
 
     def _run_reaper(self, origin: Origin, req: RunReaper) -> None:
         self.answer(origin, RoomsReaped(self._reap()))
 
-    def _close_room(self, notebook_id: str, reason: str) -> None:
+    def _close_room(self, notebook_id: str, reason: CloseReason) -> None:
         entry = self.rooms[notebook_id]
         entry.closing = True
         self.send(entry.address, CloseRoom(reason))
@@ -220,7 +221,7 @@ class Daemon(NbActor):
             raise NbstageError(ErrorCode.NOT_FOUND, f"No room {req.notebook_id} is resident.")
         entry.evicted_by.append(origin)
         if not entry.closing:
-            self._close_room(req.notebook_id, "evicted by the operator")
+            self._close_room(req.notebook_id, CloseReason.EVICTED)
 
     def _tree(self, origin: Origin, req: GetActorTree) -> None:
         rooms = []
@@ -471,7 +472,7 @@ class Daemon(NbActor):
         self.stopping = _Stopping(waiting=set(self.rooms))
         for notebook_id, entry in self.rooms.items():
             if not entry.closing:
-                self._close_room(notebook_id, "daemon stopping")
+                self._close_room(notebook_id, CloseReason.DAEMON_STOPPING)
         self._finish_stop_if_done()
 
     def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:

@@ -39,7 +39,7 @@ from nbstage.actors.kernel_backend_events import (
     OutputEmitted,
     ReplyReceived,
 )
-from nbstage.protocol.edge import ProcessStarted
+from nbstage.protocol.edge import KernelProcessStarted
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.kernels import (
     ExecutionFinished,
@@ -221,7 +221,7 @@ class Kernel(NbActor):
             self._stop_if_asked()
             return
         self.backend, info_id = done.result
-        self.send(self.edge, ProcessStarted("kernel", self.name, self.backend.pid))
+        self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
         if self.stop_after_launch is not None:
             self._stop_backend(self.stop_after_launch)
             return
@@ -360,7 +360,7 @@ class Kernel(NbActor):
             self.send(done.token.room, KernelFailed(ErrorCode.INTERNAL, message))
             return
         self._asked_info(done.result)
-        self.send(self.edge, ProcessStarted("kernel", "restarted", self.backend.pid))
+        self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
         self._pump_safely()
         self._tick_soon()
 

@@ -40,7 +40,7 @@ from nbstage.actors.kernel import Kernel
 from nbstage.actors.registry import Registry
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
-from nbstage.protocol.edge import EventKind, Origin, ProcessEnded, RoomEventOccurred
+from nbstage.protocol.edge import EventKind, KernelProcessEnded, Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     ExecutionFinished,
@@ -625,7 +625,7 @@ class Room(NbActor):
     def receiveMsg_KernelStopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
         self.send(sender, ActorExitRequest())
         if msg.pid is not None:
-            self.send(self.edge, ProcessEnded("kernel", self.notebook_id, msg.pid))
+            self.send(self.edge, KernelProcessEnded(self.notebook_id, msg.pid))
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         if self.kernel is not None and msg.childAddress == self.kernel:

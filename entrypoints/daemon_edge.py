@@ -30,9 +30,9 @@ from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol.codec import from_wire, to_wire
 from nbstage.protocol.edge import (
     ClientRequest,
+    KernelProcessEnded,
+    KernelProcessStarted,
     Origin,
-    ProcessEnded,
-    ProcessStarted,
     RequestAnswered,
     RequestFailed,
     RoomEventOccurred,
@@ -173,11 +173,11 @@ class Edge:
 
     def _kill_leftovers(self) -> None:
         """Last resort: SIGKILL any recorded kernel process still alive."""
-        for pid, (role, name, created) in self.pids.items():
+        for pid, (notebook_id, created) in self.pids.items():
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
                 if abs(proc.create_time() - created) < 1.0:
-                    log.warning("killing leftover %s %s (pid %d)", role, name, pid)
+                    log.warning("killing the leftover kernel of %s (pid %d)", notebook_id, pid)
                     proc.kill()
 
     # --- messages from actors -------------------------------------------------------------
@@ -196,9 +196,9 @@ class Edge:
                 self.rooms[notebook_id] = address
             case RoomGone(notebook_id):
                 self.rooms.pop(notebook_id, None)
-            case ProcessStarted(role, name, pid):
-                self._record_pid(role, name, pid)
-            case ProcessEnded(_, _, pid):
+            case KernelProcessStarted(notebook_id, pid):
+                self._record_pid(notebook_id, pid)
+            case KernelProcessEnded(_, pid):
                 self.pids.pop(pid, None)
             case BlockingWorkRequested():
                 self._offload.start(message)
@@ -215,9 +215,9 @@ class Edge:
             case _:
                 log.warning("edge ignored %s", type(message).__name__)
 
-    def _record_pid(self, role: str, name: str, pid: int) -> None:
+    def _record_pid(self, notebook_id: str, pid: int) -> None:
         with contextlib.suppress(psutil.Error):
-            self.pids[pid] = (role, name, psutil.Process(pid).create_time())
+            self.pids[pid] = (notebook_id, psutil.Process(pid).create_time())
 
     def _answer(self, answered: RequestAnswered) -> None:
         origin = answered.origin

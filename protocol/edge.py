@@ -74,18 +74,16 @@ class RoomEventOccurred:
 
 
 @dataclass(frozen=True, slots=True)
-class ProcessStarted:
-    """An actor (or a kernel it owns) reports its pid, so teardown can find every process."""
+class KernelProcessStarted:
+    """A kernel process's pid, so the daemon's last-resort teardown can find it."""
 
-    role: str
-    name: str
+    notebook_id: str
     pid: int
 
 
 @dataclass(frozen=True, slots=True)
-class ProcessEnded:
-    role: str
-    name: str
+class KernelProcessEnded:
+    notebook_id: str
     pid: int
 
 

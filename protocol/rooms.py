@@ -144,11 +144,17 @@ class PathReleased:
     path: str
 
 
+class CloseReason(StrEnum):
+    REAPED = "reaped"
+    EVICTED = "evicted by the operator"
+    DAEMON_STOPPING = "daemon stopping"
+
+
 @dataclass(frozen=True, slots=True)
 class CloseRoom:
     """Save or flush, stop the kernel, then answer RoomClosed. The Daemon then stops the actor."""
 
-    reason: str
+    reason: CloseReason
 
 
 @dataclass(frozen=True, slots=True)

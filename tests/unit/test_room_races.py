@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from nbstage.actors.room import Room
-from nbstage.protocol.edge import ClientRequest, Origin, ProcessStarted, RequestAnswered
+from nbstage.protocol.edge import ClientRequest, KernelProcessStarted, Origin, RequestAnswered
 from nbstage.protocol.requests import CreateCell, ExecuteCell, LeaveRoom
 from nbstage.protocol.room_followups import KeepAliveExpired
 from nbstage.protocol.rooms import JoinRoom, RoomSource, StartRoom
@@ -62,7 +62,7 @@ def join(bench: ActorBench, room: object, request_id: str, seq: int) -> str:
 
 
 def kernel_pids(bench: ActorBench) -> list[int]:
-    return [m.pid for m in bench.seen_of(ProcessStarted) if m.role == "kernel"]
+    return [m.pid for m in bench.seen_of(KernelProcessStarted)]
 
 
 def run_cell(bench: ActorBench, room: object, request_id: str) -> dict:
