@@ -1,7 +1,7 @@
 """The processes a harness run owns: its daemon, the pids it recorded, and the final sweep.
 
 Processes are found through what they report (the daemon's ``identity``, ``clients`` and
-``list_rooms``) or through the ``NBSTAGE_EDGE_PID`` every actor and kernel inherits from
+``list_rooms``) or through the ``NBSTAGE_EDGE_PID`` every session child and kernel inherits from
 the process that started it, never by name.
 """
 
