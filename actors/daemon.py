@@ -31,6 +31,12 @@ from nbstage.actors.notebook_files import absolute_notebook_path
 from nbstage.actors.reaper import RoomFacts, choose_rooms_to_reap
 from nbstage.actors.registry import Registry
 from nbstage.actors.room import Room
+from nbstage.protocol.daemon_followups import (
+    BindingStored,
+    KernelspecResolved,
+    ReapDue,
+    RegistryClosed,
+)
 from nbstage.protocol.edge import (
     ClientRequest,
     EventKind,
@@ -90,11 +96,6 @@ log = logging.getLogger("nbstage.daemon")
 CHILD_CHECK_TICK = timedelta(milliseconds=100)
 
 
-@dataclass(frozen=True, slots=True)
-class ReapDue:
-    """Reaper timer payload."""
-
-
 @dataclass
 class RoomEntry:
     address: ActorAddress
@@ -132,25 +133,6 @@ class _Stopping:
     waiting: set[str] = field(default_factory=set)
     closed: int = 0
     done: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class KernelspecResolved:
-    """Offload token: a create's runtime was looked up among the installed kernelspecs."""
-
-    origin: Origin
-    request: CreateNotebook
-
-
-@dataclass(frozen=True, slots=True)
-class BindingStored:
-    notebook_id: str
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class RegistryClosed:
-    """Offload token: the last registry write is done and the database is closed."""
 
 
 class Daemon(NbActor):

@@ -41,6 +41,7 @@ from nbstage.actors.kernel_backend_events import (
 )
 from nbstage.protocol.edge import KernelProcessStarted
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.kernel_followups import Launched, Relaunched, StoppedForGood, Tick
 from nbstage.protocol.kernels import (
     ExecutionFinished,
     ExecutionsCancelled,
@@ -72,28 +73,6 @@ FLUSH_TICK = timedelta(milliseconds=50)
 IDLE_TICK = timedelta(milliseconds=100)
 FLUSH_EVERY_SECS = 0.05
 INFO_RETRY_SECS = 0.2
-
-
-@dataclass(frozen=True, slots=True)
-class Tick:
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class Launched:
-    """Offload token: the kernel process was started (or failed to start)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Relaunched:
-    origin: Any
-    room: Any
-
-
-@dataclass(frozen=True, slots=True)
-class StoppedForGood:
-    pid: int | None
-    room: Any
 
 
 def _launch(msg: StartKernel) -> tuple[Any, str]:

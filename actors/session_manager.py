@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -56,6 +56,12 @@ from nbstage.protocol.requests import (
     LeaveRoom,
     OpenNotebook,
 )
+from nbstage.protocol.session_followups import (
+    DeferredExpired,
+    FirstLinkOverdue,
+    RetryLink,
+    RetryRecovery,
+)
 from nbstage.protocol.supervision import (
     ActiveSessionChanged,
     HandoffRequested,
@@ -90,26 +96,6 @@ DEGRADED = {
     tools.Access.RUNTIME_READ: "execution results cannot be read",
     tools.Access.EXECUTE: "cells cannot run",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class RetryLink:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class RetryRecovery:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DeferredExpired:
-    call_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class FirstLinkOverdue:
-    pass
 
 
 DEFERRAL_LIMIT = timedelta(seconds=15)

@@ -54,6 +54,7 @@ from nbstage.protocol.supervision import (
     ToolListChanged,
     ToSessionChild,
 )
+from nbstage.protocol.supervisor_followups import CallWaitExpired, ProgressDue, RestartDue
 from nbstage.protocol.version import VERSION
 
 log = logging.getLogger("nbstage.supervisor")
@@ -65,22 +66,6 @@ CALL_WAIT_LIMIT = timedelta(seconds=30)
 def _id_key(request_id: Any) -> str:
     """JSON-RPC ids 1 and "1" are different requests, so keys keep the type."""
     return f"{type(request_id).__name__}:{request_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class RestartDue:
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProgressDue:
-    call_id: str
-    beat: int
-
-
-@dataclass(frozen=True, slots=True)
-class CallWaitExpired:
-    call_id: str
 
 
 @dataclass

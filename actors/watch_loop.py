@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.replies import DaemonIdentity, Heartbeat
 from nbstage.protocol.requests import GetIdentity, Watch
+from nbstage.protocol.session_followups import LagCheck, ReconnectDue
 from nbstage.protocol.watching import (
     ClientInfoChanged,
     DaemonIncarnationSeen,
@@ -41,16 +42,6 @@ from nbstage.protocol.watching import (
 log = logging.getLogger("nbstage.watch")
 
 LAG_FACTOR = 3.0
-
-
-@dataclass(frozen=True, slots=True)
-class ReconnectDue:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class LagCheck:
-    pass
 
 
 class WatchLoop(NbActor):

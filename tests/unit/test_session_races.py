@@ -23,11 +23,11 @@ import orjson
 import pytest
 from thespian.actors import ActorAddress
 
-from nbstage.actors.session_manager import RetryRecovery, SessionManager
+from nbstage.actors.session_manager import SessionManager
 from nbstage.actors.supervisor import ProxySupervisor
-from nbstage.actors.watch_loop import ReconnectDue
 from nbstage.protocol import jsonrpc, session_frames, tools
 from nbstage.protocol.mcp import tool_error, tool_result
+from nbstage.protocol.session_followups import ReconnectDue, RetryRecovery
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
     ActiveSessionChanged,

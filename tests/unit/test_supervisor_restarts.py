@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors.supervisor import RestartDue
 from nbstage.protocol.supervision import ChildProcessDied, SessionConfig
+from nbstage.protocol.supervisor_followups import RestartDue
 from tests.unit.actor_harness import ActorBench
 from tests.unit.test_session_races import SupervisorEdge, ready
 

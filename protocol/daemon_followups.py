@@ -1,0 +1,34 @@
+"""What the Daemon actor leaves for later and gets back in its own mailbox: its reaper
+timer payload and the tokens of the blocking work it hands to the edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nbstage.protocol.edge import Origin
+from nbstage.protocol.requests import CreateNotebook
+
+
+@dataclass(frozen=True, slots=True)
+class ReapDue:
+    """Reaper timer payload."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelspecResolved:
+    """Offload token: a create's runtime was looked up among the installed kernelspecs."""
+
+    origin: Origin
+    request: CreateNotebook
+
+
+@dataclass(frozen=True, slots=True)
+class BindingStored:
+    notebook_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryClosed:
+    """Offload token: the last registry write is done and the database is closed."""
