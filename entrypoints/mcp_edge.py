@@ -59,6 +59,8 @@ SUPERVISED_METHODS = ("tools/list", "tools/call")
 log = logging.getLogger("nbstage.mcp")
 
 MAX_LINE = 64 * 1024 * 1024
+READ_CHUNK = 1024 * 1024
+"""stdin is read up to a newline or about this much at a time; longer lines come in pieces."""
 STOP_TIMEOUT = 2.0
 CHILD_STOP_GRACE = 1.0
 SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
@@ -176,15 +178,48 @@ class McpEdge:
     # --- stdin ----------------------------------------------------------------------------
 
     async def _read_stdin(self) -> None:
-        reader = asyncio.StreamReader(limit=MAX_LINE)
+        """Hand every non-blank stdin line to ``_on_line`` until EOF.
+
+        The reader's limit is READ_CHUNK, so a long line arrives in pieces that are joined
+        here. A line longer than MAX_LINE is answered as soon as that is known, with an
+        error whose id is null (the line was never parsed), and the rest of it is dropped
+        piece by piece up to its newline; the lines after it are read as usual.
+        """
+        reader = asyncio.StreamReader(limit=READ_CHUNK)
         pipe = os.fdopen(self._in, "rb", buffering=0)
         await self.loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-        try:
-            while line := await reader.readline():
-                if line.strip():
+        pieces: list[bytes] = []
+        size = 0
+        skipping = False
+        at_eof = False
+        while not at_eof:
+            try:
+                piece = await reader.readuntil(b"\n")
+            except asyncio.LimitOverrunError as exc:
+                # The first exc.consumed buffered bytes hold no newline: one piece.
+                piece = await reader.readexactly(exc.consumed)
+            except asyncio.IncompleteReadError as exc:
+                piece, at_eof = exc.partial, True
+            newline = piece.endswith(b"\n")
+            if not skipping:
+                pieces.append(piece)
+                size += len(piece)
+                if size - int(newline) > MAX_LINE:
+                    skipping = True
+                    pieces.clear()
+                    log.warning("an input line exceeded %d bytes; skipping it", MAX_LINE)
+                    message = (
+                        f"Invalid request: the line exceeded the limit of {MAX_LINE} bytes "
+                        f"({MAX_LINE // (1024 * 1024)} MiB) and is skipped up to its newline"
+                    )
+                    self._write(jsonrpc.ErrorResponse(None, jsonrpc.INVALID_REQUEST, message))
+            if newline or at_eof:
+                line = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                if line and not line.isspace():
                     self._on_line(line)
-        except (ValueError, asyncio.LimitOverrunError):
-            log.error("an input line exceeded %d bytes; closing", MAX_LINE)
+                pieces.clear()
+                size = 0
+                skipping = False
         self._stopped.set()
 
     def _on_line(self, line: bytes) -> None:

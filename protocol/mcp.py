@@ -18,9 +18,16 @@ Two protocol eras share one process:
 The first request that is admitted as ``initialize`` or with the modern ``_meta``
 fixes the era; a rejected request fixes nothing. After that the connection does not
 switch: a request carrying the modern envelope on a legacy connection gets -32600
-(Invalid Request), and ``initialize`` on a modern connection gets -32022 naming the
-versions served there. This is how the official Python SDK's dual-era server behaves,
-so clients that probe with ``server/discover`` and fall back see the same answers.
+(Invalid Request), and the ``initialize`` handshake on a modern connection gets -32022
+naming the versions served there. This is how the official Python SDK's dual-era server
+behaves, so clients that probe with ``server/discover`` and fall back see the same answers.
+
+An ``initialize`` is the legacy handshake when its params name a ``protocolVersion``
+(even if a client also stamped the modern envelope on it). Without one but with the
+modern ``_meta``, it is a 2026-07-28 request: its envelope is checked like any other's,
+and a valid one gets -32601 because that revision removed the method. The official
+conformance suite's ``server-stateless`` scenario expects this; the SDK's stdio loop
+answers -32602 or -32022 instead.
 
 Other decisions the spec leaves open:
 
@@ -30,6 +37,8 @@ Other decisions the spec leaves open:
   fixes nothing. With the modern ``_meta``, or on a modern connection, it is -32601:
   2026-07-28 removed it.
 * A second ``initialize`` gets -32600.
+* ``tools/call`` whose ``_meta`` is not an object, or whose ``_meta.progressToken`` is
+  neither a string nor an integer, gets -32602 in both eras (booleans are not integers).
 * ``server/discover`` lists only the modern version: it describes the per-request
   path. Its ``tools`` capability has no ``listChanged``, because 2026-07-28 delivers
   that notification only on ``subscriptions/listen`` streams, which are not served.
@@ -199,12 +208,50 @@ def method_not_found(method: str) -> Reject:
     return Reject(METHOD_NOT_FOUND, f"Method not found: {method}", method)
 
 
+def _is_progress_token(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def progress_token_of(params: object) -> str | int | None:
     """``params._meta.progressToken`` when it is a string or an integer, else None."""
     meta = params.get("_meta") if isinstance(params, Mapping) else None
     token = meta.get("progressToken") if isinstance(meta, Mapping) else None
-    if isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool)):
-        return token
+    return token if _is_progress_token(token) else None
+
+
+_JSON_TYPE_NAMES: Final = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def _json_type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def check_request_meta(params: object) -> Reject | None:
+    """-32602 when ``params._meta`` is present but not an object, or carries a
+    ``progressToken`` that is neither a string nor an integer; None when all is well."""
+    if not isinstance(params, Mapping) or "_meta" not in params:
+        return None
+    meta = params["_meta"]
+    if not isinstance(meta, Mapping):
+        return Reject(
+            INVALID_PARAMS,
+            f"Invalid params: '_meta' must be an object, not {_json_type_name(meta)}",
+        )
+    if "progressToken" in meta and not _is_progress_token(meta["progressToken"]):
+        return Reject(
+            INVALID_PARAMS,
+            "Invalid params: '_meta.progressToken' must be a string or an integer, not "
+            + _json_type_name(meta["progressToken"]),
+        )
     return None
 
 
@@ -229,6 +276,28 @@ def unsupported_version(requested: object) -> Reject:
         f"requests with per-request _meta must use {MODERN_VERSION}",
         data,
     )
+
+
+def modern_initialize(params: object) -> Reject | None:
+    """The answer to an ``initialize`` sent as a 2026-07-28 request, else None.
+
+    Such a request carries the modern ``_meta`` envelope and no handshake
+    ``protocolVersion``. Its envelope is judged as any modern request's; a valid one gets
+    -32601, since 2026-07-28 removed the method. Anything else is the legacy handshake.
+    """
+    if not isinstance(params, Mapping) or "protocolVersion" in params:
+        return None
+    if not carries_modern_envelope(params):
+        return None
+    envelope = read_envelope(params)
+    if isinstance(envelope, Reject):
+        return envelope
+    message = (
+        f"Method not found: initialize (removed in protocol {MODERN_VERSION}, whose requests "
+        "carry their version and capabilities in _meta; send initialize without that _meta "
+        f"for protocol {SUPPORTED_LEGACY_VERSIONS[0]} to {LATEST_LEGACY_VERSION})"
+    )
+    return Reject(METHOD_NOT_FOUND, message, "initialize")
 
 
 def read_envelope(params: object) -> Dispatch | Reject:
@@ -396,7 +465,8 @@ class Lifecycle:
 
     def _admit_new(self, request: Request) -> Admission:
         if request.method == "initialize":
-            return self._initialize(request.params)
+            removed = modern_initialize(request.params)
+            return removed if removed is not None else self._initialize(request.params)
         if carries_modern_envelope(request.params) or request.method == "server/discover":
             if request.method == "ping":
                 return self._ping_removed()
@@ -433,6 +503,9 @@ class Lifecycle:
             return Answer({})
         if request.method == "server/discover":
             return method_not_found(request.method)
+        refusal = self._check_call_meta(request)
+        if refusal is not None:
+            return refusal
         return Dispatch(
             version=self.legacy_version,
             client_info=self.client_info,
@@ -442,6 +515,9 @@ class Lifecycle:
 
     def _admit_modern(self, request: Request) -> Admission:
         if request.method == "initialize":
+            removed = modern_initialize(request.params)
+            if removed is not None:
+                return removed
             params = request.params if isinstance(request.params, Mapping) else {}
             rejection = unsupported_version(params.get("protocolVersion"))
             return Reject(
@@ -455,11 +531,18 @@ class Lifecycle:
         admission = read_envelope(request.params)
         if isinstance(admission, Reject):
             return admission
+        refusal = self._check_call_meta(request)
+        if refusal is not None:
+            return refusal
         if admission.client_info is not None:
             self.client_info = admission.client_info
         if request.method == "server/discover":
             return Answer(self._discover_result())
         return admission
+
+    def _check_call_meta(self, request: Request) -> Reject | None:
+        """A ``tools/call`` whose ``_meta`` or progress token is malformed is refused."""
+        return check_request_meta(request.params) if request.method == "tools/call" else None
 
     def _ping_removed(self) -> Reject:
         message = f"Method not found: ping (removed in protocol {MODERN_VERSION})"

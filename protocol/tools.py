@@ -195,11 +195,19 @@ class ToolSpec:
 
 
 def _schema_of(hint: Any) -> dict[str, Any]:
+    """The JSON schema of one argument type.
+
+    A union is ``anyOf`` its arms, ``{"type": "null"}`` last for an optional one; never
+    a ``type`` array, which single-type dialects (Gemini function declarations, the
+    MCP Inspector's strict check) refuse.
+    """
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        arms = [a for a in typing.get_args(hint) if a is not type(None)]
-        schema = _schema_of(arms[0])
-        return {**schema, "type": [schema["type"], "null"]}
+        arms = typing.get_args(hint)
+        schemas = [_schema_of(a) for a in arms if a is not type(None)]
+        if type(None) in arms:
+            schemas.append({"type": "null"})
+        return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return {"type": "string", "enum": [member.value for member in hint]}
     names = {str: "string", bool: "boolean", int: "integer", float: "number"}

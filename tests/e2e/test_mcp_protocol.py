@@ -235,6 +235,77 @@ def test_a_line_that_is_not_json_gets_a_parse_error_and_the_server_carries_on(
     assert_stdout_is_only_json_rpc(server)
 
 
+LINE_LIMIT = 64 * 1024 * 1024
+"""The longest stdin line ``nbstage mcp`` reads; a longer one is answered and skipped."""
+
+BLOCK = b"x" * (1024 * 1024)
+"""What long lines are written from, a block at a time, so no test holds one whole."""
+
+
+def _write_long_ping(server: RawServer, request_id: str, pad: int, then: bytes = b"") -> None:
+    """A ping whose params pad it to over ``pad`` bytes, then ``then`` right behind its
+    newline in the same write, so the next line may arrive in the same read."""
+    assert server.proc.stdin is not None
+    head = {"jsonrpc": "2.0", "id": request_id, "method": "ping", "params": {"pad": ""}}
+    start, end = orjson.dumps(head).split(b'""')
+    try:
+        server.proc.stdin.write(start + b'"')
+        for _ in range(-(-pad // len(BLOCK))):
+            server.proc.stdin.write(BLOCK)
+        server.proc.stdin.write(b'"' + end + b"\n" + then)
+        server.proc.stdin.flush()
+    except BrokenPipeError:
+        code = server.proc.poll()
+        message = f"nbstage mcp stopped reading (exit {code}): {server.stderr_tail()}"
+        raise AssertionError(message) from None
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+
+
+def test_a_line_over_the_limit_gets_an_error_and_the_server_reads_on(state_dir: Path) -> None:
+    with raw_server(state_dir, {}, "--no-autostart", cwd=state_dir.parent) as server:
+        assert server.request("ping")["result"] == {}
+        peak_before = _peak_rss_kib(server.proc.pid)
+
+        after = orjson.dumps({"jsonrpc": "2.0", "id": "after-long-line", "method": "ping"})
+        _write_long_ping(server, "too-long", LINE_LIMIT + 1, then=after + b"\n")
+        refusal = server.read()
+        assert refusal["id"] is None, "an unread line has no id to answer"
+        assert refusal["error"]["code"] in (-32600, -32700), refusal
+        assert "limit" in refusal["error"]["message"], refusal
+        assert str(LINE_LIMIT) in refusal["error"]["message"], refusal
+        assert server.read() == {"jsonrpc": "2.0", "id": "after-long-line", "result": {}}
+        assert server.proc.poll() is None, "the server is still running"
+
+        # Lines under the limit, however long, are still read whole.
+        _write_long_ping(server, "long-but-legal", 3 * len(BLOCK))
+        assert server.read() == {"jsonrpc": "2.0", "id": "long-but-legal", "result": {}}
+        peak_after = _peak_rss_kib(server.proc.pid)
+        if peak_before is not None and peak_after is not None:
+            grown_mib = (peak_after - peak_before) / 1024
+            assert grown_mib < 160, f"reading the long lines took {grown_mib:.0f} MiB"
+
+        assert server.initialize()["result"]["protocolVersion"] == "2025-11-25"
+        assert server.request("ping")["result"] == {}
+
+        # An over-long last line with no newline is answered too; EOF then ends the server.
+        assert server.proc.stdin is not None
+        server.proc.stdin.write(b'{"jsonrpc":"2.0","id":"unterminated","method":"ping","x":"')
+        for _ in range(LINE_LIMIT // len(BLOCK) + 1):
+            server.proc.stdin.write(BLOCK)
+        server.proc.stdin.flush()
+        assert server.read()["id"] is None
+        server.close_stdin()
+        assert server.proc.wait(timeout=5) == 0, server.stderr_tail()
+    assert_stdout_is_only_json_rpc(server)
+
+
 def test_an_unknown_method_gets_method_not_found(state_dir: Path) -> None:
     with raw_server(state_dir, {}, "--no-autostart", cwd=state_dir.parent) as server:
         early = server.request("no/such/method")
@@ -407,7 +478,8 @@ TOOL_NAMES = sorted(TOOLS_BY_NAME)
 
 def _valid_value(name: str, schema: dict[str, Any], cell_ids: list[str]) -> Any:
     """A strategy for a well-typed value of one argument, aimed so nothing runs for long."""
-    kind = schema["type"][0] if isinstance(schema["type"], list) else schema["type"]
+    arms = schema.get("anyOf", [schema])
+    (kind,) = [arm["type"] for arm in arms if arm["type"] != "null"]
     if name in ("cell_id", "after_cell_id"):
         return st.sampled_from(cell_ids) | st.text(max_size=10)
     if name == "source":

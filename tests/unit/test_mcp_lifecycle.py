@@ -469,7 +469,7 @@ def test_a_legacy_connection_does_not_switch_in_place(request_: Request, code: i
             id="initialize with a legacy version",
         ),
         pytest.param(
-            Request(3, "initialize", {"_meta": envelope()}),
+            Request(3, "initialize", {"capabilities": {}}),
             {"supported": [MODERN_VERSION]},
             id="initialize without a version",
         ),
@@ -484,6 +484,69 @@ def test_a_modern_connection_refuses_initialize_naming_its_versions(
     assert admission.code == UNSUPPORTED_PROTOCOL_VERSION
     assert admission.data == data
     assert life.state is State.MODERN
+
+
+MODERN_INITIALIZE = Request(7, "initialize", {"_meta": envelope()})
+"""``initialize`` as a 2026-07-28 request: the per-request envelope and no handshake
+``protocolVersion``, as the conformance suite's ``server-stateless`` scenario sends it."""
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lifecycle, id="as the first request"),
+        pytest.param(modern_connection, id="on a modern connection"),
+    ],
+)
+def test_initialize_with_the_modern_envelope_is_a_removed_method(make: Any) -> None:
+    life = make()
+    state = life.state
+    admission = life.admit(MODERN_INITIALIZE)
+    assert isinstance(admission, Reject)
+    assert admission.code == METHOD_NOT_FOUND
+    assert "initialize" in admission.message
+    assert MODERN_VERSION in admission.message
+    assert admission.response(7) == ErrorResponse(
+        7, METHOD_NOT_FOUND, admission.message, admission.data
+    )
+    assert life.state is state, "a refused initialize fixes no era"
+    assert life.legacy_version is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "code"),
+    [
+        pytest.param(meta_with(caps=None), INVALID_PARAMS, id="without client capabilities"),
+        pytest.param(
+            meta_with(version="2099-01-01"), UNSUPPORTED_PROTOCOL_VERSION, id="unknown version"
+        ),
+    ],
+)
+def test_initialize_with_a_broken_modern_envelope_gets_the_envelope_error(
+    meta: dict[str, Any], code: int
+) -> None:
+    life = lifecycle()
+    admission = life.admit(Request(8, "initialize", {"_meta": meta}))
+    assert isinstance(admission, Reject)
+    assert admission.code == code
+    assert life.state is State.NEW
+
+
+def test_legacy_initialize_still_opens_after_a_removed_modern_initialize() -> None:
+    life = lifecycle()
+    assert isinstance(life.admit(MODERN_INITIALIZE), Reject)
+    admission = life.admit(initialize())
+    assert isinstance(admission, Answer)
+    assert admission.result["protocolVersion"] == "2025-11-25"
+    assert life.state is State.LEGACY_INITIALIZING
+
+
+def test_initialize_on_a_legacy_connection_is_still_a_second_initialize() -> None:
+    life = legacy_ready()
+    admission = life.admit(MODERN_INITIALIZE)
+    assert isinstance(admission, Reject)
+    assert admission.code == INVALID_REQUEST
+    assert life.state is State.LEGACY_READY
 
 
 def test_initialize_carrying_modern_metadata_still_opens_a_legacy_connection() -> None:
@@ -511,6 +574,81 @@ def test_a_legacy_request_is_dispatched_under_the_negotiated_version(make: Any) 
         {"roots": {}},
         progress_token=4,
     )
+
+
+BAD_CALL_META = [
+    pytest.param("tok", "'_meta'", id="_meta as a string"),
+    pytest.param(["progressToken", 1], "'_meta'", id="_meta as an array"),
+    pytest.param(7, "'_meta'", id="_meta as a number"),
+    pytest.param(None, "'_meta'", id="_meta as null"),
+    pytest.param({"progressToken": True}, "progressToken", id="a boolean token"),
+    pytest.param({"progressToken": False}, "progressToken", id="a false token"),
+    pytest.param({"progressToken": 1.5}, "progressToken", id="a float token"),
+    pytest.param({"progressToken": None}, "progressToken", id="a null token"),
+    pytest.param({"progressToken": ["t"]}, "progressToken", id="an array token"),
+    pytest.param({"progressToken": {"t": 1}}, "progressToken", id="an object token"),
+]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: _after(lifecycle(), initialize()), id="before initialized"),
+        pytest.param(legacy_ready, id="after initialized"),
+    ],
+)
+@pytest.mark.parametrize(("meta", "fragment"), BAD_CALL_META)
+def test_a_legacy_tools_call_with_bad_meta_is_invalid_params(
+    make: Any, meta: Any, fragment: str
+) -> None:
+    life = make()
+    state = life.state
+    admission = life.admit(Request(5, "tools/call", {"name": "get_cell", "_meta": meta}))
+    assert isinstance(admission, Reject)
+    assert admission.code == INVALID_PARAMS
+    assert fragment in admission.message
+    assert life.state is state
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lifecycle, id="as the first request"),
+        pytest.param(modern_connection, id="on a modern connection"),
+    ],
+)
+@pytest.mark.parametrize(("meta", "fragment"), [p for p in BAD_CALL_META if p.id.endswith("token")])
+def test_a_modern_tools_call_with_a_bad_progress_token_is_invalid_params(
+    make: Any, meta: dict[str, Any], fragment: str
+) -> None:
+    life = make()
+    state, client_info = life.state, life.client_info
+    request = Request(6, "tools/call", {"name": "get_cell", "_meta": {**envelope(), **meta}})
+    admission = life.admit(request)
+    assert isinstance(admission, Reject)
+    assert admission.code == INVALID_PARAMS
+    assert fragment in admission.message
+    assert (life.state, life.client_info) == (state, client_info), "a refusal changes nothing"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        pytest.param(0, id="zero"),
+        pytest.param(-(2**63), id="a big negative"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_a_tools_call_keeps_any_string_or_integer_progress_token(token: str | int) -> None:
+    legacy = legacy_ready().admit(
+        Request(5, "tools/call", {"name": "x", "_meta": {"progressToken": token}})
+    )
+    assert isinstance(legacy, Dispatch)
+    assert legacy.progress_token == token
+    meta = {**envelope(), "progressToken": token}
+    modern_ = lifecycle().admit(Request(6, "tools/call", {"name": "x", "_meta": meta}))
+    assert isinstance(modern_, Dispatch)
+    assert modern_.progress_token == token
 
 
 @pytest.mark.parametrize(

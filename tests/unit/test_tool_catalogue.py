@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
+from collections.abc import Iterator
 from typing import Any
 
 import mcp_types
@@ -56,10 +59,27 @@ def spec_ids(spec: ToolSpec) -> str:
 
 def schema_type(prop: dict[str, Any]) -> str:
     """The non-null JSON type of a property."""
-    kind = prop["type"]
-    if isinstance(kind, list):
-        (kind,) = [k for k in kind if k != "null"]
-    return kind
+    if "anyOf" in prop:
+        (arm,) = [arm for arm in prop["anyOf"] if arm != {"type": "null"}]
+        return arm["type"]
+    return prop["type"]
+
+
+def is_nullable(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in (
+        typing.get_args(hint)
+    )
+
+
+def subschemas(schema: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every JSON object inside a schema, itself included, with a path to it."""
+    if isinstance(schema, dict):
+        yield where, schema
+        for key, value in schema.items():
+            yield from subschemas(value, f"{where}.{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            yield from subschemas(value, f"{where}[{index}]")
 
 
 def a_valid_value(prop: dict[str, Any]) -> Any:
@@ -110,6 +130,45 @@ def test_every_tool_is_described_for_people_and_for_programs(spec: ToolSpec) -> 
     for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
         assert isinstance(annotations[hint], bool), hint
     assert not (annotations["readOnlyHint"] and annotations["destructiveHint"])
+
+
+def test_no_schema_in_the_catalogue_has_a_type_array() -> None:
+    """Single-type schema dialects (Gemini function declarations, the Inspector's strict
+    check) refuse ``"type": [...]``; nullable arguments say so with ``anyOf`` instead."""
+    for tool in builtin_tool_list():
+        for where, schema in subschemas(tool["inputSchema"], tool["name"]):
+            assert not isinstance(schema.get("type"), list), f"{where} has a type array: {schema}"
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS, ids=spec_ids)
+def test_every_nullable_argument_is_an_any_of_with_null(spec: ToolSpec) -> None:
+    properties = spec.to_mcp()["inputSchema"]["properties"]
+    hints = typing.get_type_hints(spec.args)
+    for f in dataclasses.fields(spec.args):
+        prop = properties[f.name]
+        if not is_nullable(hints[f.name]):
+            assert "anyOf" not in prop, f"{spec.name}.{f.name} is not nullable: {prop}"
+            continue
+        assert "type" not in prop, f"{spec.name}.{f.name}: the type goes in anyOf: {prop}"
+        arms = prop["anyOf"]
+        assert arms.count({"type": "null"}) == 1, f"{spec.name}.{f.name}: {prop}"
+        (other,) = [arm for arm in arms if arm != {"type": "null"}]
+        assert isinstance(other["type"], str), f"{spec.name}.{f.name}: {prop}"
+        assert other["type"] in WRONG_VALUE
+
+
+def test_nullable_arguments_exist_in_the_catalogue() -> None:
+    """The two tests above would pass vacuously without any."""
+    nullable = {
+        (spec.name, f.name)
+        for spec in ALL_SPECS
+        for f in dataclasses.fields(spec.args)
+        if is_nullable(typing.get_type_hints(spec.args)[f.name])
+    }
+    assert ("connect_notebook", "path") in nullable
+    assert ("get_all_cells", "count") in nullable
+    prop = TOOLS_BY_NAME["get_all_cells"].to_mcp()["inputSchema"]["properties"]["count"]
+    assert prop["anyOf"] == [{"type": "integer"}, {"type": "null"}]
 
 
 def test_read_only_and_destructive_hints_fit_what_the_tools_do() -> None:
