@@ -3,15 +3,20 @@
 Pure functions, following SPEC §4 "Output text": every tool gets text content items for
 people and a structured value for programs. Output text is ANSI-stripped and capped per
 output unless ``full_output`` is asked for. PNG and JPEG images up to 1 MiB become MCP image
-content; base64 never appears in text or in structured values, and larger images are
+content, each sent once; base64 never appears in text or in structured values. Wherever an
+image (SVG included) or other binary data would be shown, a description stands in for it
+(its kind, width and height, size, and whether and how it was sent); larger images are
 described instead of sent.
 """
 
 from __future__ import annotations
 
+import binascii
 import json
 import re
+import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -22,6 +27,24 @@ TEXT_LIMIT: Final = 8192
 IMAGE_LIMIT: Final = 1 << 20
 TEXT_MIMES: Final = ("text/plain", "text/markdown", "text/latex", "application/json")
 SENT_IMAGE_MIMES: Final = ("image/png", "image/jpeg")
+MEDIA_PREFIXES: Final = ("image/", "audio/", "video/")
+BINARY_APPLICATION_MIMES: Final = ("application/pdf", "application/octet-stream")
+"""Besides images, audio and video: MIME types whose nbformat value is base64, never shown."""
+
+TIMES: Final = "\N{MULTIPLICATION SIGN}"
+"""What joins an image's width and height in its description."""
+SENT: Final = "sent as image content"
+TOO_LARGE: Final = (
+    "too large to send (over 1 MiB); to see it, display a smaller version, "
+    "or write it to a file from the kernel"
+)
+NOT_SENT: Final = "not sent; only PNG and JPEG go out as image content"
+
+_HEADER_BASE64_CHARS: Final = 256 * 1024
+"""How much of an image's base64 is decoded to find its dimensions (192 KiB of bytes)."""
+_PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
+_JPEG_SOF_MARKERS: Final = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_STANDALONE_MARKERS: Final = frozenset({0x01, 0xD8, *range(0xD0, 0xD8)})
 
 _DISPLAY_TYPES: Final = ("execute_result", "display_data")
 _FENCE_LANGUAGES: Final = {"markdown": "markdown", "raw": ""}
@@ -84,6 +107,89 @@ def output_to_text(output: Mapping[str, Any]) -> str:
     return _text_of(output)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class Media:
+    """An image, audio, video or other binary MIME value, as the tools show it.
+
+    ``encoded`` is the base64 to send as MCP image content, set only for a PNG or JPEG of
+    at most 1 MiB; everything else is described and never sent.
+    """
+
+    mime: str
+    size: int
+    dimensions: tuple[int, int] | None = None
+    encoded: str | None = None
+
+    def describe(self) -> str:
+        """What stands in for the value in JSON: ``<image 4x4, 93 bytes: sent as image content>``.
+
+        The dimensions, when they could be read, are joined by U+00D7 (TIMES), not an x.
+        """
+        return f"<{self._kind()}{self._facts()}>"
+
+    def note(self) -> str:
+        """The description in text, naming the MIME type: ``[image/png 4x4, 93 bytes: …]``."""
+        return f"[{self.mime}{self._facts()}]"
+
+    def _facts(self) -> str:
+        if self.encoded is not None:
+            fate = SENT
+        elif self.mime in SENT_IMAGE_MIMES:
+            fate = TOO_LARGE
+        else:
+            fate = NOT_SENT
+        dimensions = f" {self.dimensions[0]}{TIMES}{self.dimensions[1]}" if self.dimensions else ""
+        return f"{dimensions}, {_plural(self.size, 'byte')}: {fate}"
+
+    def _kind(self) -> str:
+        if self.mime == "image/svg+xml":
+            return "SVG"
+        top = self.mime.partition("/")[0]
+        return top if top in ("image", "audio", "video") else "data"
+
+
+def is_media_mime(mime: str) -> bool:
+    """Whether ``mime``'s value is an image (SVG included) or binary data, never shown as is."""
+    return mime.startswith(MEDIA_PREFIXES) or mime in BINARY_APPLICATION_MIMES
+
+
+def media_of(mime: str, value: Any) -> Media | None:
+    """``value`` under ``mime`` as Media (size, dimensions, what to send); None if not media.
+
+    Base64 values are measured by their decoded size and, for images, their dimensions are
+    read from the first bytes; SVG and other XML images are text, measured in UTF-8.
+    """
+    if not is_media_mime(mime):
+        return None
+    if not _is_base64_mime(mime):
+        return Media(mime, len(_data_text(mime, value).encode("utf-8", "surrogatepass")))
+    encoded = _base64_of(value)
+    size = _decoded_size(encoded)
+    dimensions = image_dimensions(_decoded_head(encoded)) if mime.startswith("image/") else None
+    sent = mime in SENT_IMAGE_MIMES and size <= IMAGE_LIMIT
+    return Media(mime, size, dimensions, encoded if sent else None)
+
+
+def image_dimensions(head: bytes) -> tuple[int, int] | None:
+    """(width, height) from the first bytes of a PNG, JPEG or GIF file; None if unreadable.
+
+    PNG and GIF keep them at fixed offsets; a JPEG's are in its first SOF segment, found by
+    walking the segments before it, so ``head`` must reach that far.
+    """
+    if head.startswith(_PNG_SIGNATURE) and head[12:16] == b"IHDR" and len(head) >= 24:
+        width, height = struct.unpack(">II", head[16:24])
+    elif head[:6] in (b"GIF87a", b"GIF89a") and len(head) >= 10:
+        width, height = struct.unpack("<HH", head[6:10])
+    elif head.startswith(b"\xff\xd8"):
+        found = _jpeg_dimensions(head)
+        if found is None:
+            return None
+        width, height = found
+    else:
+        return None
+    return (width, height) if width and height else None
+
+
 def render_outputs(
     outputs: Sequence[Mapping[str, Any]],
     full_output: bool = False,
@@ -92,21 +198,23 @@ def render_outputs(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """MCP content items and SPEC §4 structured outputs for nbformat ``outputs``.
 
-    Content: a text item per output with text, an image item per PNG or JPEG up to 1 MiB,
-    and a note for each larger one. Structured: ``output_type`` and ``text`` always, plus
-    ``name`` (streams) or ``ename``/``evalue`` (errors). Text is capped per output unless
-    ``full_output``; only then do errors carry ``traceback`` and rich outputs ``data``
-    (without images). ``full_output_tool`` is the tool a cap note points to.
+    Content: a text item per output with text, then for each image or binary value in a
+    rich output either an image item (a PNG or JPEG up to 1 MiB) or a note describing it.
+    Structured: ``output_type`` and ``text`` always, plus ``name`` (streams) or
+    ``ename``/``evalue`` (errors). Text is capped per output unless ``full_output``; only
+    then do errors carry ``traceback`` and rich outputs ``data``, where a description
+    stands in for each image. ``full_output_tool`` is the tool a cap note points to.
     """
     content: list[dict[str, Any]] = []
     structured: list[dict[str, Any]] = []
     for output in outputs:
         kind = output.get("output_type")
-        text, from_text_mime = _text_of(output)
+        data = (output.get("data") or {}) if kind in _DISPLAY_TYPES else {}
+        media = _media_in(data)
+        text, from_text_mime = _text_of(output, media)
         if not full_output:
             text = cap_text(text, full_output_tool=full_output_tool)
         item: dict[str, Any] = {"output_type": kind, "text": text}
-        images: list[tuple[str, str, int]] = []
         if kind == "stream":
             item["name"] = output.get("name", "stdout")
         elif kind == "error":
@@ -114,32 +222,13 @@ def render_outputs(
             item["evalue"] = strip_ansi(str(output.get("evalue", "")))
             if full_output:
                 item["traceback"] = [strip_ansi(line) for line in output.get("traceback") or ()]
-        elif kind in _DISPLAY_TYPES:
-            data = output.get("data") or {}
-            if full_output:
-                kept = {
-                    mime: _data_value(mime, value)
-                    for mime, value in data.items()
-                    if not mime.startswith("image/")
-                }
-                if kept:
-                    item["data"] = kept
-            for mime in SENT_IMAGE_MIMES:
-                if mime in data:
-                    encoded = _base64_of(data[mime])
-                    images.append((mime, encoded, _decoded_size(encoded)))
+        elif full_output and data:
+            item["data"] = _described_data(data, media, _data_value)
         structured.append(item)
-        if text and (from_text_mime or not images):
+        media_items = [_media_item(one) for one in media.values()]
+        if text and (from_text_mime or not media_items):
             content.append(text_content(text))
-        for mime, encoded, size in images:
-            if size <= IMAGE_LIMIT:
-                content.append(image_content(encoded, mime))
-            else:
-                content.append(
-                    text_content(
-                        f"[{mime} {size / IMAGE_LIMIT:.1f} MiB not sent: over the 1 MiB limit]"
-                    )
-                )
+        content += media_items
     return content, structured
 
 
@@ -228,8 +317,82 @@ def render_cells_summary(summaries: Sequence[Mapping[str, Any]], total: int) -> 
     return "\n".join(lines)
 
 
-def _text_of(output: Mapping[str, Any]) -> tuple[str, bool]:
-    """The output's text, and whether it is real text rather than a data description."""
+def render_cells_json(
+    cells: Sequence[Mapping[str, Any]], total: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``get_all_cells`` in the json format: nbformat cells with their media described.
+
+    In outputs' ``data`` and markdown cells' ``attachments`` a description stands in for
+    each image or binary value (see Media.describe). The content is the structured value
+    as JSON text, then each PNG or JPEG of at most 1 MiB as image content, once.
+    """
+    images: list[dict[str, Any]] = []
+    shown = [_cell_with_media_described(cell, images) for cell in cells]
+    structured = {"cells": shown, "total": total}
+    return [text_content(_json_text(structured)), *images], structured
+
+
+def _cell_with_media_described(
+    cell: Mapping[str, Any], images: list[dict[str, Any]]
+) -> dict[str, Any]:
+    shown = dict(cell)
+    outputs = cell.get("outputs")
+    if isinstance(outputs, list):
+        shown["outputs"] = [_output_with_media_described(output, images) for output in outputs]
+    attachments = cell.get("attachments")
+    if isinstance(attachments, Mapping):
+        shown["attachments"] = {
+            name: _bundle_with_media_described(bundle, images)
+            for name, bundle in attachments.items()
+        }
+    return shown
+
+
+def _output_with_media_described(output: Any, images: list[dict[str, Any]]) -> Any:
+    if not isinstance(output, Mapping) or not isinstance(output.get("data"), Mapping):
+        return output
+    return {**output, "data": _bundle_with_media_described(output["data"], images)}
+
+
+def _bundle_with_media_described(bundle: Any, images: list[dict[str, Any]]) -> Any:
+    if not isinstance(bundle, Mapping):
+        return bundle
+    media = _media_in(bundle)
+    images += [_media_item(one) for one in media.values() if one.encoded is not None]
+    return _described_data(bundle, media, lambda _mime, value: value)
+
+
+def _media_in(data: Mapping[str, Any]) -> dict[str, Media]:
+    """The media values of a MIME bundle by MIME type, in the bundle's order."""
+    found = {}
+    for mime, value in data.items():
+        media = media_of(mime, value)
+        if media is not None:
+            found[mime] = media
+    return found
+
+
+def _described_data(data: Mapping[str, Any], media: Mapping[str, Media], value_of) -> dict:
+    """``data`` with each media value's description in its place, others via ``value_of``."""
+    return {
+        mime: media[mime].describe() if mime in media else value_of(mime, value)
+        for mime, value in data.items()
+    }
+
+
+def _media_item(media: Media) -> dict[str, Any]:
+    if media.encoded is not None:
+        return image_content(media.encoded, media.mime)
+    return text_content(media.note())
+
+
+def _text_of(
+    output: Mapping[str, Any], media: Mapping[str, Media] | None = None
+) -> tuple[str, bool]:
+    """The output's text, and whether it is real text rather than a data description.
+
+    ``media`` is the output's media by MIME type, when the caller has already read it.
+    """
     kind = output.get("output_type")
     if kind == "stream":
         return strip_ansi(_joined(output.get("text", ""))), True
@@ -247,8 +410,13 @@ def _text_of(output: Mapping[str, Any]) -> tuple[str, bool]:
         for mime in TEXT_MIMES:
             if mime in data:
                 return strip_ansi(_data_text(mime, data[mime])), True
+        if media is None:
+            media = _media_in(data)
         described = (
-            f"[{mime} {_plural(_data_size(mime, value), 'byte')}]" for mime, value in data.items()
+            media[mime].note()
+            if mime in media
+            else f"[{mime} {_plural(_data_size(mime, value), 'byte')}]"
+            for mime, value in data.items()
         )
         return " ".join(described), False
     return "", False
@@ -313,7 +481,9 @@ def _data_value(mime: str, value: Any) -> Any:
 
 
 def _is_base64_mime(mime: str) -> bool:
-    return mime.startswith(("image/", "audio/", "video/")) and not mime.endswith(("+xml", "json"))
+    if mime in BINARY_APPLICATION_MIMES:
+        return True
+    return mime.startswith(MEDIA_PREFIXES) and not mime.endswith(("+xml", "json"))
 
 
 def _base64_of(value: Any) -> str:
@@ -328,9 +498,43 @@ def _decoded_size(encoded: str) -> int:
     return len(encoded) * 3 // 4 - padding
 
 
+def _decoded_head(encoded: str) -> bytes:
+    """The first bytes that base64 ``encoded`` stands for; b"" if they do not decode."""
+    head = encoded[:_HEADER_BASE64_CHARS]
+    head = head[: len(head) - len(head) % 4]
+    try:
+        return binascii.a2b_base64(head)
+    except binascii.Error:
+        return b""
+
+
+def _jpeg_dimensions(head: bytes) -> tuple[int, int] | None:
+    """(width, height) from the first SOF segment of a JPEG; None before it or if malformed."""
+    at = 2
+    while at + 4 <= len(head):
+        if head[at] != 0xFF:
+            return None
+        marker = head[at + 1]
+        if marker == 0xFF:
+            at += 1
+        elif marker in _JPEG_STANDALONE_MARKERS:
+            at += 2
+        elif marker in (0xD9, 0xDA):
+            return None
+        elif marker in _JPEG_SOF_MARKERS:
+            if at + 9 > len(head):
+                return None
+            height, width = struct.unpack(">HH", head[at + 5 : at + 9])
+            return width, height
+        else:
+            (length,) = struct.unpack(">H", head[at + 2 : at + 4])
+            if length < 2:
+                return None
+            at += 2 + length
+    return None
+
+
 def _data_size(mime: str, value: Any) -> int:
-    if _is_base64_mime(mime):
-        return _decoded_size(_base64_of(value))
     return len(_data_text(mime, value).encode("utf-8", "surrogatepass"))
 
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbstage.actors.rendering import render_cell, render_cells_summary, render_execution
+from nbstage.actors.rendering import (
+    render_cell,
+    render_cells_json,
+    render_cells_summary,
+    render_execution,
+)
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.mcp import text_content, tool_result
@@ -84,7 +89,8 @@ def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
         ctx.notebook_id, CellsFormat.JSON, args.start, args.count, args.include_outputs
     )
     if args.format is tools.AllCellsFormat.JSON:
-        return tool_result({"cells": reply.cells, "total": reply.total})
+        content, structured = render_cells_json(reply.cells, reply.total)
+        return tool_result(structured, content=content)
     content: list[dict[str, Any]] = []
     cells = []
     for raw in reply.cells:

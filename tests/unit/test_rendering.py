@@ -10,15 +10,24 @@ import pytest
 
 from nbstage.actors.rendering import (
     IMAGE_LIMIT,
+    NOT_SENT,
+    SENT,
     TEXT_LIMIT,
+    TIMES,
+    TOO_LARGE,
+    Media,
     cap_text,
+    image_dimensions,
+    media_of,
     output_to_text,
     render_cell,
+    render_cells_json,
     render_cells_summary,
     render_execution,
     render_outputs,
     strip_ansi,
 )
+from tests.images import base64_runs, jpeg_bytes, png_bytes, svg_text
 
 CAP_NOTE = re.compile(
     r"\n… \[([\d,]+) bytes? omitted; call (\w+) with full_output=true for everything\] …\n"
@@ -317,18 +326,23 @@ PNG_1234 = b64(1234)
         ),
         pytest.param(
             display({"image/png": PNG_1234}),
-            "[image/png 1,234 bytes]",
+            f"[image/png, 1,234 bytes: {SENT}]",
             id="a PNG alone is described by its decoded size",
         ),
         pytest.param(
             display({"image/jpeg": b64(1)}),
-            "[image/jpeg 1 byte]",
+            f"[image/jpeg, 1 byte: {SENT}]",
             id="a JPEG alone is described by its decoded size",
         ),
         pytest.param(
             display({"image/png": [PNG_1234[:76] + "\n", PNG_1234[76:] + "\n"]}),
-            "[image/png 1,234 bytes]",
+            f"[image/png, 1,234 bytes: {SENT}]",
             id="a wrapped base64 list is measured without its line breaks",
+        ),
+        pytest.param(
+            display({"image/png": base64.b64encode(png_bytes(3, 2)).decode()}),
+            f"[image/png 3{TIMES}2, {len(png_bytes(3, 2))} bytes: {SENT}]",
+            id="a real PNG is described with its dimensions",
         ),
         pytest.param(
             display({"image/png": PNG_1234, "text/plain": "<Figure size 640x480>"}),
@@ -342,8 +356,8 @@ PNG_1234 = b64(1234)
         ),
         pytest.param(
             display({"image/svg+xml": "<svg/>"}),
-            "[image/svg+xml 6 bytes]",
-            id="SVG is text, so it is measured as it is",
+            f"[image/svg+xml, 6 bytes: {NOT_SENT}]",
+            id="SVG is text, so it is measured as it is, and never sent",
         ),
         pytest.param(display({}), "", id="a display without data has no text"),
         pytest.param(
@@ -460,6 +474,7 @@ def test_output_to_text_does_not_cap():
             [
                 {"type": "text", "text": "42"},
                 {"type": "image", "data": PNG_1234, "mimeType": "image/png"},
+                {"type": "text", "text": f"[image/svg+xml, 6 bytes: {NOT_SENT}]"},
             ],
             [
                 {
@@ -469,16 +484,24 @@ def test_output_to_text_does_not_cap():
                         "text/plain": "42",
                         "text/html": "<b>42</b>",
                         "application/json": ["a", "b"],
+                        "image/png": f"<image, 1,234 bytes: {SENT}>",
+                        "image/svg+xml": f"<SVG, 6 bytes: {NOT_SENT}>",
                     },
                 }
             ],
-            id="full output keeps non-image data with text lists joined",
+            id="full output keeps data with text lists joined and images described",
         ),
         pytest.param(
             [display({"image/png": PNG_1234})],
             True,
             [{"type": "image", "data": PNG_1234, "mimeType": "image/png"}],
-            [{"output_type": "display_data", "text": "[image/png 1,234 bytes]"}],
+            [
+                {
+                    "output_type": "display_data",
+                    "text": f"[image/png, 1,234 bytes: {SENT}]",
+                    "data": {"image/png": f"<image, 1,234 bytes: {SENT}>"},
+                }
+            ],
             id="an image alone is sent as an image item and described in structured text",
         ),
         pytest.param(
@@ -501,7 +524,7 @@ def test_output_to_text_does_not_cap():
             [
                 {
                     "output_type": "display_data",
-                    "text": "[image/png 1,234 bytes] [image/jpeg 1,234 bytes]",
+                    "text": f"[image/png, 1,234 bytes: {SENT}] [image/jpeg, 1,234 bytes: {SENT}]",
                 }
             ],
             id="each sendable image in one output is sent",
@@ -509,9 +532,35 @@ def test_output_to_text_does_not_cap():
         pytest.param(
             [display({"image/gif": PNG_1234})],
             False,
-            [{"type": "text", "text": "[image/gif 1,234 bytes]"}],
-            [{"output_type": "display_data", "text": "[image/gif 1,234 bytes]"}],
+            [{"type": "text", "text": f"[image/gif, 1,234 bytes: {NOT_SENT}]"}],
+            [{"output_type": "display_data", "text": f"[image/gif, 1,234 bytes: {NOT_SENT}]"}],
             id="a GIF is described, not sent",
+        ),
+        pytest.param(
+            [display({"image/svg+xml": "<svg/>", "text/plain": "<SVG>"})],
+            False,
+            [
+                {"type": "text", "text": "<SVG>"},
+                {"type": "text", "text": f"[image/svg+xml, 6 bytes: {NOT_SENT}]"},
+            ],
+            [{"output_type": "display_data", "text": "<SVG>"}],
+            id="an SVG with text/plain gives the text and a note that it was not sent",
+        ),
+        pytest.param(
+            [display({"audio/wav": b64(10), "application/pdf": b64(20)})],
+            False,
+            [
+                {"type": "text", "text": f"[audio/wav, 10 bytes: {NOT_SENT}]"},
+                {"type": "text", "text": f"[application/pdf, 20 bytes: {NOT_SENT}]"},
+            ],
+            [
+                {
+                    "output_type": "display_data",
+                    "text": f"[audio/wav, 10 bytes: {NOT_SENT}] "
+                    f"[application/pdf, 20 bytes: {NOT_SENT}]",
+                }
+            ],
+            id="audio and PDF are binary: described by their decoded size, not sent",
         ),
         pytest.param(
             [display({"text/html": "<table/>"})],
@@ -566,27 +615,172 @@ def test_render_outputs_sends_images_up_to_1_mib(decoded_size, sent, full_output
         assert texts(content) == ["<Figure>"]
     else:
         assert images == []
-        mib = f"{decoded_size / IMAGE_LIMIT:.1f}"
-        assert texts(content) == [
-            "<Figure>",
-            f"[image/png {mib} MiB not sent: over the 1 MiB limit]",
-        ]
+        assert texts(content) == ["<Figure>", f"[image/png, {decoded_size:,} bytes: {TOO_LARGE}]"]
     assert all(encoded not in text for text in texts(content))
     assert encoded.encode() not in orjson.dumps(structured)
 
 
 def test_render_outputs_describes_a_large_image_alone_once():
     content, structured = render_outputs([display({"image/png": b64(IMAGE_LIMIT * 2)})])
-    assert content == [
-        {"type": "text", "text": "[image/png 2.0 MiB not sent: over the 1 MiB limit]"}
-    ]
-    assert structured == [{"output_type": "display_data", "text": "[image/png 2,097,152 bytes]"}]
+    note = f"[image/png, 2,097,152 bytes: {TOO_LARGE}]"
+    assert content == [{"type": "text", "text": note}]
+    assert structured == [{"output_type": "display_data", "text": note}]
 
 
 def test_render_outputs_sends_wrapped_base64_without_line_breaks():
     wrapped = [PNG_1234[:76] + "\n", PNG_1234[76:] + "\n"]
     content, _ = render_outputs([display({"image/png": wrapped})])
     assert content == [{"type": "image", "data": PNG_1234, "mimeType": "image/png"}]
+
+
+def gif_header(width: int, height: int) -> bytes:
+    return b"GIF89a" + width.to_bytes(2, "little") + height.to_bytes(2, "little") + b"\x00\x00"
+
+
+def encoded(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+# image_dimensions and media_of
+
+
+@pytest.mark.parametrize(
+    ("head", "dimensions"),
+    [
+        pytest.param(png_bytes(4, 4), (4, 4), id="a PNG"),
+        pytest.param(png_bytes(640, 3), (640, 3), id="a wide PNG"),
+        pytest.param(png_bytes(70_000, 1)[:24], (70_000, 1), id="a PNG's first 24 bytes suffice"),
+        pytest.param(png_bytes(4, 4)[:23], None, id="a PNG cut inside IHDR"),
+        pytest.param(
+            png_bytes(4, 4)[:12] + b"IDAT" + png_bytes(4, 4)[16:], None, id="a PNG without IHDR"
+        ),
+        pytest.param(jpeg_bytes(16, 8), (16, 8), id="a JPEG"),
+        pytest.param(jpeg_bytes(13, 5), (13, 5), id="a JPEG not a multiple of 8"),
+        pytest.param(jpeg_bytes(300, 200, 60_000), (300, 200), id="a JPEG with 60 KB of EXIF"),
+        pytest.param(
+            jpeg_bytes(3, 2).replace(b"\xff\xc0", b"\xff\xc2"), (3, 2), id="a progressive JPEG"
+        ),
+        pytest.param(
+            jpeg_bytes(3, 2).replace(b"\xff\xdb", b"\xff\xff\xff\xdb"),
+            (3, 2),
+            id="fill bytes before a JPEG marker are skipped",
+        ),
+        pytest.param(
+            jpeg_bytes(3, 2).replace(b"\xff\xc0", b"\xff\xc4"),
+            None,
+            id="a JPEG whose scan starts before any frame header",
+        ),
+        pytest.param(jpeg_bytes(3, 2, 1000)[:500], None, id="a JPEG cut before its frame header"),
+        pytest.param(b"\xff\xd8\xff\xe0\x00\x01", None, id="a JPEG segment too short"),
+        pytest.param(b"\xff\xd8\x00\x00\x00\x00", None, id="a JPEG without a marker"),
+        pytest.param(gif_header(5, 7), (5, 7), id="a GIF"),
+        pytest.param(png_bytes(0, 4), None, id="zero width is no dimension"),
+        pytest.param(b"", None, id="nothing"),
+        pytest.param(b"<svg/>", None, id="not a raster image"),
+    ],
+)
+def test_image_dimensions(head, dimensions):
+    assert image_dimensions(head) == dimensions
+
+
+def test_media_of_a_small_png_reads_its_header_and_sends_it():
+    raw = png_bytes(4, 4)
+    media = media_of("image/png", encoded(raw))
+    assert media == Media("image/png", len(raw), (4, 4), encoded(raw))
+    assert media.describe() == f"<image 4{TIMES}4, {len(raw)} bytes: {SENT}>"
+    assert media.note() == f"[image/png 4{TIMES}4, {len(raw)} bytes: {SENT}]"
+    assert TIMES == "\N{MULTIPLICATION SIGN}"
+
+
+def test_media_of_a_jpeg_wrapped_in_lines_finds_its_frame_header_past_exif():
+    raw = jpeg_bytes(320, 240, 60_000)
+    text = encoded(raw)
+    lines = [text[i : i + 76] + "\n" for i in range(0, len(text), 76)]
+    media = media_of("image/jpeg", lines)
+    assert media == Media("image/jpeg", len(raw), (320, 240), text)
+    assert media.describe() == f"<image 320{TIMES}240, {len(raw):,} bytes: {SENT}>"
+
+
+def test_media_of_an_image_over_1_mib_describes_it_and_says_how_to_get_it():
+    raw = png_bytes(1500, 1000) + bytes(IMAGE_LIMIT)
+    media = media_of("image/png", encoded(raw))
+    assert media == Media("image/png", len(raw), (1500, 1000), None)
+    assert media.describe() == f"<image 1500{TIMES}1000, {len(raw):,} bytes: {TOO_LARGE}>"
+    assert "too large to send" in TOO_LARGE
+    assert "write it to a file from the kernel" in TOO_LARGE
+
+
+@pytest.mark.parametrize(
+    ("mime", "value", "media", "description"),
+    [
+        pytest.param(
+            "image/svg+xml",
+            svg_text(4, 4),
+            Media("image/svg+xml", len(svg_text(4, 4))),
+            f"<SVG, {len(svg_text(4, 4))} bytes: {NOT_SENT}>",
+            id="an SVG is measured as text and not sent",
+        ),
+        pytest.param(
+            "image/svg+xml",
+            ["<svg>", "é</svg>"],
+            Media("image/svg+xml", 13),
+            f"<SVG, 13 bytes: {NOT_SENT}>",
+            id="a list-valued SVG is joined and measured in UTF-8",
+        ),
+        pytest.param(
+            "image/gif",
+            encoded(gif_header(5, 7)),
+            Media("image/gif", 12, (5, 7)),
+            f"<image 5{TIMES}7, 12 bytes: {NOT_SENT}>",
+            id="a GIF has dimensions but is not sent",
+        ),
+        pytest.param(
+            "image/png",
+            b64(12),
+            Media("image/png", 12, None, b64(12)),
+            f"<image, 12 bytes: {SENT}>",
+            id="an image whose header is no known format has no dimensions",
+        ),
+        pytest.param(
+            "image/png",
+            "not base64 at all!",
+            Media("image/png", 11, None, "notbase64atall!"),
+            f"<image, 11 bytes: {SENT}>",
+            id="a value that is not base64 is measured by its length and has no dimensions",
+        ),
+        pytest.param(
+            "image/jpeg",
+            "a===",
+            Media("image/jpeg", 1, None, "a==="),
+            f"<image, 1 byte: {SENT}>",
+            id="base64 that does not decode has no dimensions",
+        ),
+        pytest.param(
+            "audio/wav",
+            b64(3),
+            Media("audio/wav", 3),
+            f"<audio, 3 bytes: {NOT_SENT}>",
+            id="audio is described, not sent",
+        ),
+        pytest.param(
+            "application/pdf",
+            b64(4),
+            Media("application/pdf", 4),
+            f"<data, 4 bytes: {NOT_SENT}>",
+            id="a PDF is binary data, described",
+        ),
+    ],
+)
+def test_media_of_what_is_not_sent(mime, value, media, description):
+    assert media_of(mime, value) == media
+    assert media.describe() == description
+
+
+@pytest.mark.parametrize(
+    "mime", ["text/plain", "text/html", "application/json", "application/vnd.plotly.v1+json"]
+)
+def test_media_of_text_is_none(mime):
+    assert media_of(mime, "x") is None
 
 
 @pytest.mark.parametrize(
@@ -903,3 +1097,79 @@ def test_render_cells_summary_of_1000_cells_has_a_line_per_cell():
         assert lines[i].lstrip().startswith(f"{i}  {i:08x}  ")
         assert f"value_{i} = compute({i})" in lines[i]
     assert lines[999].endswith("(3 outputs)")
+
+
+# render_cells_json
+
+
+def test_render_cells_json_describes_media_and_sends_small_images_once():
+    png, jpeg, big = png_bytes(4, 4), jpeg_bytes(16, 8), png_bytes(1024, 1024, seed=1)
+    svg = svg_text(4, 4, png_bytes(40, 40, seed=2))
+    attachment = png_bytes(2, 2)
+    cells = [
+        {
+            "id": "c1",
+            "cell_type": "code",
+            "metadata": {},
+            "source": "show()",
+            "execution_count": 1,
+            "outputs": [
+                stream("hi\n"),
+                display({"image/png": encoded(png), "text/plain": "<Image>"}),
+                display({"image/jpeg": encoded(jpeg)}, "execute_result"),
+                display({"image/svg+xml": svg}),
+                display({"image/png": encoded(big)}),
+                error("E", "v", ["tb"]),
+            ],
+        },
+        {
+            "id": "m1",
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": "![a](attachment:a.png)",
+            "attachments": {"a.png": {"image/png": encoded(attachment)}},
+        },
+    ]
+    before = orjson.dumps(cells)
+    content, structured = render_cells_json(cells, 5)
+    assert orjson.dumps(cells) == before
+    outputs = structured["cells"][0]["outputs"]
+    assert outputs[0] == cells[0]["outputs"][0]
+    assert outputs[1]["data"] == {
+        "image/png": f"<image 4{TIMES}4, {len(png)} bytes: {SENT}>",
+        "text/plain": "<Image>",
+    }
+    assert outputs[2] == {
+        **cells[0]["outputs"][2],
+        "data": {"image/jpeg": f"<image 16{TIMES}8, {len(jpeg)} bytes: {SENT}>"},
+    }
+    assert outputs[3]["data"] == {"image/svg+xml": f"<SVG, {len(svg):,} bytes: {NOT_SENT}>"}
+    assert outputs[4]["data"] == {
+        "image/png": f"<image 1024{TIMES}1024, {len(big):,} bytes: {TOO_LARGE}>"
+    }
+    assert outputs[5] == cells[0]["outputs"][5]
+    assert structured["cells"][1]["attachments"] == {
+        "a.png": {"image/png": f"<image 2{TIMES}2, {len(attachment)} bytes: {SENT}>"}
+    }
+    assert structured["total"] == 5
+    assert content == [
+        {"type": "text", "text": orjson.dumps(structured).decode()},
+        {"type": "image", "data": encoded(png), "mimeType": "image/png"},
+        {"type": "image", "data": encoded(jpeg), "mimeType": "image/jpeg"},
+        {"type": "image", "data": encoded(attachment), "mimeType": "image/png"},
+    ]
+    assert base64_runs([texts(content), structured]) == []
+
+
+def test_render_cells_json_without_outputs_is_the_cells_as_json():
+    cells = [{"id": "c1", "cell_type": "code", "metadata": {}, "source": "1", "execution_count": 2}]
+    content, structured = render_cells_json(cells, 1)
+    assert structured == {"cells": cells, "total": 1}
+    assert content == [{"type": "text", "text": orjson.dumps(structured).decode()}]
+
+
+def test_base64_runs_finds_payloads_anywhere_in_json():
+    payload = encoded(png_bytes(40, 40, seed=3))
+    assert base64_runs({"a": [{"b": "fine"}, ("x" * 200,)]}) == []
+    assert len(base64_runs({"a": [{"b": f"<img src='data:image/png;base64,{payload}'>"}]})) == 1
+    assert len(base64_runs({payload: 1})) == 1
