@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError, DaemonNotRunning
+from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import StatePaths, state_paths
 
 try:
@@ -198,6 +199,8 @@ class Admin:
                 return client.request(kind, **fields)
         except DaemonNotRunning:
             raise AdminError(self.not_running()) from None
+        except Untrusted as exc:
+            raise AdminError(str(exc)) from None
         except DaemonError as exc:
             about = fields.get("notebook_id")
             raise AdminError(

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 import orjson
 
-from nbstage.entrypoints.statedir import STATE_DIR_ENV, state_paths
+from nbstage.entrypoints.ownership import Untrusted
+from nbstage.entrypoints.statedir import STATE_DIR_ENV, client_paths, state_paths
 
 state_dir_option = click.option(
     "--state-dir",
@@ -24,7 +25,17 @@ state_dir_option = click.option(
 )
 
 
-@click.group()
+class _Group(click.Group):
+    """Reports a state or socket dir (or daemon) that is not this user's as a clear error."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except Untrusted as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=_Group)
 def main() -> None:
     """nbstage: Jupyter notebooks for AI agents, over MCP."""
 
@@ -137,7 +148,7 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
 
     from nbstage.entrypoints.logs import setup_logging
     from nbstage.entrypoints.mcp_edge import McpEdge, claim_stdio
-    from nbstage.entrypoints.statedir import prepare
+    from nbstage.entrypoints.statedir import prepare, recorded_paths
 
     if sys.stdin.isatty():
         executable = Path(sys.executable).with_name("nbstage")
@@ -145,6 +156,7 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     mcp_in, mcp_out = claim_stdio()
     paths = state_paths(state_dir)
     prepare(paths)
+    paths = recorded_paths(paths)
     setup_logging(paths.logs, "mcp")
     rejoin = os.environ.get("NBSTAGE_REJOIN_NOTEBOOK") or None
     asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out, not no_autostart).run())
@@ -158,7 +170,7 @@ def admin_command(command: tuple[str, ...], as_json: bool, state_dir: str | None
     """The operator's console: interactive with no COMMAND, one-shot with one."""
     from nbstage.entrypoints.admin import run_admin
 
-    sys.exit(run_admin(state_paths(state_dir), list(command), as_json))
+    sys.exit(run_admin(client_paths(state_dir), list(command), as_json))
 
 
 @main.command("harness")

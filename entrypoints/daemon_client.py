@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from nbstage.entrypoints.ownership import check_peer, check_private_dir
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
@@ -27,14 +28,22 @@ class DaemonNotRunning(Exception):
 
 
 class DaemonClient:
+    """A connection to the daemon on ``socket_path``. Before anything is sent, the socket's
+    dir and the process serving it must be this user's: else ownership.Untrusted."""
+
     def __init__(self, socket_path: Path, timeout: float | None = 60.0) -> None:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
+            check_private_dir(Path(socket_path).parent)
             self._sock.connect(str(socket_path))
+            check_peer(self._sock, f"the daemon on {socket_path}")
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             self._sock.close()
             raise DaemonNotRunning(f"no daemon is listening on {socket_path}") from exc
+        except BaseException:
+            self._sock.close()
+            raise
         self._ids = itertools.count(1)
 
     def __enter__(self) -> DaemonClient:

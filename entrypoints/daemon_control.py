@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
-from nbstage.entrypoints.statedir import StatePaths, prepare
+from nbstage.entrypoints.statedir import StatePaths, prepare, record_socket_dir, recorded_paths
 from nbstage.protocol.version import VERSION
 
 VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
@@ -34,9 +34,10 @@ def daemon_version() -> str:
 
 
 def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:
-    """The running daemon's status, or None if nothing answers on the socket."""
+    """The running daemon's status, or None if nothing answers on the socket it recorded.
+    Raises ownership.Untrusted if that socket, or its dir, is not this user's."""
     try:
-        with DaemonClient(paths.socket, timeout=timeout) as client:
+        with DaemonClient(recorded_paths(paths).socket, timeout=timeout) as client:
             return client.request("status")
     except (DaemonNotRunning, ConnectionError, OSError):
         return None
@@ -63,6 +64,7 @@ def run_foreground(paths: StatePaths) -> None:
     lock_fd = _take_lock(paths)
     faulthandler.register(signal.SIGUSR1)
     try:
+        record_socket_dir(paths)
         setup_logging(paths.logs, "daemon")
         with contextlib.suppress(FileNotFoundError):
             paths.socket.unlink()
@@ -119,7 +121,7 @@ def stop(paths: StatePaths) -> int | None:
     pid = status["pid"]
     with (
         contextlib.suppress(DaemonNotRunning, ConnectionError, OSError),
-        DaemonClient(paths.socket) as client,
+        DaemonClient(recorded_paths(paths).socket) as client,
     ):
         client.request("shutdown")
     _wait_gone(pid, STOP_TIMEOUT)

@@ -26,6 +26,7 @@ import psutil
 from nbstage.actors.kernel_files import sweep_kernel_dir
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.offload_runner import OffloadRunner
+from nbstage.entrypoints.ownership import Untrusted, check_peer
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol.codec import from_wire, to_wire
 from nbstage.protocol.edge import (
@@ -276,6 +277,17 @@ class Edge:
     # --- client connections ---------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            check_peer(writer.get_extra_info("socket"), "the connecting process")
+        except Untrusted as exc:
+            log.warning("refused a connection: %s", exc)
+            refusal = f"{exc}. This daemon serves its own user alone; closing the connection."
+            frame = _error_frame(None, ErrorCode.BAD_REQUEST, refusal)
+            writer.write(encode_frame({"v": WIRE_VERSION, **frame}))
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            writer.close()
+            return
         conn = Connection(next(self._conn_ids), writer)
         self.connections[conn.conn_id] = conn
         self._serving.add(asyncio.current_task())

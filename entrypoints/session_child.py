@@ -35,6 +35,7 @@ from nbstage.actors.daemon_link import (
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.logs import setup_logging
 from nbstage.entrypoints.mcp_edge import SESSION_FD_ENV
+from nbstage.entrypoints.ownership import Untrusted, check_peer, check_private_dir
 from nbstage.protocol import session_frames
 from nbstage.protocol.frames import FrameError, read_body
 from nbstage.protocol.supervision import (
@@ -115,9 +116,16 @@ class SessionChildEdge:
 
     async def _run_link(self, link_id: int, socket_path: str) -> None:
         link = self._links[link_id]
+        writer = None
         try:
+            check_private_dir(Path(socket_path).parent)
             reader, writer = await asyncio.open_unix_connection(socket_path)
-        except OSError as exc:
+            check_peer(writer.get_extra_info("socket"), f"the daemon on {socket_path}")
+        except (OSError, Untrusted) as exc:
+            if isinstance(exc, Untrusted):
+                log.error("daemon link refused: %s", exc)
+            if writer is not None:
+                writer.close()
             self._links.pop(link_id, None)
             self._host.tell(link.owner, DaemonLinkRefused(link_id, str(exc)))
             return

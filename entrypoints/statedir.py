@@ -3,6 +3,10 @@
 A Unix socket path holds at most 107 bytes. When ``<state dir>/daemon.sock`` (or a
 kernel's IPC socket below it) would be longer, sockets move to a short per-user
 runtime dir named after a hash of the state dir, and the state dir records where.
+
+That short dir sits at a path any user can compute, so every dir here is made
+atomically or accepted only when it is this user's alone (``ownership.py``), and
+clients go where the daemon recorded rather than recomputing the path.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from nbstage.entrypoints.ownership import check_private_dir, make_private_dir
 
 STATE_DIR_ENV = "NBSTAGE_STATE_DIR"
 _SOCKET_PATH_LIMIT = 107
@@ -70,13 +76,35 @@ def state_paths(state_dir: str | Path | None = None) -> StatePaths:
     return StatePaths(root, socket_dir)
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
-
-
 def prepare(paths: StatePaths) -> None:
-    """Create the state dir and its parts, each readable by this user alone."""
+    """Create the state dir and its parts, each readable by this user alone; where one
+    already exists, accept it only if it is (raises ownership.Untrusted otherwise)."""
     for path in (paths.root, paths.logs, paths.executions, paths.socket_dir, paths.kernel_dir):
-        _private_dir(path)
-    paths.socket_record.write_text(str(paths.socket_dir) + "\n")
+        make_private_dir(path)
+
+
+def record_socket_dir(paths: StatePaths) -> None:
+    """Write where the sockets are, for clients; the daemon does this holding its lock."""
+    partial = paths.root / f".socket-dir.{os.getpid()}"
+    partial.write_text(str(paths.socket_dir) + "\n")
+    os.replace(partial, paths.socket_record)
+
+
+def recorded_paths(paths: StatePaths) -> StatePaths:
+    """``paths`` with the socket dir the daemon recorded, which clients use instead of
+    recomputing it (the daemon's environment may differ from theirs). The record is
+    believed only once the state dir passes the private-dir check; with no state dir or
+    no record, ``paths`` stay as computed (and a client still checks the dir it uses)."""
+    try:
+        check_private_dir(paths.root)
+        recorded = paths.socket_record.read_text().strip()
+    except FileNotFoundError:
+        return paths
+    if not os.path.isabs(recorded):
+        return paths
+    return StatePaths(paths.root, Path(recorded))
+
+
+def client_paths(state_dir: str | Path | None = None) -> StatePaths:
+    """The paths a client of the daemon on ``state_dir`` uses: see :func:`recorded_paths`."""
+    return recorded_paths(state_paths(state_dir))

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
-from nbstage.entrypoints.statedir import StatePaths, state_paths
+from nbstage.entrypoints.statedir import StatePaths, client_paths
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
 
@@ -87,7 +87,7 @@ def start_daemon(state_dir: Path, env: dict[str, str] | None = None) -> RunningD
     env = env or {}
     result = run_cli("daemon", "start", state_dir=state_dir, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    paths = state_paths(state_dir)
+    paths = client_paths(state_dir)
     with DaemonClient(paths.socket) as client:
         pid = client.request("identity")["pid"]
     return RunningDaemon(paths, env, pid)
