@@ -258,7 +258,8 @@ class SessionManager(NbActor):
     def _link_lost(self, msg: DaemonLinkClosed | DaemonLinkRefused) -> None:
         if not is_current(self.link, msg):
             return
-        log.warning("daemon link %s: %s", type(msg).__name__, msg.reason)
+        level = logging.INFO if isinstance(msg, DaemonLinkRefused) else logging.WARNING
+        log.log(level, "daemon link %s: %s", type(msg).__name__, msg.reason)
         self.link = None
         failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE)
         waiting, self.waiting = self.waiting, {}

@@ -35,6 +35,7 @@ from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol import jsonrpc, mcp, session_frames
 from nbstage.protocol.frames import FrameError
+from nbstage.protocol.session_frames import SESSION_FD_ENV
 from nbstage.protocol.supervision import (
     ChildProcessDied,
     FromSessionChild,
@@ -63,7 +64,6 @@ READ_CHUNK = 1024 * 1024
 """stdin is read up to a newline or about this much at a time; longer lines come in pieces."""
 STOP_TIMEOUT = 2.0
 CHILD_STOP_GRACE = 1.0
-SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
 TOOL_CACHE = "tool-cache.json"
 
 

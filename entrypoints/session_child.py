@@ -34,10 +34,10 @@ from nbstage.actors.daemon_link import (
 )
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.logs import setup_logging
-from nbstage.entrypoints.mcp_edge import SESSION_FD_ENV
 from nbstage.entrypoints.ownership import Untrusted, check_peer, check_private_dir
 from nbstage.protocol import session_frames
 from nbstage.protocol.frames import FrameError, read_body
+from nbstage.protocol.session_frames import SESSION_FD_ENV
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
     HandoffRequested,

@@ -29,6 +29,8 @@ from nbstage.protocol.supervision import (
 )
 
 MAX_SESSION_FRAME = 256 * 1024 * 1024
+SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
+"""Where the session child finds its end of the socketpair."""
 _LENGTH = struct.Struct(">I")
 _RAW_AFTER = b"\0"
 
