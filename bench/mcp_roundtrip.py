@@ -100,7 +100,7 @@ def main() -> None:
     print(f"nbstage's added cost         median {mcp_med - raw_med:7.2f} ms   (budget 2 ms)")
     print(
         f"get_all_cells, 1,000 cells   median {statistics.median(summaries) * 1000:7.2f} ms"
-        "   (budget 20 ms)"
+        "   (budget 10 ms)"
     )
     print(
         f"initialize after start       median {statistics.median(inits) * 1000:7.0f} ms"

@@ -93,9 +93,9 @@ def main() -> None:
     child = statistics.median(found["child"])
     back = statistics.median(found["daemon"])
     print(
-        f"session manager SIGKILL → next call served   median {child * 1000:7.0f} ms (budget 1 s)"
+        f"session manager SIGKILL → next call served   median {child * 1000:7.0f} ms (budget 0.5 s)"
     )
-    print(f"daemon up → file-backed session served       median {back * 1000:7.0f} ms (budget 2 s)")
+    print(f"daemon up → file-backed session served       median {back * 1000:7.0f} ms (budget 1 s)")
     print(
         f"daemon SIGKILL → first degraded answer       median "
         f"{statistics.median(found['noticed']) * 1000:7.0f} ms"
