@@ -121,8 +121,12 @@ class SessionManager(NbActor):
         self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
         """Session tool calls that arrived while a rejoin was under way."""
         self.awaiting_first_link = False
+        self.link_confirmed = False
+        """Whether the current link's identity answer came back. Until it has, sessions may
+        still name a daemon that restarted, so calls wait (SPEC §7: no stale handle)."""
         self.before_link: list[ToolCallRequested] = []
-        """Calls that arrived before the first daemon link answered, while one starts."""
+        """Calls held until the link answers: the first link while a daemon starts, or
+        any new link until its identity shows which daemon it reached."""
 
     # --- start and the daemon link --------------------------------------------------------
 
@@ -168,6 +172,7 @@ class SessionManager(NbActor):
 
     def _connect(self) -> None:
         self.link = DaemonLink(self._tell_edge, self.config.socket_path, self.myAddress)
+        self.link_confirmed = False
         self._daemon(GetIdentity(), self._on_identity)
 
     def _tell_edge(self, message: object) -> None:
@@ -191,15 +196,22 @@ class SessionManager(NbActor):
         """The link's own identity answer: the daemon is up, so recovery need not wait for
         the watch loop's first heartbeat (which reports the same incarnation later)."""
         if isinstance(reply, DaemonFailure):
+            if self.link is not None:
+                self.link_confirmed = True
+            self._release_held_calls()
             return
         if self._version_changed(reply.version):
             return
+        self.link_confirmed = True
         self._incarnation_seen(reply.incarnation)
         self._first_link_settled()
 
     def _first_link_settled(self) -> None:
         """The first link answered (or the wait is over): the calls held for it run now."""
         self.awaiting_first_link = False
+        self._release_held_calls()
+
+    def _release_held_calls(self) -> None:
         held, self.before_link = self.before_link, []
         for msg in held:
             self.receiveMsg_ToolCallRequested(msg, self.supervisor)
@@ -261,10 +273,13 @@ class SessionManager(NbActor):
         level = logging.INFO if isinstance(msg, DaemonLinkRefused) else logging.WARNING
         log.log(level, "daemon link %s: %s", type(msg).__name__, msg.reason)
         self.link = None
+        self.link_confirmed = False
         failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE)
         waiting, self.waiting = self.waiting, {}
         for _expected, resume in waiting.values():
             resume(failure)
+        if not self.awaiting_first_link:
+            self._release_held_calls()
         self.wakeupAfter(LINK_RETRY, payload=RetryLink())
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
@@ -330,6 +345,11 @@ class SessionManager(NbActor):
         return first_rejoin or (pending is not None and pending.background)
 
     def _session_tool(self, msg: ToolCallRequested, spec: tools.ToolSpec, args: Any) -> None:
+        if self.link is not None and not self.link_confirmed:
+            # A new link may reach a restarted daemon: the session's handle is used only
+            # once the link's identity has shown which daemon it is (and dropped a stale one).
+            self.before_link.append(msg)
+            return
         if self.state.active is None and self._rejoining():
             self.deferred.append((msg, spec, args))
             self.wakeupAfter(DEFERRAL_LIMIT, payload=DeferredExpired(msg.call_id))
