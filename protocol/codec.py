@@ -43,13 +43,30 @@ def _encoder(cls: type) -> Callable[[object], dict[str, Any]]:
         wire = {}
         for name, omit_when_none in fields:
             value = getattr(message, name)
-            if value is not None:
+            if type(value) in _AS_IS:
+                wire[name] = value
+            elif value is not None:
                 wire[name] = _plain(value)
             elif not omit_when_none:
                 wire[name] = None
         return wire
 
     return encode
+
+
+def _as_is_types(hint: Any) -> frozenset[type] | None:
+    """The exact types a field of this annotation holds unchanged on the wire, when it is
+    a plain scalar (optionally nullable); None for anything that needs converting or
+    checking in depth. Decoding takes a value of one of these types as it is, and sends
+    anything else through the full check, which gives the error message."""
+    arms = (
+        typing.get_args(hint)
+        if typing.get_origin(hint) in (typing.Union, types.UnionType)
+        else (hint,)
+    )
+    if all(arm in (str, int, bool, type(None)) for arm in arms):
+        return frozenset(arms)
+    return None
 
 
 _AS_IS = frozenset({str, int, float, bool, dict})
@@ -86,15 +103,16 @@ def _class_decoder(cls: type) -> Callable[[object], Any]:
         except TypeError as exc:
             raise TypeError(f"{exc} (field {f.name} of {cls.__name__})") from None
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        fields.append((f.name, decode, required))
+        fields.append((f.name, decode, required, _as_is_types(hints[f.name]) or frozenset()))
 
     def build(data: object) -> Any:
         if not isinstance(data, dict):
             raise NbstageError(ErrorCode.BAD_REQUEST, f"{cls.__name__} must be an object")
         kwargs: dict[str, Any] = {}
-        for name, decode, required in fields:
+        for name, decode, required, as_is in fields:
             if name in data:
-                kwargs[name] = decode(data[name], name)
+                value = data[name]
+                kwargs[name] = value if type(value) in as_is else decode(value, name)
             elif required:
                 raise NbstageError(ErrorCode.BAD_REQUEST, f"missing field '{name}'")
         return cls(**kwargs)
