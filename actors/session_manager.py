@@ -85,7 +85,6 @@ from nbstage.protocol.watching import (
 log = logging.getLogger("nbstage.session")
 
 LINK_RETRY = timedelta(milliseconds=200)
-RECOVERY_RETRY = timedelta(milliseconds=300)
 HEARTBEAT_ENV = "NBSTAGE_HEARTBEAT_SECS"
 
 DEGRADED = {
@@ -444,8 +443,8 @@ class SessionManager(NbActor):
                     self._answer_session_call(call_id, result)
                 case sessions.Refuse(call_id, message):
                     self._finish(call_id, tool_error(message))
-                case sessions.RetryRecoveryLater():
-                    self.wakeupAfter(RECOVERY_RETRY, payload=RetryRecovery())
+                case sessions.RetryRecoveryLater(after):
+                    self.wakeupAfter(timedelta(seconds=after), payload=RetryRecovery())
         if self.deferred and (self.state.active is not None or not self._rejoining()):
             deferred, self.deferred = self.deferred, []
             for msg, spec, args in deferred:

@@ -26,6 +26,10 @@ class DropReason(StrEnum):
     EVICTED = "notebook is no longer available"
 
 
+FIRST_RECOVERY_DELAY = 0.2
+MAX_RECOVERY_DELAY = 5.0
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """What a connect asks for: a file path, a notebook id, or a new notebook."""
@@ -88,6 +92,8 @@ class SessionState:
     """The daemon incarnation new sessions are bound to."""
     recovery: Target | None = None
     """What to rejoin after the daemon came back, until it works or proves impossible."""
+    recovery_delay: float = FIRST_RECOVERY_DELAY
+    """How long the next failed rejoin waits before it is tried again (doubling)."""
 
 
 # --- events -------------------------------------------------------------------------------
@@ -181,7 +187,8 @@ class Refuse:
 
 @dataclass(frozen=True, slots=True)
 class RetryRecoveryLater:
-    pass
+    after: float
+    """Seconds: 0.2 after the first failed rejoin, doubling to 5 while they keep failing."""
 
 
 Action = Join | Leave | Answer | Refuse | RetryRecoveryLater
@@ -245,7 +252,9 @@ def _joined(state: SessionState, event: JoinSucceeded) -> tuple[SessionState, li
         return replace(state, stale=_without(state.stale, event.activation_id)), release
     if pending.epoch != state.epoch or (pending.background and state.active is not None):
         return replace(state, pending=None), release
-    return _install(replace(state, pending=None), pending, event)
+    return _install(
+        replace(state, pending=None, recovery_delay=FIRST_RECOVERY_DELAY), pending, event
+    )
 
 
 def _install(
@@ -300,7 +309,8 @@ def _join_failed(state: SessionState, event: JoinFailed) -> tuple[SessionState, 
     state = replace(state, pending=None)
     if pending.background:
         if not event.unavailable:
-            return state, [RetryRecoveryLater()]
+            slower = min(MAX_RECOVERY_DELAY, state.recovery_delay * 2)
+            return replace(state, recovery_delay=slower), [RetryRecoveryLater(state.recovery_delay)]
         target = pending.target
         drop = Drop(DropReason.EVICTED, target.notebook_id, target.path)
         return replace(state, recovery=None, drop=drop), []
