@@ -394,7 +394,8 @@ def _result_frame(request_id: Any, reply: object) -> dict[str, Any]:
 
 
 def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:
-    """The newest ``lines`` entries of daemon.log and actors.log, merged by time."""
+    """The newest ``lines`` entries of daemon.log (the actors log there too); actors.log is
+    read as well where an older daemon left one, merged by time."""
     entries = []
     for name in ("daemon.log", "actors.log"):
         path = logs_dir / name

@@ -38,21 +38,3 @@ def setup_logging(logs_dir: Path, name: str, level: int = logging.INFO) -> None:
         root.addHandler(handler)
     root.setLevel(level)
     logging.Formatter.converter = time.gmtime
-
-
-def actor_log_config(logs_dir: Path) -> dict:
-    """A dictConfig for thespian's logger process: actor logs go to logs/actors.log."""
-    return {
-        "version": 1,
-        "formatters": {"json": {"()": "nbstage.entrypoints.logs.JsonFormatter"}},
-        "handlers": {
-            "file": {
-                "class": "logging.FileHandler",
-                "filename": str(logs_dir / "actors.log"),
-                "formatter": "json",
-                "level": "INFO",
-            }
-        },
-        "root": {"handlers": ["file"], "level": "INFO"},
-        "disable_existing_loggers": False,
-    }

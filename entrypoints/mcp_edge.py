@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
+from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol import jsonrpc, mcp, session_frames
 from nbstage.protocol.frames import FrameError
@@ -103,9 +104,8 @@ class SessionChild:
 
     generation: int
     process: asyncio.subprocess.Process | None = None
-    writer: asyncio.StreamWriter | None = None
-    backlog: list[Any] = field(default_factory=list)
-    """Messages for the child before its socket was ready."""
+    out: HeldWriter = field(default_factory=HeldWriter)
+    """Frames to the child; those sent before its socket was ready go out first."""
     stopping: bool = False
 
 
@@ -337,10 +337,8 @@ class McpEdge:
             return
         finally:
             theirs.close()
-        reader, child.writer = await asyncio.open_unix_connection(sock=ours)
-        for message in child.backlog:
-            child.writer.write(session_frames.encode(message))
-        child.backlog.clear()
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        child.out.attach(writer)
         if child.stopping:
             self._stop_child(child.generation)
         try:
@@ -348,7 +346,7 @@ class McpEdge:
                 self._to_supervisor(FromSessionChild(child.generation, message))
         except (FrameError, ConnectionError) as exc:
             log.warning("session child %d: %s", child.generation, exc)
-        child.writer.close()
+        child.out.close()
         code = await self._reap(child.process)
         self._children.pop(child.generation, None)
         self._to_supervisor(ChildProcessDied(child.process.pid, child.generation, code))
@@ -365,10 +363,7 @@ class McpEdge:
         child = self._children.get(generation)
         if child is None or child.stopping:
             return
-        if child.writer is None:
-            child.backlog.append(message)
-        elif not child.writer.is_closing():
-            child.writer.write(session_frames.encode(message))
+        child.out.write(session_frames.encode(message))
 
     def _stop_child(self, generation: int) -> None:
         """Ask the child to stop; its socket closing then ends ``_run_child``, which kills
@@ -377,6 +372,6 @@ class McpEdge:
         if child is None:
             return
         child.stopping = True
-        if child.writer is not None and not child.writer.is_closing():
-            child.writer.write(session_frames.encode(StopSessionManager()))
-            child.writer.close()
+        if child.out.writer is not None:
+            child.out.write(session_frames.encode(StopSessionManager()))
+            child.out.close()

@@ -33,6 +33,7 @@ from nbstage.actors.daemon_link import (
     SendToDaemon,
 )
 from nbstage.entrypoints.actor_host import ActorHost
+from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.logs import setup_logging
 from nbstage.entrypoints.ownership import Untrusted, check_peer, check_private_dir
 from nbstage.protocol import session_frames
@@ -53,8 +54,7 @@ class Link:
     """One actor's connection to the daemon, as this edge carries it."""
 
     owner: Any
-    writer: asyncio.StreamWriter | None = None
-    backlog: list[bytes] = field(default_factory=list)
+    out: HeldWriter = field(default_factory=HeldWriter)
     closed: bool = False
 
 
@@ -132,10 +132,7 @@ class SessionChildEdge:
         if link.closed:
             writer.close()
             return
-        link.writer = writer
-        for frame in link.backlog:
-            writer.write(frame)
-        link.backlog.clear()
+        link.out.attach(writer)
         reason = "the daemon closed the connection"
         try:
             while (body := await read_body(reader)) is not None:
@@ -150,18 +147,14 @@ class SessionChildEdge:
         link = self._links.get(link_id)
         if link is None or link.closed:
             return
-        if link.writer is None:
-            link.backlog.append(frame)
-        elif not link.writer.is_closing():
-            link.writer.write(frame)
+        link.out.write(frame)
 
     def _close_link(self, link_id: int) -> None:
         link = self._links.pop(link_id, None)
         if link is None:
             return
         link.closed = True
-        if link.writer is not None:
-            link.writer.close()
+        link.out.close()
 
 
 def main() -> None:

@@ -112,7 +112,7 @@ class DaemonStopping:
 @dataclass(frozen=True, slots=True)
 class LogTail:
     lines: list[dict[str, Any]]
-    """Log records (JSON lines of daemon.log and actors.log), oldest first."""
+    """Log records (JSON lines of the daemon's logs), oldest first."""
 
 
 # --- rooms, as the Daemon sees them ---------------------------------------------------------

@@ -34,10 +34,10 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
-    """Every live process that belongs to a daemon: itself, its actors and its kernels.
+    """Every live process that belongs to an edge: itself and what it started (kernels, a session child).
 
-    Actor and kernel processes inherit NBSTAGE_EDGE_PID from the daemon, which is
-    how they are found even after the actor admin daemonizes itself.
+    Those inherit NBSTAGE_EDGE_PID from the edge that started them, which is
+    how a test finds every process of one tree without naming them.
     """
     found = []
     for proc in psutil.process_iter():
