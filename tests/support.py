@@ -34,7 +34,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
-    """Every live process that belongs to an edge: itself and what it started (kernels, a session child).
+    """Every live process of an edge: itself and what it started (kernels, a session child).
 
     Those inherit NBSTAGE_EDGE_PID from the edge that started them, which is
     how a test finds every process of one tree without naming them.
