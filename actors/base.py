@@ -13,10 +13,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
-from nbstage.protocol.codec import to_wire
+from nbstage.protocol.codec import dumps
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
@@ -49,7 +48,7 @@ class NbActor(ActorTypeDispatcher):
             self.fail(origin, NbstageError(ErrorCode.INTERNAL, "internal error; see daemon logs"))
 
     def answer(self, origin: Origin, reply: object) -> None:
-        self.send(self.edge, RequestAnswered(origin, orjson.dumps(to_wire(reply))))
+        self.send(self.edge, RequestAnswered(origin, dumps(reply)))
 
     def fail(self, origin: Origin, error: NbstageError) -> None:
         self.send(self.edge, RequestFailed(origin, error.code, error.message))

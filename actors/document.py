@@ -64,14 +64,14 @@ class Cell:
         )
 
     def summary(self, index: int, max_chars: int = PREVIEW_CHARS) -> CellSummary:
-        return CellSummary(
-            self.id,
-            index,
-            self.cell_type,
-            source_preview(self.source, max_chars),
-            self.execution_count,
-            len(self.outputs),
-        )
+        return {
+            "cell_id": self.id,
+            "index": index,
+            "cell_type": self.cell_type,
+            "source_preview": source_preview(self.source, max_chars),
+            "execution_count": self.execution_count,
+            "output_count": len(self.outputs),
+        }
 
 
 def source_preview(source: str, max_chars: int = PREVIEW_CHARS) -> str:

@@ -300,19 +300,21 @@ def render_cells_summary(summaries: Sequence[Mapping[str, Any]], total: int) -> 
         header = f"Cells {first} to {last} of {total} (page with start and count):"
     counts = [_count_label(summary) for summary in summaries]
     index_width = max(len(str(first)), len(str(last)))
-    id_width = max(len(str(summary["cell_id"])) for summary in summaries)
+    id_width = max(len(summary["cell_id"]) for summary in summaries)
     count_width = max(map(len, counts))
     lines = [header]
     for summary, count in zip(summaries, counts, strict=True):
-        count_column = f"{count:<{count_width}}  " if count_width else ""
-        line = (
-            f"{summary['index']:>{index_width}}  {summary['cell_id']:<{id_width}}  "
-            f"{summary['cell_type']:<8}  {count_column}"
-            f"{summary.get('source_preview') or '(empty)'}"
-        )
-        outputs = summary.get("output_count") or 0
-        if outputs:
-            line += f"  ({_plural(outputs, 'output')})"
+        parts = [
+            str(summary["index"]).rjust(index_width),
+            summary["cell_id"].ljust(id_width),
+            summary["cell_type"].ljust(8),
+        ]
+        if count_width:
+            parts.append(count.ljust(count_width))
+        parts.append(summary["source_preview"] or "(empty)")
+        line = "  ".join(parts)
+        if summary["output_count"]:
+            line += f"  ({_plural(summary['output_count'], 'output')})"
         lines.append(line)
     return "\n".join(lines)
 
@@ -539,10 +541,10 @@ def _data_size(mime: str, value: Any) -> int:
 
 
 def _count_label(summary: Mapping[str, Any]) -> str:
-    count = summary.get("execution_count")
+    count = summary["execution_count"]
     if count is not None:
         return f"[{count}]"
-    return "[ ]" if summary.get("cell_type") == "code" else ""
+    return "[ ]" if summary["cell_type"] == "code" else ""
 
 
 def _plural(n: int, noun: str) -> str:

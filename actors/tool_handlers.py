@@ -82,9 +82,8 @@ def get_cell(ctx: ToolContext, args: tools.GetCellArgs) -> Handler:
 def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
     if args.format is tools.AllCellsFormat.SUMMARY:
         reply = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
-        summaries = [to_wire(summary) for summary in reply.cells]
-        text = render_cells_summary(summaries, reply.total)
-        return tool_result({"cells": summaries, "total": reply.total}, text=text)
+        text = render_cells_summary(reply.cells, reply.total)
+        return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
     reply = yield GetCells(
         ctx.notebook_id, CellsFormat.JSON, args.start, args.count, args.include_outputs
     )
@@ -167,9 +166,9 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
     summary = yield GetCells(ctx.notebook_id)
     execution_ids = []
     for cell in summary.cells:
-        if cell.cell_type == "code":
-            key = f"{ctx.key}:{cell.cell_id}"
-            reply = yield ExecuteCell(ctx.notebook_id, cell.cell_id, 0.0, key)
+        if cell["cell_type"] == "code":
+            key = f"{ctx.key}:{cell['cell_id']}"
+            reply = yield ExecuteCell(ctx.notebook_id, cell["cell_id"], 0.0, key)
             execution_ids.append(reply.execution.execution_id)
     content: list[dict[str, Any]] = []
     executions = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
@@ -270,8 +270,10 @@ class CellShown:
     cell: CellView
 
 
-@dataclass(frozen=True, slots=True)
-class CellSummary:
+class CellSummary(TypedDict):
+    """One row of a summary: a plain dict, because a 1,000-cell answer has 1,000 of them
+    (the codec checks each row's keys and types and keeps the dict it was given)."""
+
     cell_id: str
     index: int
     cell_type: str

@@ -12,12 +12,12 @@ import types
 import typing
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 import pytest
 
-from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire, to_wire
+from nbstage.protocol.codec import OMIT_WHEN_NONE, dumps, from_wire, to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import (
     MAX_FRAME_BYTES,
@@ -68,6 +68,9 @@ def _sample(hint: Any, name: str) -> Any:
         return list(arm)[-1]
     if dataclasses.is_dataclass(arm):
         return _full(arm)
+    if typing.is_typeddict(arm):
+        hints = typing.get_type_hints(arm).items()
+        return {key: _sample(hint, f"{name}.{key}") for key, hint in hints}
     if origin is list:
         (item,) = typing.get_args(arm)
         return [_sample(item, f"{name}[0]")]
@@ -294,6 +297,12 @@ def test_a_reply_with_every_field_set_survives_a_round_trip(cls: type) -> None:
 
 
 @pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in REPLY_CLASSES])
+def test_dumps_writes_what_to_wire_gives(cls: type) -> None:
+    reply = _full(cls)
+    assert orjson.loads(dumps(reply)) == orjson.loads(orjson.dumps(to_wire(reply)))
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in REPLY_CLASSES])
 def test_decode_reply_reads_a_result_frame_as_the_expected_reply(cls: type) -> None:
     reply = _full(cls)
     frame = {"v": 1, "id": 3, "type": "result", "result": to_wire(reply)}
@@ -409,6 +418,60 @@ def test_a_field_omitted_when_none_is_on_the_wire_only_when_set() -> None:
     assert to_wire(Note()) == {"kept": None}
     assert to_wire(Note("hi")) == {"text": "hi", "kept": None}
     assert from_wire(Note, to_wire(Note())) == Note()
+
+
+def test_dumps_leaves_out_a_none_that_to_wire_omits() -> None:
+    @dataclass(frozen=True)
+    class Holder:
+        note: Note
+        notes: list[Note]
+
+    assert orjson.loads(dumps(Note())) == {"kept": None}
+    assert orjson.loads(dumps(Holder(Note(), [Note("x")]))) == {
+        "note": {"kept": None},
+        "notes": [{"text": "x", "kept": None}],
+    }
+    assert orjson.loads(dumps(_outer())) == to_wire(_outer())
+
+
+class Row(TypedDict):
+    name: str
+    size: float
+    tag: str | None
+
+
+@dataclass(frozen=True)
+class Rows:
+    rows: list[Row]
+
+
+def test_a_typeddict_row_is_checked_and_kept_as_the_same_dict() -> None:
+    row = {"name": "a", "size": 1.5, "tag": None}
+    decoded = from_wire(Rows, {"rows": [row]})
+    assert decoded.rows[0] is row
+
+
+def test_a_typeddict_row_gets_its_declared_types_and_loses_unknown_keys() -> None:
+    row = {"name": "a", "size": 2, "tag": "t", "later": True}
+    (decoded,) = from_wire(Rows, {"rows": [row]}).rows
+    assert decoded == {"name": "a", "size": 2.0, "tag": "t"}
+    assert type(decoded["size"]) is float
+    assert row == {"name": "a", "size": 2, "tag": "t", "later": True}
+
+
+@pytest.mark.parametrize(
+    ("row", "phrase"),
+    [
+        ({"name": "a", "size": 1.0}, "missing field 'rows[0].tag'"),
+        ({"name": 3, "size": 1.0, "tag": None}, "field 'rows[0].name' must be a string"),
+        ({"name": "a", "size": "big", "tag": None}, "field 'rows[0].size' must be a number"),
+        ("row", "field 'rows[0]' must be an object"),
+    ],
+)
+def test_a_bad_typeddict_row_is_refused_with_the_field_named(row: object, phrase: str) -> None:
+    with pytest.raises(NbstageError) as info:
+        from_wire(Rows, {"rows": [row]})
+    assert phrase in info.value.message
 
 
 def test_a_tuple_field_comes_back_as_a_tuple_of_its_types() -> None:

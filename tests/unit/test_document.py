@@ -498,11 +498,15 @@ def test_output_updates_refuse_cells_that_cannot_hold_them(call, error):
 # reads
 
 
+def summary(*values: object) -> CellSummary:
+    return CellSummary(zip(CellSummary.__annotations__, values, strict=True))
+
+
 def test_summaries_describe_each_cell():
     doc = doc_with(code("a", "import os\nos.getcwd()", [display("'/'")], 7), markdown("m", "# T"))
     assert doc.summaries() == [
-        CellSummary("a", 0, "code", "import os", 7, 1),
-        CellSummary("m", 1, "markdown", "# T", None, 0),
+        summary("a", 0, "code", "import os", 7, 1),
+        summary("m", 1, "markdown", "# T", None, 0),
     ]
 
 
@@ -532,8 +536,9 @@ def test_the_source_preview_is_the_first_line_capped(source, preview):
 )
 def test_reads_take_a_window_of_cells(start, count, expected):
     doc = doc_with(*(code(i) for i in "abcd"))
-    assert [s.cell_id for s in doc.summaries(start, count)] == expected
-    assert [s.index for s in doc.summaries(start, count)] == [ids(doc).index(i) for i in expected]
+    assert [s["cell_id"] for s in doc.summaries(start, count)] == expected
+    indexes = [ids(doc).index(i) for i in expected]
+    assert [s["index"] for s in doc.summaries(start, count)] == indexes
     assert [c["id"] for c in doc.cells_json(start, count)] == expected
 
 
