@@ -48,10 +48,15 @@ class NbActor(ActorTypeDispatcher):
             self.fail(origin, NbstageError(ErrorCode.INTERNAL, "internal error; see daemon logs"))
 
     def answer(self, origin: Origin, reply: object) -> None:
-        self.send(self.edge, RequestAnswered(origin, dumps(reply)))
+        self.send(self.edge, RequestAnswered(origin, dumps(reply), self.notices_for(origin)))
 
     def fail(self, origin: Origin, error: NbstageError) -> None:
-        self.send(self.edge, RequestFailed(origin, error.code, error.message))
+        notices = self.notices_for(origin)
+        self.send(self.edge, RequestFailed(origin, error.code, error.message, notices))
+
+    def notices_for(self, origin: Origin) -> tuple[str, ...]:
+        """Lines for the agent that the answer to ``origin`` carries (see RequestAnswered)."""
+        return ()
 
     def offload(self, token: Any, work: Callable[[], Any], lane: str | None = None) -> None:
         """Run ``work`` off the loop; ``BlockingWorkDone(token, …)`` comes back to this actor."""

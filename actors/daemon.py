@@ -27,12 +27,20 @@ from nbstage.actors.admission import (
     admit_open,
 )
 from nbstage.actors.base import NbActor
+from nbstage.actors.kernelspecs import NoKernelspec, choose_for_runtime
 from nbstage.actors.notebook_files import absolute_notebook_path
-from nbstage.actors.reaper import RoomFacts, choose_rooms_to_reap
+from nbstage.actors.reaper import (
+    AfterClose,
+    RoomFacts,
+    after_close,
+    choose_rooms_to_reap,
+    is_reserved,
+)
 from nbstage.actors.registry import Registry
 from nbstage.actors.room import Room
 from nbstage.protocol.daemon_followups import (
     BindingStored,
+    ImportsWarmed,
     KernelspecResolved,
     ReapDue,
     RegistryClosed,
@@ -46,11 +54,12 @@ from nbstage.protocol.edge import (
     RoomResident,
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import KernelState
+from nbstage.protocol.kernels import KernelspecInfo, KernelState
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     ActorRole,
     ActorTree,
+    KeptRoom,
     KernelNode,
     PeerView,
     RoomCounts,
@@ -81,6 +90,7 @@ from nbstage.protocol.rooms import (
     PathClaimed,
     PathRefused,
     PathReleased,
+    ReopenRoom,
     RoomClosed,
     RoomSource,
     RoomStarted,
@@ -104,10 +114,11 @@ class RoomEntry:
     starting: bool = True
     status: RoomStatus | None = None
     closing: bool = False
+    close_reason: CloseReason | None = None
     joins_sent: int = 0
     pid: int | None = None
     deferred: list[tuple[Origin, Any]] = field(default_factory=list)
-    """Admissions that arrived while the room was closing; replayed once it is gone."""
+    """Admissions that arrived while the room was closing; replayed once it is gone or kept."""
     evicted_by: list[Origin] = field(default_factory=list)
     """Operators waiting for this room's eviction to finish."""
 
@@ -115,7 +126,7 @@ class RoomEntry:
     def reserved(self) -> bool:
         """Being created or joined: such a room is never reaped."""
         seen = self.status.joins_seen if self.status is not None else 0
-        return self.starting or self.joins_sent > seen
+        return is_reserved(self.starting, self.joins_sent, seen)
 
     def facts(self, notebook_id: str) -> RoomFacts:
         status = self.status
@@ -126,6 +137,16 @@ class RoomEntry:
             idle_since=status.idle_since if status else None,
             reserved=self.reserved,
         )
+
+
+@dataclass
+class _ReapReport:
+    """An operator's ``reap``, answered once every room it chose is gone or kept."""
+
+    origin: Origin
+    chosen: list[str]
+    waiting: set[str]
+    kept: dict[str, KeptRoom] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,6 +166,7 @@ class Daemon(NbActor):
         self.registry: Registry | None = None
         self.config: StartDaemon | None = None
         self.stopping: _Stopping | None = None
+        self.reap_reports: list[_ReapReport] = []
 
     def receiveMsg_StartDaemon(self, msg: StartDaemon, sender: ActorAddress) -> None:
         self.config = msg
@@ -153,6 +175,7 @@ class Daemon(NbActor):
         self.wakeupAfter(CHILD_CHECK_TICK)
         self._schedule_reaper()
         self.send(sender, DaemonStarted(os.getpid()))
+        self.offload(ImportsWarmed(), _warm_imports)
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         if isinstance(msg.payload, ReapDue):
@@ -178,11 +201,30 @@ class Daemon(NbActor):
         return chosen
 
     def _run_reaper(self, origin: Origin, req: RunReaper) -> None:
-        self.answer(origin, RoomsReaped(self._reap()))
+        chosen = self._reap()
+        self.reap_reports.append(_ReapReport(origin, chosen, set(chosen)))
+        self._answer_reaps()
+
+    def _reap_settled(self, notebook_id: str, kept: KeptRoom | None = None) -> None:
+        for report in self.reap_reports:
+            if notebook_id in report.waiting:
+                report.waiting.discard(notebook_id)
+                if kept is not None:
+                    report.kept[notebook_id] = kept
+        self._answer_reaps()
+
+    def _answer_reaps(self) -> None:
+        done = [report for report in self.reap_reports if not report.waiting]
+        self.reap_reports = [report for report in self.reap_reports if report.waiting]
+        for report in done:
+            reaped = [nid for nid in report.chosen if nid not in report.kept]
+            kept = [report.kept[nid] for nid in report.chosen if nid in report.kept]
+            self.answer(report.origin, RoomsReaped(reaped, kept))
 
     def _close_room(self, notebook_id: str, reason: CloseReason) -> None:
         entry = self.rooms[notebook_id]
         entry.closing = True
+        entry.close_reason = reason
         self.send(entry.address, CloseRoom(reason))
 
     def request_handlers(self):
@@ -204,6 +246,8 @@ class Daemon(NbActor):
         entry.evicted_by.append(origin)
         if not entry.closing:
             self._close_room(req.notebook_id, CloseReason.EVICTED)
+        else:
+            entry.close_reason = CloseReason.EVICTED
 
     def _tree(self, origin: Origin, req: GetActorTree) -> None:
         rooms = []
@@ -248,7 +292,7 @@ class Daemon(NbActor):
             self.registry.id_for(path),
             str(uuid.uuid4()),
         )
-        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python3")
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, kernelspec=None)
 
     def _attach(self, origin: Origin, req: AttachNotebook) -> None:
         self._refuse_while_stopping()
@@ -259,42 +303,53 @@ class Daemon(NbActor):
             has_untitled=self.registry.has_untitled(req.notebook_id),
         )
         admission = admit_attach(self.rooms, req.notebook_id, facts)
-        self._carry_out(origin, admission, req.peer_label, ephemeral=False, runtime="python3")
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, kernelspec=None)
 
     def _create(self, origin: Origin, req: CreateNotebook) -> None:
         self._refuse_while_stopping()
         if req.runtime is None:
             self._create_room(origin, req, None)
             return
-        runtime = req.runtime
 
-        def scan() -> str:
-            from nbstage.actors.kernel_backend import resolve_kernel_name
+        def scan() -> dict[str, KernelspecInfo]:
+            from nbstage.actors.kernel_backend import installed_kernelspecs
 
-            return resolve_kernel_name(runtime)
+            return installed_kernelspecs()
 
         self.offload(KernelspecResolved(origin, req), scan)
 
     def _kernelspec_resolved(self, done: BlockingWorkDone) -> None:
         origin, req = done.token.origin, done.token.request
-        if isinstance(done.error, NbstageError):
-            self.fail(origin, done.error)
-        elif done.error is not None:
+        if done.error is not None:
             self.fail(origin, NbstageError(ErrorCode.INTERNAL, f"kernelspec scan: {done.error}"))
+            return
+        specs: dict[str, KernelspecInfo] = done.result
+        chosen = choose_for_runtime(req.runtime, {n: s.language for n, s in specs.items()})
+        if isinstance(chosen, NoKernelspec):
+            self.fail(origin, NbstageError(ErrorCode.UNKNOWN_RUNTIME, chosen.message))
         else:
-            self.guarded(origin, lambda o, r: self._create_room(o, r, done.result), req)
+            self.guarded(origin, lambda o, r: self._create_room(o, r, specs[chosen]), req)
 
-    def _create_room(self, origin: Origin, req: CreateNotebook, runtime: str | None) -> None:
+    def _create_room(
+        self, origin: Origin, req: CreateNotebook, kernelspec: KernelspecInfo | None
+    ) -> None:
         self._refuse_while_stopping()
         admission = StartNewRoom(str(uuid.uuid4()), RoomSource.NEW, None)
-        self._carry_out(origin, admission, req.peer_label, req.ephemeral, runtime, req.working_dir)
+        self._carry_out(
+            origin, admission, req.peer_label, req.ephemeral, kernelspec, req.working_dir
+        )
 
     def work_handlers(self):
         return {
             KernelspecResolved: self._kernelspec_resolved,
             BindingStored: self._binding_stored,
             RegistryClosed: self._registry_closed,
+            ImportsWarmed: self._imports_warmed,
         }
+
+    def _imports_warmed(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.warning("warming the notebook and kernel imports failed: %s", done.error)
 
     def _bind(self, notebook_id: str, path: str) -> None:
         """Record id ↔ path on the registry's lane; admission reads ``by_path`` first, so a
@@ -319,7 +374,7 @@ class Daemon(NbActor):
         admission: JoinResident | StartNewRoom | Refuse,
         peer_label: str,
         ephemeral: bool,
-        runtime: str | None,
+        kernelspec: KernelspecInfo | None,
         working_dir: str | None = None,
     ) -> None:
         match admission:
@@ -328,7 +383,9 @@ class Daemon(NbActor):
             case JoinResident(notebook_id):
                 self._join(self.rooms[notebook_id], origin, peer_label, created=False)
             case StartNewRoom(notebook_id, source, path):
-                entry = self._start_room(notebook_id, source, path, ephemeral, runtime, working_dir)
+                entry = self._start_room(
+                    notebook_id, source, path, ephemeral, kernelspec, working_dir
+                )
                 self._join(entry, origin, peer_label, created=source is RoomSource.NEW)
 
     def _join(self, entry: RoomEntry, origin: Origin, peer_label: str, created: bool) -> None:
@@ -341,7 +398,7 @@ class Daemon(NbActor):
         source: RoomSource,
         path: str | None,
         ephemeral: bool,
-        runtime: str | None,
+        kernelspec: KernelspecInfo | None,
         working_dir: str | None,
     ) -> RoomEntry:
         address = self.createActor(Room)
@@ -357,7 +414,7 @@ class Daemon(NbActor):
                 source,
                 path,
                 ephemeral,
-                runtime,
+                kernelspec,
                 working_dir,
                 cfg.state_dir,
                 cfg.kernel_dir,
@@ -436,6 +493,7 @@ class Daemon(NbActor):
             [PeerView(p, label) for p, label in status.peers] if status else [],
             KernelState(status.kernel_status) if status else KernelState.NONE,
             status.kernel_pid if status else None,
+            status.kernelspec if status else None,
         )
 
     def _list_rooms(self, origin: Origin, req: ListRooms) -> None:
@@ -459,7 +517,16 @@ class Daemon(NbActor):
 
     def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
+        if entry is not None:
+            reason = entry.close_reason
+            stopping = self.stopping is not None
+            if after_close(reason, msg.saved, stopping) is AfterClose.KEEP:
+                self._keep_room(msg.notebook_id, entry, reason, msg.problem)
+                return
+            if not msg.saved:
+                log.error("room %s removed (%s) unsaved: %s", msg.notebook_id, reason, msg.problem)
         self._forget_room(msg.notebook_id)
+        self._reap_settled(msg.notebook_id)
         for origin in entry.evicted_by if entry is not None else []:
             self.answer(origin, RoomEvicted(msg.notebook_id, msg.saved))
         self.send(sender, ActorExitRequest())
@@ -467,6 +534,29 @@ class Daemon(NbActor):
             self.stopping.waiting.discard(msg.notebook_id)
             self.stopping.closed += 1
             self._finish_stop_if_done()
+
+    def _keep_room(
+        self, notebook_id: str, entry: RoomEntry, reason: CloseReason, problem: str | None
+    ) -> None:
+        """The barrier failed, so the room stays with its edits; admissions held for it go on."""
+        kept = KeptRoom(notebook_id, reason.value, problem or "the save failed", time.time())
+        log.error(
+            "kept room %s instead of removing it (%s): its final save failed, so its edits "
+            "stay unsaved in memory; the reaper tries again at its next sweep: %s",
+            notebook_id,
+            reason,
+            kept.problem,
+        )
+        entry.closing = False
+        entry.close_reason = None
+        self.send(entry.address, ReopenRoom(kept))
+        self._reap_settled(notebook_id, kept)
+        self._replay_deferred(entry)
+
+    def _replay_deferred(self, entry: RoomEntry) -> None:
+        deferred, entry.deferred = entry.deferred, []
+        for origin, body in deferred:
+            self.receiveMsg_ClientRequest(ClientRequest(origin, body), self.myAddress)
 
     def _finish_stop_if_done(self) -> None:
         if self.stopping is not None and not self.stopping.waiting and not self.stopping.done:
@@ -483,14 +573,21 @@ class Daemon(NbActor):
         if not entry.starting:
             removed = RoomEventOccurred(EventKind.REMOVED, notebook_id, {"path": entry.path})
             self.send(self.edge, removed)
-        for origin, body in entry.deferred:
-            self.receiveMsg_ClientRequest(ClientRequest(origin, body), self.myAddress)
+        self._replay_deferred(entry)
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         for notebook_id, entry in list(self.rooms.items()):
             if entry.address == msg.childAddress:
                 log.warning("room %s exited unexpectedly", notebook_id)
                 self._forget_room(notebook_id)
+                self._reap_settled(notebook_id)
                 if self.stopping is not None:
                     self.stopping.waiting.discard(notebook_id)
                     self._finish_stop_if_done()
+
+
+def _warm_imports() -> None:
+    from nbstage.actors import kernel_backend  # noqa: F401
+    from nbstage.actors.notebook_files import warm_imports
+
+    warm_imports()

@@ -17,7 +17,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import KernelspecInfo
 from nbstage.protocol.replies import CellSummary, CellView
 
 CELL_TYPES = ("code", "markdown", "raw")
@@ -25,10 +27,6 @@ PREVIEW_CHARS = 120
 
 _VALID_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _LEADING_SPACE = re.compile(r"\s*")
-_PYTHON_METADATA = {
-    "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
-    "language_info": {"name": "python"},
-}
 
 
 @dataclass
@@ -101,8 +99,8 @@ class Document:
         self.revision = 0
 
     @classmethod
-    def empty(cls, kernel_name: str | None = "python3") -> Document:
-        return cls([], _kernel_metadata(kernel_name))
+    def empty(cls, kernelspec: KernelspecInfo | None = PYTHON3) -> Document:
+        return cls([], _kernel_metadata(kernelspec))
 
     @classmethod
     def from_json(cls, nb: dict) -> Document:
@@ -332,12 +330,17 @@ def valid_cell_id(value: object) -> bool:
     return isinstance(value, str) and _VALID_ID.fullmatch(value) is not None
 
 
-def _kernel_metadata(kernel_name: str | None) -> dict:
-    if kernel_name is None:
+def _kernel_metadata(spec: KernelspecInfo | None) -> dict:
+    if spec is None:
         return {}
-    if kernel_name == "python3":
-        return copy.deepcopy(_PYTHON_METADATA)
-    return {"kernelspec": {"name": kernel_name, "display_name": kernel_name}}
+    return {
+        "kernelspec": {
+            "name": spec.name,
+            "display_name": spec.display_name,
+            "language": spec.language,
+        },
+        "language_info": {"name": spec.language},
+    }
 
 
 def _check_type(cell_type: str) -> None:

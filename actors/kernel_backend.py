@@ -23,22 +23,19 @@ from nbstage.actors.kernel_backend_events import (
     ReplyReceived,
 )
 from nbstage.actors.kernel_files import pipe_socket
-from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import KernelspecInfo
 
 NO_HISTORY = "--HistoryManager.enabled=False"
 
 
-def resolve_kernel_name(runtime: str) -> str:
-    """Map a runtime ("python", or a kernelspec name) to an installed kernelspec name."""
-    name = "python3" if runtime == "python" else runtime
-    specs = KernelSpecManager().find_kernel_specs()
-    if name not in specs:
-        available = ", ".join(sorted(specs)) or "none"
-        raise NbstageError(
-            ErrorCode.UNKNOWN_RUNTIME,
-            f"No kernel for runtime {runtime!r}. Available kernelspecs: {available}.",
-        )
-    return name
+def installed_kernelspecs() -> dict[str, KernelspecInfo]:
+    """Every installed kernelspec by name (blocking: it reads the kernelspec dirs)."""
+    found = {}
+    for name, entry in KernelSpecManager().get_all_specs().items():
+        spec = entry.get("spec", {})
+        display_name = spec.get("display_name") or name
+        found[name] = KernelspecInfo(name, display_name, spec.get("language") or "")
+    return found
 
 
 def _to_output(msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:

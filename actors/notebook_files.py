@@ -4,6 +4,10 @@ Loading upgrades any nbformat version to 4.5 and gives every cell a unique id be
 nbformat validates, so nbformat never has to repair ids (and never warns about them).
 Saving validates first and then replaces the file atomically, so a failed save leaves
 the previous file byte-identical.
+
+nbformat is imported on first use, not with this module: it brings jsonschema, and the
+daemon should answer on its socket before paying for that (it warms the import on a
+worker as soon as it listens; see ``warm_imports``).
 """
 
 from __future__ import annotations
@@ -15,13 +19,23 @@ import stat
 import tempfile
 from pathlib import Path
 
-import nbformat
-
 from nbstage.actors.document import fresh_cell_id, valid_cell_id
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.room_followups import DiskStamp, FileOnDisk
 
 NEW_FILE_MODE = 0o644
-_PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError, nbformat.ValidationError)
+_PLAIN_PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
+
+
+def warm_imports() -> None:
+    """Import what reading and writing notebooks needs (call it off the actor thread)."""
+    import nbformat  # noqa: F401
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    import nbformat
+
+    return (*_PLAIN_PARSE_ERRORS, nbformat.ValidationError)
 
 
 def canonical_path(path: str | Path, base: Path | None = None) -> Path:
@@ -43,12 +57,57 @@ def absolute_notebook_path(path: str) -> str:
 
 def load_notebook(path: Path) -> dict:
     """Read a notebook of any nbformat version as a plain, valid v4.5 notebook dict."""
-    raw = _parse(_read_text(path), path)
+    return load_notebook_stamped(path)[0]
+
+
+def load_notebook_stamped(path: Path) -> tuple[dict, DiskStamp]:
+    """``load_notebook``, with the stamp of the very file that was read."""
+    text, stamp = _read_text(path)
+    return _upgraded(_parse(text, path), path), stamp
+
+
+def stamp_of(path: Path) -> DiskStamp | None:
+    """The file's stamp now, or None when there is no file."""
+    try:
+        return _stamp(os.stat(path))
+    except FileNotFoundError:
+        return None
+
+
+def read_on_disk(path: Path) -> FileOnDisk:
+    """The file as it is now, for a merge; what is wrong with it is reported, not raised.
+
+    Cells that had no valid id of their own in the file come back with ``id`` None, so
+    the merge can match them to the cells they stand for.
+    """
+    try:
+        text, stamp = _read_text(path)
+    except NbstageError as exc:
+        if exc.code is ErrorCode.NOT_FOUND:
+            return FileOnDisk(None, None)
+        return FileOnDisk(stamp_of(path), None, exc.message)
+    given: set[str] = set()
+    try:
+        raw = _parse(text, path, given)
+        notebook = _upgraded(raw, path)
+    except NbstageError as exc:
+        return FileOnDisk(stamp, None, exc.message)
+    if raw.get("nbformat") != 4:
+        given = {c["id"] for c in notebook["cells"]}
+    for cell in notebook["cells"]:
+        if cell["id"] in given:
+            cell["id"] = None
+    return FileOnDisk(stamp, notebook)
+
+
+def _upgraded(raw: dict, path: Path) -> dict:
+    import nbformat
+
     try:
         node = nbformat.convert(nbformat.from_dict(raw), 4)
         node.nbformat_minor = max(node.get("nbformat_minor", 0), 5)
         nbformat.validate(node)
-    except _PARSE_ERRORS as exc:
+    except _parse_errors() as exc:
         raise _not_a_notebook(path, exc) from None
     return json.loads(json.dumps(node))
 
@@ -59,12 +118,14 @@ def serialize_notebook(nb: dict) -> bytes:
     Writes with ``nbformat.v4.writes``, the writer ``nbformat.writes`` ends in, so the
     notebook is validated once rather than twice.
     """
+    import nbformat
+
     try:
         _check_ids(nb)
         node = nbformat.from_dict(nb)
         nbformat.validate(node)
         text = nbformat.v4.writes(node)
-    except _PARSE_ERRORS as exc:
+    except _parse_errors() as exc:
         raise NbstageError(
             ErrorCode.SAVE_FAILED,
             f"The notebook was not saved because it is not valid nbformat: {_reason(exc)}. "
@@ -78,13 +139,39 @@ def save_notebook(path: Path, nb: dict) -> None:
     write_atomic(path, serialize_notebook(nb))
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> DiskStamp:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory.
 
     The file keeps its permission bits (a new file gets 0o644). On failure the temp
-    file is removed and the previous file is untouched.
+    file is removed and the previous file is untouched. Returns the stamp of the file
+    written, taken before the rename (which keeps inode, size and mtime), so a change
+    made by anyone right after the rename still shows.
     """
-    tmp = _write_temp(path, data, _mode_for(path))
+    tmp, stamp = _write_temp(path, data, _mode_for(path))
+    _replace(path, tmp)
+    return stamp
+
+
+def write_atomic_over(path: Path, data: bytes, expected: DiskStamp | None) -> DiskStamp | None:
+    """``write_atomic``, but only over the file whose stamp is ``expected`` (None: no file).
+
+    The stamp is compared just before the rename, once the slow part (the temp file and
+    its fsync) is done; when it differs nothing is written and None is returned.
+    """
+    tmp, stamp = _write_temp(path, data, _mode_for(path))
+    try:
+        unchanged = stamp_of(path) == expected
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise _save_failed(path, exc, "The file on disk was not changed.") from None
+    if not unchanged:
+        _remove_quietly(tmp)
+        return None
+    _replace(path, tmp)
+    return stamp
+
+
+def _replace(path: Path, tmp: str) -> None:
     try:
         os.replace(tmp, path)
     except OSError as exc:
@@ -101,9 +188,12 @@ def write_atomic(path: Path, data: bytes) -> None:
 # Loading
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path) -> tuple[str, DiskStamp]:
+    """The file's text and the stamp of the file opened (FileNotFoundError as NOT_FOUND)."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            stamp = _stamp(os.fstat(f.fileno()))
+            return f.read().decode("utf-8"), stamp
     except FileNotFoundError:
         raise NbstageError(
             ErrorCode.NOT_FOUND,
@@ -118,7 +208,13 @@ def _read_text(path: Path) -> str:
         raise _not_a_notebook(path, f"it cannot be read ({exc.strerror})") from None
 
 
-def _parse(text: str, path: Path) -> dict:
+def _stamp(info: os.stat_result) -> DiskStamp:
+    return DiskStamp(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _parse(text: str, path: Path, given: set[str] | None = None) -> dict:
+    import nbformat
+
     try:
         raw = json.loads(text)
     except ValueError as exc:
@@ -129,12 +225,13 @@ def _parse(text: str, path: Path) -> dict:
     if not isinstance(version, int) or version not in nbformat.versions:
         raise _not_a_notebook(path, f"nbformat version {_clip(version)} is not supported")
     if version == 4:
-        _give_ids(raw)
+        _give_ids(raw, set() if given is None else given)
     return raw
 
 
-def _give_ids(raw: dict) -> None:
-    """Give cells a unique valid id where they have none, a bad one or a repeated one."""
+def _give_ids(raw: dict, given: set[str]) -> None:
+    """Give cells a unique valid id where they have none, a bad one or a repeated one;
+    the ids given are added to ``given``."""
     cells = raw.get("cells")
     if not isinstance(cells, list):
         return
@@ -145,6 +242,7 @@ def _give_ids(raw: dict) -> None:
         if not valid_cell_id(cell.get("id")) or cell["id"] in seen:
             cell["id"] = fresh_cell_id(taken)
             taken.add(cell["id"])
+            given.add(cell["id"])
         seen.add(cell["id"])
 
 
@@ -185,8 +283,8 @@ def _mode_for(path: Path) -> int:
         raise _save_failed(path, exc, "The file on disk was not changed.") from None
 
 
-def _write_temp(path: Path, data: bytes, mode: int) -> str:
-    """Write ``data`` to a fsynced hidden temp file beside ``path``; return its name."""
+def _write_temp(path: Path, data: bytes, mode: int) -> tuple[str, DiskStamp]:
+    """Write ``data`` to a fsynced hidden temp file beside ``path``; return its name and stamp."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
@@ -197,10 +295,11 @@ def _write_temp(path: Path, data: bytes, mode: int) -> str:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+            stamp = _stamp(os.fstat(f.fileno()))
     except OSError as exc:
         _remove_quietly(tmp)
         raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    return tmp
+    return tmp, stamp
 
 
 def _remove_quietly(name: str) -> None:

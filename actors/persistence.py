@@ -1,4 +1,5 @@
-"""Disk writes a Room makes: notebook files, untitled journal rows, execution records."""
+"""Disk work a Room hands to its edge: notebook files (written only over the version the
+Room last saw), untitled journal rows, execution records."""
 
 from __future__ import annotations
 
@@ -9,18 +10,56 @@ from typing import Any
 
 import orjson
 
+from nbstage.protocol.room_followups import DiskStamp, FileOnDisk, FileWritten
+
 PRUNE_EVERY = 50
 
 
-def write_notebook_file(path: Path, notebook: dict[str, Any]) -> None:
+def write_notebook_file(path: Path, notebook: dict[str, Any]) -> DiskStamp:
     from nbstage.actors.notebook_files import serialize_notebook, write_atomic
 
-    write_atomic(path, serialize_notebook(notebook))
+    return write_atomic(path, serialize_notebook(notebook))
 
 
-def write_snapshot(path: Path, snapshot: bytes) -> None:
+def write_snapshot(path: Path, snapshot: bytes) -> DiskStamp:
     """Worker-thread work: validate and write a notebook snapshot taken as orjson bytes."""
-    write_notebook_file(path, orjson.loads(snapshot))
+    return write_notebook_file(path, orjson.loads(snapshot))
+
+
+def save_checked(
+    path: Path, snapshot: bytes, expected: DiskStamp | None, explicit: bool
+) -> FileWritten | FileOnDisk:
+    """Worker-thread work: write the snapshot unless the file changed from outside.
+
+    ``expected`` is the stamp the Room last read or wrote (None: it knows there is no
+    file). A file that differs is read and handed back instead, for the Room to merge,
+    and nothing is written. An ``explicit`` save (the agent's save_notebook) writes over
+    a file that is gone or is not a notebook; a notebook it would still merge first.
+    """
+    from nbstage.actors.notebook_files import (
+        read_on_disk,
+        serialize_notebook,
+        write_atomic,
+        write_atomic_over,
+    )
+
+    data = serialize_notebook(orjson.loads(snapshot))
+    stamp = write_atomic_over(path, data, expected)
+    if stamp is not None:
+        return FileWritten(stamp)
+    seen = read_on_disk(path)
+    if seen.notebook is not None or not explicit:
+        return seen
+    return FileWritten(write_atomic(path, data))
+
+
+def look_at_file(path: Path, known: tuple[DiskStamp | None, ...]) -> FileOnDisk | None:
+    """Worker-thread work: None while the file's stamp is one of ``known``, else the file."""
+    from nbstage.actors.notebook_files import read_on_disk, stamp_of
+
+    if stamp_of(path) in known:
+        return None
+    return read_on_disk(path)
 
 
 def record_execution(where: Path, execution_id: str, record: bytes, keep: int | None) -> None:

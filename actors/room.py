@@ -1,7 +1,9 @@
 """The Room actor: one open notebook, the only place its document changes.
 
 It answers room requests from the edge directly, keeps its peers, applies each
-mutation at most once per idempotency key, saves atomically and autosaves. It also
+mutation at most once per idempotency key, saves atomically and autosaves, and watches
+its file: a change made on disk from outside is merged by cell id (notebook_merge.py)
+before anything is written over it (docs/notes/file-watch.md). It also
 drives its kernel: it starts the Kernel child (kernel.py) when lifetime.py says so,
 tears it down when keep-alive runs out (the latch), queues executions on it, settles
 them into the document and executions/, and carries interrupt and restart.
@@ -25,6 +27,7 @@ import os
 import time
 import uuid
 from collections import OrderedDict
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,11 +35,13 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
 
-from nbstage.actors import lifetime, persistence
+from nbstage.actors import lifetime, notebook_merge, persistence
 from nbstage.actors.base import NbActor
 from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution, ExecutionBook
 from nbstage.actors.kernel import Kernel
+from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
+from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
@@ -53,6 +58,7 @@ from nbstage.protocol.kernels import (
     KernelInterrupted,
     KernelReady,
     KernelRestarted,
+    KernelspecInfo,
     KernelState,
     KernelStopped,
     OutputsArrived,
@@ -75,6 +81,7 @@ from nbstage.protocol.replies import (
     ExecutionView,
     InterruptSent,
     KeepAlive,
+    KeptRoom,
     KernelShutDown,
     Latch,
     NotebookJoined,
@@ -105,8 +112,14 @@ from nbstage.protocol.requests import (
 )
 from nbstage.protocol.room_followups import (
     AutosaveDue,
+    DiskStamp,
     ExecutionRecorded,
+    FileCheckDue,
+    FileLooked,
+    FileOnDisk,
+    FileWritten,
     KeepAliveExpired,
+    KernelspecsRead,
     SaveFinished,
     SavePurpose,
     WaitExpired,
@@ -119,6 +132,7 @@ from nbstage.protocol.rooms import (
     PathClaimed,
     PathRefused,
     PathReleased,
+    ReopenRoom,
     RoomClosed,
     RoomSource,
     RoomStarted,
@@ -150,6 +164,26 @@ class Room(NbActor):
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
+        self.disk_stamp: DiskStamp | None = None
+        """The file as this room last read or wrote it; None: the room knows it is gone."""
+        self.disk_base: dict | None = None
+        """The notebook as last read from or written to the file: the merge's base."""
+        self.disk_problem: str | None = None
+        """Why the file on disk is not a notebook; autosave is paused while it is set."""
+        self.disk_bad_stamp: DiskStamp | None = None
+        self.file_missing = False
+        """The file was deleted under the room; the next save writes it again."""
+        self.file_busy = False
+        """A save or a look at the file is under way; others wait in ``file_queue``, so
+        each one starts from what the one before it found."""
+        self.file_queue: list[tuple[SavePurpose, str, Origin | None]] = []
+        self.writing: dict | None = None
+        """The notebook the save under way writes: the base once it is written."""
+        self.check_generation = 0
+        self.check_armed = False
+        self.notices = NoticeBoard()
+        self.peer_conns: dict[str, int] = {}
+        """peer id → the daemon connection it joined on (the answers' ``Origin.conn``)."""
         self.life = lifetime.Lifetime(has_runtime=False)
         self.kernel: ActorAddress | None = None
         self.kernel_state = KernelState.NONE
@@ -158,6 +192,10 @@ class Room(NbActor):
         self.teardown_armed: int | None = None
         """Generation of the last keep-alive timer armed, shown by admin."""
         self.kernel_problem: str | None = None
+        self.kernel_name: str | None = None
+        """The kernelspec the kernel runs; None until chosen, or when none fits."""
+        self.kernel_refused: str | None = None
+        """Why no installed kernelspec fits the notebook; calls that need a kernel answer it."""
         self.pending_restart: list[Origin] = []
         self.book = ExecutionBook()
         self.finished_count = 0
@@ -166,8 +204,11 @@ class Room(NbActor):
         self.load_error: NbstageError | None = None
         self.closing: ActorAddress | None = None
         """Who asked this room to close; from then on it acknowledges no mutation."""
+        self.kept: KeptRoom | None = None
+        """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
         self.held_joins: list[JoinRoom] | None = None
-        """Joins that arrived while a new notebook's first save was under way."""
+        """Joins that arrived before the room was ready: while a new notebook's first save,
+        or a loaded notebook's kernelspec choice, was under way."""
 
     # --- start ----------------------------------------------------------------------------
 
@@ -177,7 +218,10 @@ class Room(NbActor):
         self.edge = msg.edge
         self.path = msg.path
         self.ephemeral = msg.ephemeral
-        self.life = lifetime.Lifetime(has_runtime=msg.runtime is not None)
+        self.life = lifetime.Lifetime(
+            has_runtime=msg.source is not RoomSource.NEW or msg.kernelspec is not None
+        )
+        self.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         try:
             self.doc = self._load(msg)
         except NbstageError as exc:
@@ -185,6 +229,10 @@ class Room(NbActor):
             self.send(sender, RoomStartFailed(msg.notebook_id, exc.code, exc.message))
             return
         self.saved_revision = self.doc.revision
+        if msg.source is not RoomSource.NEW:
+            self.held_joins = []
+            self._read_kernelspecs()
+            return
         if msg.source is RoomSource.NEW and not msg.ephemeral:
             self.held_joins = []
             self.saved_revision = -1
@@ -211,11 +259,46 @@ class Room(NbActor):
         for join in held:
             self.fail(join.origin, error)
 
+    def _read_kernelspecs(self, restart: Origin | None = None) -> None:
+        def read() -> dict[str, KernelspecInfo]:
+            from nbstage.actors.kernel_backend import installed_kernelspecs
+
+            return installed_kernelspecs()
+
+        self.offload(KernelspecsRead(restart), read)
+
+    def _kernelspecs_read(self, done: BlockingWorkDone) -> None:
+        """A loaded notebook's kernel is chosen from its metadata (kernelspecs.py)."""
+        if done.ok:
+            installed = {name: spec.language for name, spec in done.result.items()}
+            chosen = choose_kernelspec(self.doc.metadata, installed)
+        else:
+            chosen = NoKernelspec(f"The installed kernelspecs could not be read: {done.error}")
+        refused = isinstance(chosen, NoKernelspec)
+        self.kernel_name = None if refused else chosen
+        self.kernel_refused = chosen.message if refused else None
+        self.life = replace(self.life, has_runtime=not refused)
+        restart = done.token.restart
+        if restart is not None:
+            self._report_status()
+            if refused:
+                self.fail(restart, NbstageError(ErrorCode.UNKNOWN_RUNTIME, chosen.message))
+            else:
+                self.guarded(restart, self._restart, None)
+            return
+        held, self.held_joins = self.held_joins, None
+        self._started()
+        for join in held:
+            self.receiveMsg_JoinRoom(join, self.daemon)
+
     def _load(self, msg: StartRoom) -> Document:
         if msg.source is RoomSource.FILE:
-            from nbstage.actors.notebook_files import load_notebook
+            from nbstage.actors.notebook_files import load_notebook_stamped
 
-            return Document.from_json(load_notebook(Path(msg.path)))
+            notebook, self.disk_stamp = load_notebook_stamped(Path(msg.path))
+            doc = Document.from_json(notebook)
+            self.disk_base = doc.to_json()
+            return doc
         if msg.source is RoomSource.UNTITLED:
             content = self.registry.load_untitled(msg.notebook_id)
             if content is None:
@@ -224,7 +307,7 @@ class Room(NbActor):
                     f"Notebook {msg.notebook_id} is no longer available.",
                 )
             return Document.from_json(orjson.loads(content))
-        return Document.empty("python3" if msg.runtime else None)
+        return Document.empty(msg.kernelspec)
 
     @property
     def registry(self) -> Registry:
@@ -256,6 +339,9 @@ class Room(NbActor):
         self.joins_seen = max(self.joins_seen, msg.join_seq)
         peer_id = uuid.uuid4().hex[:12]
         self.peers[peer_id] = msg.peer_label
+        self.peer_conns[peer_id] = msg.origin.conn
+        self.notices.follow(msg.origin.conn)
+        self._arm_file_check()
         self.idle_since = None
         self._carry_out(lifetime.peer_joined, self.life)
         joined = NotebookJoined(**self._describe(), peer_id=peer_id, created=msg.created)
@@ -267,6 +353,9 @@ class Room(NbActor):
         label = self.peers.pop(req.peer_id, None)
         if label is None:
             raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
+        conn = self.peer_conns.pop(req.peer_id, None)
+        if conn not in self.peer_conns.values():
+            self.notices.unfollow(conn)
         if not self.peers:
             self.idle_since = time.monotonic()
         self._carry_out(lifetime.peer_left, self.life)
@@ -280,7 +369,8 @@ class Room(NbActor):
             "notebook_id": self.notebook_id,
             "path": self.path,
             "ephemeral": self.ephemeral,
-            "runtime": self.config.runtime,
+            "runtime": self.kernel_name,
+            "kernel_refused": self.kernel_refused,
             "cell_count": len(self.doc.cells),
             "kernel_status": self.kernel_state,
         }
@@ -298,6 +388,7 @@ class Room(NbActor):
                 self.idle_since,
                 self.joins_seen,
                 self.kernel_actor_pid,
+                self.kernel_name,
             ),
         )
 
@@ -328,6 +419,7 @@ class Room(NbActor):
 
     def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
         life = self.life
+        unsaved = self.doc.revision != self.saved_revision or self.file_missing
         described = RoomDescribed(
             **self._describe(),
             peers=[PeerView(p, label) for p, label in self.peers.items()],
@@ -340,8 +432,9 @@ class Room(NbActor):
                 self.teardown_armed,
                 self.teardown_armed == life.generation and not self.peers,
             ),
-            unsaved=self.doc.revision != self.saved_revision,
+            unsaved=unsaved,
             room_pid=os.getpid(),
+            kept=self.kept if unsaved else None,
         )
         self.answer(origin, described)
 
@@ -419,6 +512,8 @@ class Room(NbActor):
                 self._persist_if_changed()
             case KeepAliveExpired() as expired:
                 self.receiveMsg_KeepAliveExpired(expired, sender)
+            case FileCheckDue(generation) if generation == self.check_generation:
+                self._look_at_file()
             case WaitExpired(execution_id, origin) if self.book.release_waiter(
                 execution_id, origin
             ):
@@ -446,6 +541,8 @@ class Room(NbActor):
             return False
         if self.doc.revision == self.saved_revision:
             self.first_unsaved_at = None
+            return False
+        if purpose is SavePurpose.AUTOSAVE and self.disk_problem is not None:
             return False
         if self.path is not None:
             self._save_file(self.path, purpose)
@@ -476,10 +573,30 @@ class Room(NbActor):
         self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
-        """Write an immutable snapshot, taken now, on the edge's worker (this room's lane)."""
-        snapshot = orjson.dumps(self.doc.to_json())
+        """Write an immutable snapshot, taken now, on the edge's worker (this room's lane).
+
+        Except to a new path, the write happens only over the file as this room last
+        saw it; a file changed from outside comes back instead, to be merged first.
+        """
+        if self.file_busy:
+            self.file_queue.append((purpose, path, origin))
+            return
+        self.file_busy = True
+        self.writing = self.doc.to_json()
+        snapshot = orjson.dumps(self.writing)
         token = SaveFinished(path, self.doc.revision, purpose, origin)
-        self.offload(token, lambda: persistence.write_snapshot(Path(path), snapshot), self._lane)
+        target = Path(path)
+        if purpose is SavePurpose.NEW_PATH:
+            self.offload(
+                token, lambda: FileWritten(persistence.write_snapshot(target, snapshot)), self._lane
+            )
+            return
+        expected, explicit = self.disk_stamp, purpose is SavePurpose.REQUEST
+        self.offload(
+            token,
+            lambda: persistence.save_checked(target, snapshot, expected, explicit),
+            self._lane,
+        )
 
     def _flush_untitled(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
         snapshot = orjson.dumps(self.doc.to_json())
@@ -493,10 +610,29 @@ class Room(NbActor):
         return f"room:{self.notebook_id}"
 
     def work_handlers(self):
-        return {SaveFinished: self._save_finished, ExecutionRecorded: self._execution_recorded}
+        return {
+            SaveFinished: self._save_finished,
+            FileLooked: self._file_looked,
+            ExecutionRecorded: self._execution_recorded,
+            KernelspecsRead: self._kernelspecs_read,
+        }
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
         token: SaveFinished = done.token
+        if token.path is not None:
+            self.file_busy = False
+            written, self.writing = self.writing, None
+            if done.ok and isinstance(done.result, FileOnDisk):
+                self._file_changed(done.result)
+                self._save_again(token)
+                self._next_file_job()
+                return
+            if done.ok:
+                self._wrote(done.result.stamp, written)
+        self._settle_save(token, done)
+        self._next_file_job()
+
+    def _settle_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
         if done.ok:
             self.saved_revision = max(self.saved_revision, token.revision)
             if self.saved_revision == self.doc.revision:
@@ -511,7 +647,7 @@ class Room(NbActor):
             case SavePurpose.NEW_PATH:
                 self._new_path_saved(token, done)
             case SavePurpose.CLOSE:
-                self._finish_close(done.ok)
+                self._finish_close(done.ok, done.error)
             case SavePurpose.FIRST:
                 self._first_flush_finished(done)
 
@@ -529,8 +665,146 @@ class Room(NbActor):
         self.send(self.daemon, PathBound(self.notebook_id, token.path))
         self.path = token.path
         self.ephemeral = False
+        self._arm_file_check()
         self._answer_save(token, done)
         self._report_status()
+
+    # --- the file on disk -----------------------------------------------------------------
+
+    def notices_for(self, origin: Origin) -> tuple[str, ...]:
+        return self.notices.take(origin.conn)
+
+    def _wrote(self, stamp: DiskStamp, notebook: dict) -> None:
+        self.disk_stamp = stamp
+        self.disk_base = notebook
+        self.file_missing = False
+        self._resume_autosave()
+
+    def _resume_autosave(self) -> None:
+        self.disk_problem = None
+        self.disk_bad_stamp = None
+        self.notices.stand("file", None)
+
+    def _next_file_job(self) -> None:
+        while self.file_queue and not self.file_busy:
+            purpose, path, origin = self.file_queue.pop(0)
+            match purpose:
+                case SavePurpose.AUTOSAVE:
+                    self._persist_if_changed()
+                case SavePurpose.CLOSE:
+                    if not self._persist_if_changed(SavePurpose.CLOSE):
+                        self._finish_close(saved=True)
+                case SavePurpose.NEW_PATH:
+                    self._save_file(path, purpose, origin)
+                case _:
+                    self._save_file(self.path, purpose, origin)
+
+    def _save_again(self, token: SaveFinished) -> None:
+        """A save found the file changed from outside and wrote nothing; the change is merged
+        (or the file is gone, or not a notebook), and the save goes on from there."""
+        match token.purpose:
+            case SavePurpose.REQUEST:
+                self._save_file(self.path, SavePurpose.REQUEST, token.origin)
+            case SavePurpose.CLOSE if self.disk_problem is not None:
+                error = NbstageError(ErrorCode.SAVE_FAILED, self.disk_problem)
+                self._finish_close(False, error)
+            case SavePurpose.CLOSE:
+                if not self._persist_if_changed(SavePurpose.CLOSE):
+                    self._finish_close(saved=True)
+            case SavePurpose.AUTOSAVE if not self.file_missing:
+                self._persist_if_changed()
+
+    def _arm_file_check(self) -> None:
+        every = self.config.settings.file_check_secs
+        if self.check_armed or every <= 0 or self.path is None or not self.peers:
+            return
+        self.check_armed = True
+        self.check_generation += 1
+        self.wakeupAfter(timedelta(seconds=every), payload=FileCheckDue(self.check_generation))
+
+    def _look_at_file(self) -> None:
+        """Stat the file (read it only when it changed), between saves, on this room's lane."""
+        self.check_armed = False
+        if self.file_busy or self.closing is not None:
+            self._arm_file_check()
+            return
+        if self.path is None or not self.peers:
+            return
+        self.file_busy = True
+        path = self.path
+        known = (self.disk_stamp,)
+        if self.disk_problem is not None:
+            known += (self.disk_bad_stamp,)
+        self.offload(
+            FileLooked(path), lambda: persistence.look_at_file(Path(path), known), self._lane
+        )
+
+    def _file_looked(self, done: BlockingWorkDone) -> None:
+        self.file_busy = False
+        if not done.ok:
+            log.warning("could not look at %s: %s", done.token.path, done.error)
+        elif done.result is not None and done.token.path == self.path:
+            self._file_changed(done.result)
+            unsaved = self.doc.revision != self.saved_revision
+            if unsaved and self.disk_problem is None and not self.file_missing:
+                self._edited()
+        self._arm_file_check()
+        self._next_file_job()
+
+    def _file_changed(self, seen: FileOnDisk) -> None:
+        """What the file holds now, seen by a look or a save: merge it, or say why not."""
+        if seen.notebook is not None:
+            try:
+                disk = Document.from_json(seen.notebook).to_json()
+            except NbstageError as exc:
+                seen = FileOnDisk(seen.stamp, None, f"{self.path}: {exc.message}")
+            else:
+                self._merge_from_disk(seen, disk)
+                return
+        if seen.stamp is None:
+            if self.disk_stamp is not None:
+                self.disk_stamp = None
+                self.file_missing = True
+                self.autosave_generation += 1
+                self._resume_autosave()
+                self.notices.post(
+                    f"[nbstage] {self.path} was deleted on disk. The notebook stays open here, "
+                    "unsaved; the next save (save_notebook, or autosave after an edit) writes "
+                    "the file again."
+                )
+        else:
+            self.disk_bad_stamp = seen.stamp
+            self.disk_problem = seen.problem
+            self.notices.stand(
+                "file",
+                f"[nbstage] Autosave is paused and the file is left as it is: {seen.problem} "
+                "Autosave resumes once it parses again; save_notebook writes over it now.",
+            )
+
+    def _merge_from_disk(self, seen: FileOnDisk, disk: dict) -> None:
+        cells = seen.notebook["cells"]
+        missing = {i for i, cell in enumerate(cells) if cell.get("id") is None}
+        base = self.disk_base or {"cells": [], "metadata": {}}
+        ours = self.doc.to_json()
+        in_room = frozenset(c["id"] for c in ours["cells"])
+        theirs = notebook_merge.recover_ids(base["cells"], disk["cells"], missing, in_room)
+        merged = notebook_merge.merge_cells(base["cells"], ours["cells"], theirs)
+        metadata = notebook_merge.merge_metadata(
+            base["metadata"], ours["metadata"], disk["metadata"]
+        )
+        if merged.cells != ours["cells"] or metadata != ours["metadata"]:
+            fresh = Document.from_json({"cells": merged.cells, "metadata": metadata})
+            self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
+            self.doc.revision += 1
+        self.disk_stamp = seen.stamp
+        self.disk_base = {**disk, "cells": theirs}
+        self.file_missing = False
+        self._resume_autosave()
+        if merged.cells == theirs and metadata == disk["metadata"]:
+            self.saved_revision = self.doc.revision
+            self.first_unsaved_at = None
+        if merged.summary.changed:
+            self.notices.post(notebook_merge.notice_line(self.path, merged.summary))
 
     # --- closing --------------------------------------------------------------------------
 
@@ -539,14 +813,20 @@ class Room(NbActor):
         self.closing = sender
         if self.kernel is not None:
             self._detach_kernel(msg.reason)
+            self.life = lifetime.kernel_released(self.life)
         if self.doc is None or not self._persist_if_changed(SavePurpose.CLOSE):
             self._finish_close(saved=True)
 
-    def _finish_close(self, saved: bool) -> None:
+    def _finish_close(self, saved: bool, error: BaseException | None = None) -> None:
         if self._registry is not None:
             self._registry.close()
             self._registry = None
-        self.send(self.closing, RoomClosed(self.notebook_id, saved))
+        problem = None if saved else save_error(error).message
+        self.send(self.closing, RoomClosed(self.notebook_id, saved, problem))
+
+    def receiveMsg_ReopenRoom(self, msg: ReopenRoom, sender: ActorAddress) -> None:
+        self.closing = None
+        self.kept = msg.kept
 
     # --- the kernel child -----------------------------------------------------------------
 
@@ -576,7 +856,7 @@ class Room(NbActor):
             self.kernel,
             StartKernel(
                 cfg.notebook_id,
-                cfg.runtime,
+                self.kernel_name,
                 cfg.kernel_dir,
                 cfg.working_dir,
                 self.edge,
@@ -665,6 +945,7 @@ class Room(NbActor):
         self._answer_execution(origin, record.execution_id, req.wait_secs)
 
     def _require_kernel(self) -> None:
+        self._refuse_without_kernelspec()
         if not self.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
         if self.kernel_state is KernelState.DEAD:
@@ -766,7 +1047,20 @@ class Room(NbActor):
     def receiveMsg_KernelInterrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
         self.answer(msg.origin, InterruptSent())
 
-    def _restart(self, origin: Origin, req: RestartKernel) -> None:
+    def _refuse_without_kernelspec(self) -> None:
+        if self.kernel_refused is not None:
+            raise NbstageError(ErrorCode.UNKNOWN_RUNTIME, self.kernel_refused)
+        if self.life.has_runtime and self.kernel_name is None:
+            raise NbstageError(
+                ErrorCode.NO_KERNEL, "The notebook's kernel is still being chosen; try again."
+            )
+
+    def _restart(self, origin: Origin, req: RestartKernel | None) -> None:
+        """A room whose notebook fits no kernelspec reads them again first: one may be new."""
+        if self.kernel_refused is not None:
+            self._read_kernelspecs(origin)
+            return
+        self._refuse_without_kernelspec()
         if not self.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
         self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")

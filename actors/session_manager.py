@@ -40,7 +40,7 @@ from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.mcp import tool_error, tool_result
+from nbstage.protocol.mcp import text_content, tool_error, tool_result
 from nbstage.protocol.replies import (
     DaemonIdentity,
     NotebookJoined,
@@ -114,6 +114,10 @@ class SessionManager(NbActor):
         self.state = SessionState()
         self.waiting: dict[int, tuple[type, Any]] = {}
         """Daemon request id → the reply type it expects and the continuation it resumes."""
+        self.call_of: dict[int, str] = {}
+        """Daemon request id → the tool call it is part of, whose result carries its notices."""
+        self.notices: dict[str, list[str]] = {}
+        """call_id → the lines the daemon's answers carried for it (a merge from disk, ...)."""
         self.calls: dict[str, str] = {}
         """call_id → tool name, for calls not yet answered."""
         self.watch: ActorAddress | None = None
@@ -275,6 +279,7 @@ class SessionManager(NbActor):
         self.link_confirmed = False
         failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE)
         waiting, self.waiting = self.waiting, {}
+        self.call_of = {}
         for _expected, resume in waiting.values():
             resume(failure)
         if not self.awaiting_first_link:
@@ -288,15 +293,27 @@ class SessionManager(NbActor):
         waiting = self.waiting.pop(frame.get("id"), None)
         if waiting is None:
             return
+        call_id = self.call_of.pop(frame["id"], None)
+        if call_id is not None:
+            self._note(call_id, frame.get("notices"))
         expected, resume = waiting
         resume(reply_in(frame, expected))
 
-    def _daemon(self, request: object, resume: Any) -> None:
+    def _daemon(self, request: object, resume: Any, call_id: str | None = None) -> None:
         """Send ``request``; ``resume`` gets its typed reply or a DaemonFailure."""
         if self.link is None:
             resume(DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE))
             return
-        self.waiting[self.link.send(request)] = (reply_type(request), resume)
+        request_id = self.link.send(request)
+        self.waiting[request_id] = (reply_type(request), resume)
+        if call_id is not None:
+            self.call_of[request_id] = call_id
+
+    def _note(self, call_id: str, notices: object) -> None:
+        if not isinstance(notices, list):
+            return
+        lines = self.notices.setdefault(call_id, [])
+        lines += [n for n in notices if isinstance(n, str) and n not in lines]
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -382,6 +399,7 @@ class SessionManager(NbActor):
         """Advance a handler until it waits on the daemon or finishes."""
         self._observe(reply)
         if call_id not in self.calls:
+            self.notices.pop(call_id, None)
             handler.close()
             return
         try:
@@ -397,7 +415,7 @@ class SessionManager(NbActor):
             log.exception("tool %s failed", self.calls.get(call_id))
             self._finish(call_id, tool_error("Internal error in nbstage; see its logs."))
             return
-        self._daemon(request, lambda answer: self._run(call_id, handler, answer))
+        self._daemon(request, lambda answer: self._run(call_id, handler, answer), call_id)
 
     def _observe(self, reply: object) -> None:
         """A save the daemon confirmed moves the session's best target and the supervisor's
@@ -412,10 +430,14 @@ class SessionManager(NbActor):
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
         self.calls.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
+        lines = self.notices.pop(call_id, None)
+        if lines:
+            result = {**result, "content": [*map(text_content, lines), *result["content"]]}
         self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.calls.pop(msg.call_id, None)
+        self.notices.pop(msg.call_id, None)
         self.before_link = [held for held in self.before_link if held.call_id != msg.call_id]
 
     # --- sessions -------------------------------------------------------------------------
@@ -488,11 +510,8 @@ class SessionManager(NbActor):
             self._answer_already_connected(call_id, result)
             return
         else:
-            structured = {k: v for k, v in result.items() if k not in ("ephemeral", "runtime")}
-            text = (
-                f"Connected to {result['path'] or result['notebook_id']} "
-                f"({result['cell_count']} cells, kernel {result['kernel_status']})."
-            )
+            structured, kernel = _connected(result)
+            text = f"Connected to {result['path'] or result['notebook_id']} {kernel}"
             self._target_changed(TargetChange.JOINED, result["notebook_id"], result["path"])
         self._finish(call_id, tool_result(structured, text=text))
 
@@ -503,15 +522,14 @@ class SessionManager(NbActor):
             if isinstance(room, DaemonFailure):
                 self._finish(call_id, tool_error(room.message, {"code": room.code}))
                 return
-            facts = {"cell_count": room.cell_count, "kernel_status": room.kernel_status}
-            structured = {
-                k: v for k, v in {**result, **facts}.items() if k not in ("ephemeral", "runtime")
+            facts = {
+                "cell_count": room.cell_count,
+                "kernel_status": room.kernel_status,
+                "runtime": room.runtime,
+                "kernel_refused": room.kernel_refused,
             }
-            where = result["path"] or result["notebook_id"]
-            text = (
-                f"Already connected to {where} ({room.cell_count} cells, "
-                f"kernel {room.kernel_status})."
-            )
+            structured, kernel = _connected({**result, **facts})
+            text = f"Already connected to {result['path'] or result['notebook_id']} {kernel}"
             self._target_changed(TargetChange.JOINED, result["notebook_id"], result["path"])
             self._finish(call_id, tool_result(structured, text=text))
 
@@ -526,6 +544,19 @@ class SessionManager(NbActor):
         self.watch = None
         if self.link is not None:
             self.link.close()
+
+
+def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """connect_notebook's structuredContent, and its words on cells and kernel."""
+    hidden = ("ephemeral", "runtime", "kernel_refused")
+    structured = {k: v for k, v in result.items() if k not in hidden}
+    structured["kernelspec"] = result.get("runtime")
+    cells = f"{result['cell_count']} cells"
+    if result.get("kernel_refused"):
+        structured["kernel_refused"] = result["kernel_refused"]
+        return structured, f"({cells}, no kernel). {result['kernel_refused']}"
+    kernel = " ".join(str(v) for v in (result.get("runtime"), result["kernel_status"]) if v)
+    return structured, f"({cells}, kernel {kernel})."
 
 
 _UNREACHABLE = (

@@ -299,6 +299,8 @@ def _result(
     }
     if switched_from is not None:
         result["switched_from"] = switched_from
+    if details.get("kernel_refused"):
+        result["kernel_refused"] = details["kernel_refused"]
     return result
 
 

@@ -208,6 +208,7 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
             "path": room.path,
             "peers": [p.label for p in room.peers],
             "kernel_status": room.kernel_status,
+            "kernelspec": room.kernelspec,
             "active": room.notebook_id == ctx.active_id,
             "parked": room.notebook_id in ctx.parked_ids,
         }
@@ -215,7 +216,8 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
     ]
     lines = [
         f"{'*' if n['active'] else ' '} {n['notebook_id']}  {n['path'] or '(untitled)'}  "
-        f"kernel {n['kernel_status']}  peers: {', '.join(n['peers']) or 'none'}"
+        f"kernel {n['kernelspec'] or '-'} {n['kernel_status']}  "
+        f"peers: {', '.join(n['peers']) or 'none'}"
         for n in notebooks
     ]
     text = "\n".join(lines) if lines else "No notebooks are open."

@@ -344,7 +344,23 @@ def run_room(admin: Admin, args: list[str]) -> Outcome:
     ]
     pairs += [(f"  {peer['peer_id']}", peer["label"], "head") for peer in room["peers"]]
     pairs += [("  live", execution_id, "head") for execution_id in executions["live"]]
+    if room.get("kept"):
+        key = "save failed"
+        key_width = max(len(key), *(len(k) for k, _, _ in pairs))
+        room_width = max(admin.width - key_width - len(GAP), 8)
+        lines = textwrap.wrap(kept_text(room["kept"]), room_width, break_on_hyphens=False)
+        after = [k for k, _, _ in pairs].index("cells") + 1
+        pairs[after:after] = [(key if i == 0 else "", line, "head") for i, line in enumerate(lines)]
     return Outcome(room, key_values(pairs, admin.width))
+
+
+def kept_text(kept: dict[str, Any]) -> str:
+    """Why the reaper left a room resident, in a sentence or two."""
+    stamp = datetime.fromtimestamp(kept["at"]).strftime("%H:%M:%S")
+    return (
+        f"at {stamp}, closing ({kept['reason']}): {kept['problem']} The room was kept with "
+        "its unsaved edits; the reaper tries again at its next sweep."
+    )
 
 
 def run_peers(admin: Admin, args: list[str]) -> Outcome:
@@ -499,10 +515,28 @@ def run_shutdown_kernel(admin: Admin, args: list[str]) -> Outcome:
 def run_reap(admin: Admin, args: list[str]) -> Outcome:
     answer = admin.request("reap")
     reaped = answer["reaped"]
-    if not reaped:
+    kept = answer.get("kept") or []
+    if not reaped and not kept:
         return Outcome(answer, "reaped no rooms: none is idle past the reaper's limits")
-    text = f"reaped {plural(len(reaped), 'room')}: {', '.join(reaped)}"
-    return Outcome(answer, textwrap.fill(text, admin.width, subsequent_indent="  "))
+    if reaped:
+        text = f"reaped {plural(len(reaped), 'room')}: {', '.join(reaped)}"
+        lines = [textwrap.fill(text, admin.width, subsequent_indent="  ")]
+    else:
+        lines = ["reaped no rooms"]
+    if kept:
+        head = f"kept {plural(len(kept), 'room')}, because saving before removal failed:"
+        lines.append(textwrap.fill(head, admin.width, subsequent_indent="  "))
+    for room in kept:
+        text = f"{room['notebook_id']}: {kept_text(room)}"
+        wrapped = textwrap.fill(
+            text,
+            admin.width,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
+        lines.append(wrapped)
+    return Outcome(answer, "\n".join(lines))
 
 
 LOG_INDENT = "    "

@@ -146,15 +146,19 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     import asyncio
     import os
 
+    from nbstage.entrypoints.daemon_launch import start_daemon_unless_running
+    from nbstage.entrypoints.statedir import prepare, recorded_paths
+
+    paths = state_paths(state_dir)
+    if not no_autostart:
+        start_daemon_unless_running(paths)
     from nbstage.entrypoints.logs import setup_logging
     from nbstage.entrypoints.mcp_edge import McpEdge, claim_stdio
-    from nbstage.entrypoints.statedir import prepare, recorded_paths
 
     if sys.stdin.isatty():
         executable = Path(sys.executable).with_name("nbstage")
         click.echo(_WELCOME.format(nbstage=executable), err=True)
     mcp_in, mcp_out = claim_stdio()
-    paths = state_paths(state_dir)
     prepare(paths)
     paths = recorded_paths(paths)
     setup_logging(paths.logs, "mcp")

@@ -45,6 +45,8 @@ class DaemonClient:
             self._sock.close()
             raise
         self._ids = itertools.count(1)
+        self.notices: list[str] = []
+        """The lines for the agent that the last answer to ``request`` carried."""
 
     def __enter__(self) -> DaemonClient:
         return self
@@ -72,6 +74,7 @@ class DaemonClient:
             frame = self.receive()
             if frame.get("id") == request_id and frame["type"] in ("result", "error"):
                 break
+        self.notices = frame.get("notices", [])
         if frame["type"] == "error":
             refused = from_wire(DaemonRefused, frame["error"])
             raise DaemonError(refused.code, refused.message)

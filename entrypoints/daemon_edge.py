@@ -187,8 +187,8 @@ class Edge:
         match message:
             case RequestAnswered():
                 self._answer(message)
-            case RequestFailed(origin, code, text):
-                self._reply(origin, _error_frame(origin.request_id, code, text))
+            case RequestFailed(origin, code, text, notices):
+                self._reply(origin, _error_frame(origin.request_id, code, text, notices))
             case RoomEventOccurred(kind, notebook_id, detail):
                 self._broadcast(
                     {"type": "event", "event": {"kind": kind, "notebook_id": notebook_id, **detail}}
@@ -243,7 +243,8 @@ class Edge:
             else:
                 self._leave(origin.conn, *joined)
         if conn is not None:
-            conn.send_raw(encode_result_frame(origin.request_id, answered.result_json))
+            frame = encode_result_frame(origin.request_id, answered.result_json, answered.notices)
+            conn.send_raw(frame)
 
     def _reply(self, origin: Origin, frame: dict[str, Any]) -> None:
         self.pending.pop(origin, None)
@@ -385,8 +386,13 @@ def _identity_of(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def _error_frame(request_id: Any, code: ErrorCode, message: str) -> dict[str, Any]:
-    return {"id": request_id, "type": "error", "error": to_wire(DaemonRefused(code, message))}
+def _error_frame(
+    request_id: Any, code: ErrorCode, message: str, notices: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    frame = {"id": request_id, "type": "error", "error": to_wire(DaemonRefused(code, message))}
+    if notices:
+        frame["notices"] = list(notices)
+    return frame
 
 
 def _result_frame(request_id: Any, reply: object) -> dict[str, Any]:

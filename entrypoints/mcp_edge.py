@@ -153,8 +153,6 @@ class McpEdge:
             read_tool_cache(self.paths.root),
         )
         self._host.tell(self._supervisor, start)
-        if self.autostart:
-            self._spawn(self._start_daemon_unless_running())
         reader = asyncio.create_task(self._read_stdin())
         await self._stopped.wait()
         reader.cancel()
@@ -284,30 +282,6 @@ class McpEdge:
                 pass
             case _:
                 log.warning("mcp edge ignored %s", type(message).__name__)
-
-    async def _start_daemon_unless_running(self) -> None:
-        """Start a daemon if nothing answers on the socket, in a short-lived process of its
-        own (`nbstage daemon start` detaches it), so this process never loads its code."""
-        try:
-            _, writer = await asyncio.open_unix_connection(str(self.paths.socket))
-        except OSError:
-            pass
-        else:
-            writer.close()
-            return
-        starter = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "nbstage.entrypoints.cli",
-            "daemon",
-            "start",
-            "--state-dir",
-            str(self.paths.root),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-        )
-        if await starter.wait() != 0:
-            log.error("could not start the daemon; see %s", self.paths.logs)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.create_task(work)

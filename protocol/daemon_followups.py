@@ -17,7 +17,7 @@ class ReapDue:
 
 @dataclass(frozen=True, slots=True)
 class KernelspecResolved:
-    """Offload token: a create's runtime was looked up among the installed kernelspecs."""
+    """Offload token: the installed kernelspecs were read, to resolve a create's runtime."""
 
     origin: Origin
     request: CreateNotebook
@@ -32,3 +32,9 @@ class BindingStored:
 @dataclass(frozen=True, slots=True)
 class RegistryClosed:
     """Offload token: the last registry write is done and the database is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportsWarmed:
+    """Offload token: the notebook and kernel libraries are imported, off the loop, so the
+    first open or kernel start does not pay for them in a mailbox."""

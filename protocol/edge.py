@@ -41,6 +41,9 @@ class RequestAnswered:
     """The reply (a dataclass of nbstage.protocol.replies), already encoded by the actor:
     bytes cross thespian's queues far more cheaply than a large dict, and the edge writes
     them without re-encoding."""
+    notices: tuple[str, ...] = ()
+    """Lines for the agent, such as a merge from disk; the frame carries them as
+    ``notices`` and the session manager puts them at the top of the tool result."""
 
     def result(self) -> dict[str, Any]:
         return orjson.loads(self.result_json)
@@ -53,6 +56,7 @@ class RequestFailed:
     origin: Origin
     code: ErrorCode
     message: str
+    notices: tuple[str, ...] = ()
 
 
 class EventKind(StrEnum):

@@ -29,7 +29,9 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def encode_result_frame(request_id: int | str, result_json: bytes) -> bytes:
+def encode_result_frame(
+    request_id: int | str, result_json: bytes, notices: tuple[str, ...] = ()
+) -> bytes:
     """A result frame around an already encoded result, without decoding it again."""
     body = b"".join(
         (
@@ -37,6 +39,7 @@ def encode_result_frame(request_id: int | str, result_json: bytes) -> bytes:
             orjson.dumps(request_id),
             b',"type":"result","result":',
             result_json,
+            b',"notices":' + orjson.dumps(notices) if notices else b"",
             b"}",
         )
     )

@@ -36,6 +36,15 @@ class ExecutionStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class KernelspecInfo:
+    """An installed kernelspec, with what a notebook's metadata records of it."""
+
+    name: str
+    display_name: str
+    language: str
+
+
+@dataclass(frozen=True, slots=True)
 class StartKernel:
     """A Kernel actor's first message."""
 

@@ -134,6 +134,7 @@ class RoomView:
     peers: list[PeerView]
     kernel_status: KernelState
     kernel_pid: int | None
+    kernelspec: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +143,24 @@ class RoomsListed:
 
 
 @dataclass(frozen=True, slots=True)
+class KeptRoom:
+    """A room the reaper chose but kept, because its final save or flush failed."""
+
+    notebook_id: str
+    reason: str
+    """Why it was being closed (a CloseReason's value)."""
+    problem: str
+    """Why the save or flush failed."""
+    at: float
+    """Wall-clock time of the failure."""
+
+
+@dataclass(frozen=True, slots=True)
 class RoomsReaped:
     reaped: list[str]
-    """The notebook ids the reaper chose; their rooms are closing."""
+    """The notebook ids the reaper chose whose rooms are gone, saved first."""
+    kept: list[KeptRoom] = field(default_factory=list)
+    """The rooms it chose but kept with their unsaved edits, because saving them failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +212,8 @@ class NotebookFacts:
     """The kernelspec name, or None for a room without a kernel."""
     cell_count: int
     kernel_status: KernelState
+    kernel_refused: str | None = field(default=None, kw_only=True, metadata=OMIT_WHEN_NONE)
+    """Why no installed kernelspec fits the notebook; the notebook can still be edited."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +260,8 @@ class RoomDescribed(NotebookFacts):
     keep_alive: KeepAlive
     unsaved: bool
     room_pid: int
+    kept: KeptRoom | None = None
+    """Set while the room holds edits the reaper could not save before removing it."""
 
 
 # --- the document ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Two kinds, neither seen by any other actor: the payloads of the timers a Room arms
 (``wakeupAfter``, back as a ``WakeupMessage``), and the tokens of the blocking work
-it hands to its edge (``NbActor.offload``, back as ``BlockingWorkDone.token``).
+it hands to its edge (``NbActor.offload``, back as ``BlockingWorkDone.token``), with
+what the work on its file hands back (``BlockingWorkDone.result``).
 thespian timers cannot be cancelled, so each timer payload says which arming it
 belongs to and the Room drops the ones that are stale.
 """
@@ -63,7 +64,63 @@ class SaveFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class FileCheckDue:
+    """Timer payload: look whether the room's file changed on disk."""
+
+    generation: int
+    """The Room's check generation when armed; any other is stale."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileLooked:
+    """Offload token of a look at the room's file (a stat, and a read when it changed)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskStamp:
+    """What tells one version of a file from another without reading it.
+
+    Not ``st_ctime``: renaming the Room's temp file over the notebook changes it.
+    """
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileWritten:
+    """Result of a save that wrote: the stamp of the file as the Room itself wrote it."""
+
+    stamp: DiskStamp
+
+
+@dataclass(frozen=True, slots=True)
+class FileOnDisk:
+    """Result of a look or a save that found the file changed from outside (nothing written)."""
+
+    stamp: DiskStamp | None
+    """None: there is no file."""
+    notebook: dict | None
+    """The file as a v4.5 notebook dict, cells without an id of their own having ``id`` None;
+    None when there is no file or it is not a notebook."""
+    problem: str | None = None
+    """Why the file is not a notebook, when it is not."""
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionRecorded:
     """Offload token: an execution's record was written to executions/."""
 
     execution_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelspecsRead:
+    """Offload token: the installed kernelspecs were read, to choose the notebook's kernel."""
+
+    restart: Origin | None = None
+    """A restart_kernel that asked to choose again; None for the choice at the room's start."""

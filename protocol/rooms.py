@@ -8,6 +8,8 @@ from typing import Any
 
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.kernels import KernelspecInfo
+from nbstage.protocol.replies import KeptRoom
 from nbstage.protocol.settings import Settings
 
 
@@ -52,7 +54,9 @@ class StartRoom:
     source: RoomSource
     path: str | None
     ephemeral: bool
-    runtime: str | None
+    kernelspec: KernelspecInfo | None
+    """A NEW room's kernelspec, None for a room with no kernel. A loaded notebook's kernel
+    is chosen by the Room from the notebook's metadata, so the Daemon sends None."""
     working_dir: str | None
     state_dir: str
     kernel_dir: str
@@ -103,6 +107,8 @@ class RoomStatus:
     """Monotonic time the room last lost its last peer, or None while it has peers."""
     joins_seen: int = 0
     kernel_actor_pid: int | None = None
+    kernelspec: str | None = None
+    """The kernelspec the room chose, None while it has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +158,23 @@ class CloseReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CloseRoom:
-    """Save or flush, stop the kernel, then answer RoomClosed. The Daemon then stops the actor."""
+    """Stop the kernel, save or flush, then answer RoomClosed (see ``reaper.after_close``)."""
 
     reason: CloseReason
 
 
 @dataclass(frozen=True, slots=True)
 class RoomClosed:
+    """The close's durability barrier is done: the Daemon stops the room, or reopens it."""
+
     notebook_id: str
     saved: bool
+    problem: str | None = None
+    """Why the final save or flush failed, when it did."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenRoom:
+    """The Daemon keeps a room whose close could not save: it serves again, edits unsaved."""
+
+    kept: KeptRoom

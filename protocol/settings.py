@@ -20,6 +20,9 @@ class Settings:
     """Quiet time after an edit before a file-backed room saves itself."""
     autosave_max_delay_secs: float = 10.0
     """Longest a file-backed room waits to save under continuous edits."""
+    file_check_secs: float = 1.0
+    """How often a file-backed room with peers looks whether its file changed on disk
+    (a stat); 0 leaves it to the check every save makes."""
     execution_retention: int = 1000
     """How many finished execution records executions/ keeps."""
 
@@ -32,6 +35,7 @@ _ENV_NAMES = {
     "heartbeat_secs": "NBSTAGE_HEARTBEAT_SECS",
     "autosave_delay_secs": "NBSTAGE_AUTOSAVE_DELAY_SECS",
     "autosave_max_delay_secs": "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS",
+    "file_check_secs": "NBSTAGE_FILE_CHECK_SECS",
     "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
 }
 

@@ -48,7 +48,10 @@ class ConnectArgs:
 
 @dataclass(frozen=True, slots=True)
 class CreateArgs:
-    runtime: str = arg('Kernel runtime: "python" or an installed kernelspec name.', "python")
+    runtime: str = arg(
+        'Kernel runtime: an installed kernelspec\'s name, or a language such as "python".',
+        "python",
+    )
     working_dir: str | None = arg("Directory the kernel starts in (default: server cwd).", None)
     ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
 

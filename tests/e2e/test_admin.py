@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -350,8 +351,94 @@ def test_reap_reaps_the_rooms_nobody_uses_and_names_them(state_dir: Path) -> Non
             assert [room["notebook_id"] for room in admin_json(daemon, "rooms")["rooms"]] == [
                 spared
             ]
-            assert admin_json(daemon, "reap") == {"reaped": []}
+            assert admin_json(daemon, "reap") == {"reaped": [], "kept": []}
             assert admin_ok(daemon, "reap").startswith("reaped no rooms")
+
+
+def unwritable(folder: Path) -> Callable[[], None]:
+    """Make every save into ``folder`` fail; returns what undoes it.
+
+    chmod 0o555 does it, except for root, whom permissions do not stop: then a plain
+    file takes the folder's place, and a save into it fails with "Not a directory"."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return lambda: folder.chmod(0o755)
+    aside = folder.with_name(folder.name + "-aside")
+    folder.rename(aside)
+    folder.write_text("not a directory")
+
+    def restore() -> None:
+        folder.unlink()
+        aside.rename(folder)
+
+    return restore
+
+
+def squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def test_reap_keeps_a_room_whose_save_fails_with_its_edits_and_says_why(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    settings = {
+        "NBSTAGE_REAPER_TTL_SECS": "0",
+        "NBSTAGE_REAPER_INTERVAL_SECS": "3600",
+        "NBSTAGE_AUTOSAVE_DELAY_SECS": "3600",
+        "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS": "3600",
+    }
+    with daemon_running(state_dir, settings) as daemon:
+        with daemon.client() as client:
+            notebook_id, path = notebook_with_file(client, tmp_path / "read-only")
+            client.request("create_cell", notebook_id=notebook_id, source="x = 'only in memory'")
+        wait_until(lambda: room_view(daemon, notebook_id)["peers"] == [], 15, "the writer to go")
+        restore = unwritable(path.parent)
+        try:
+            answer = admin_json(daemon, "reap")
+            assert answer["reaped"] == []
+            [kept] = answer["kept"]
+            assert (kept["notebook_id"], kept["reason"]) == (notebook_id, "reaped")
+            assert str(path) in kept["problem"]
+            assert room_view(daemon, notebook_id) is not None
+
+            said = admin_ok(daemon, "reap")
+            assert_fits(said)
+            lines = said.splitlines()
+            assert lines[:2] == [
+                "reaped no rooms",
+                "kept 1 room, because saving before removal failed:",
+            ]
+            assert lines[2].startswith(f"  {notebook_id}: at ")
+            assert "closing (reaped):" in one_line(said)
+            assert squeezed(kept["problem"]) in squeezed(said)
+
+            described = admin_json(daemon, "room", notebook_id)
+            assert described["unsaved"] is True
+            assert (described["kept"]["reason"], described["kept"]["problem"]) == (
+                "reaped",
+                kept["problem"],
+            )
+            shown = admin_ok(daemon, "room", notebook_id[:8])
+            assert_fits(shown)
+            failure = (
+                r"\ncells +1, unsaved changes\nsave failed +at \d\d:\d\d:\d\d, closing \(reaped\): "
+            )
+            assert re.search(failure, shown), shown
+            assert squeezed(kept["problem"]) in squeezed(shown)
+
+            logged = [line["msg"] for line in admin_json(daemon, "log", "200")["lines"]]
+            assert any(f"kept room {notebook_id}" in msg and str(path) in msg for msg in logged)
+
+            with daemon.client() as client:
+                client.request("attach", notebook_id=notebook_id, peer_label="reader")
+                cells = client.request("get_cells", notebook_id=notebook_id, format="json")
+                assert [cell["source"] for cell in cells["cells"]] == ["x = 'only in memory'"]
+        finally:
+            restore()
+        wait_until(lambda: room_view(daemon, notebook_id)["peers"] == [], 15, "the reader to go")
+        assert admin_json(daemon, "reap") == {"reaped": [notebook_id], "kept": []}
+        assert room_view(daemon, notebook_id) is None
+        assert "x = 'only in memory'" in path.read_text()
 
 
 # --- mistakes and a daemon that is not there ----------------------------------------------

@@ -206,10 +206,10 @@ def test_the_reap_request_reaps_at_once_and_spares_a_room_with_a_peer(state_dir:
         assert room_view(daemon, left)["peers"] == []
         assert room_view(daemon, left)["kernel_status"] == "none"
 
-        assert daemon.request("reap") == {"reaped": [left]}
+        assert daemon.request("reap") == {"reaped": [left], "kept": []}
         wait_until(lambda: room_view(daemon, left) is None, 10, "the reaped room to close")
         assert room_view(daemon, kept)["peers"] != [], "the room with a peer stays"
-        assert daemon.request("reap") == {"reaped": []}
+        assert daemon.request("reap") == {"reaped": [], "kept": []}
 
         with daemon.client() as client:
             back = client.request("attach", notebook_id=left)

@@ -392,6 +392,7 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
                         "path": None,
                         "peers": ["tester"],
                         "kernel_status": listing["notebooks"][0]["kernel_status"],
+                        "kernelspec": "python3",
                         "active": True,
                         "parked": False,
                     }
@@ -410,10 +411,12 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
             assert (back["notebook_id"], back["path"], back["cell_count"]) == (nb, None, 8)
             assert back["resumed"] is False
             assert back["kernel_status"] is not None
+            assert back["kernelspec"] == "python3"
             # Connecting to the notebook that is already active answers the same facts.
             same = await ok(client, "connect_notebook", notebook_id=nb)
             assert (same["notebook_id"], same["cell_count"], same["resumed"]) == (nb, 8, False)
             assert same["kernel_status"] is not None
+            assert same["kernelspec"] == "python3"
 
     run(body)
 

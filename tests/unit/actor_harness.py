@@ -42,6 +42,17 @@ class Forward:
 
 
 @dataclass(frozen=True)
+class ForwardInOrder:
+    """Several Forwards sent back to back, in one turn of the Recorder.
+
+    simpleSystemBase delivers messages first in, first out, so whatever the first one
+    makes its target send is queued behind all of these: each later message reaches its
+    target before the earlier ones have had any effect beyond their first receiver."""
+
+    forwards: tuple[Forward, ...]
+
+
+@dataclass(frozen=True)
 class Recorded:
     """Ask the Recorder for everything it received so far."""
 
@@ -61,6 +72,9 @@ class Recorder(Actor):
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
         if isinstance(msg, Forward):
             self.send(msg.target, msg.message)
+        elif isinstance(msg, ForwardInOrder):
+            for forward in msg.forwards:
+                self.send(forward.target, forward.message)
         elif isinstance(msg, BlockingWorkRequested):
             self.seen.append(msg)
             self.send(msg.reply_to, run_inline(msg))
@@ -84,6 +98,11 @@ class ActorBench:
     def send(self, target: ActorAddress, message: Any) -> None:
         """Deliver ``message`` to ``target`` as if the Recorder sent it."""
         self.system.tell(self.recorder, Forward(target, message))
+
+    def send_in_order(self, *sends: tuple[ActorAddress, Any]) -> None:
+        """Deliver each (target, message) as one burst; see ``ForwardInOrder``."""
+        forwards = tuple(Forward(target, message) for target, message in sends)
+        self.system.tell(self.recorder, ForwardInOrder(forwards))
 
     def seen(self) -> list[Any]:
         return self.system.ask(self.recorder, Recorded(), 5)

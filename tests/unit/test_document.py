@@ -10,7 +10,9 @@ import nbformat
 import pytest
 
 from nbstage.actors.document import Cell, Document, source_preview
+from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import KernelspecInfo
 from nbstage.protocol.replies import CellSummary, CellView
 
 HEX8 = re.compile(r"[0-9a-f]{8}")
@@ -577,18 +579,36 @@ def test_index_of_finds_the_position():
 
 
 @pytest.mark.parametrize(
-    "kernel",
+    ("kernelspec", "metadata"),
     [
-        pytest.param("python3", id="a python3 notebook"),
-        pytest.param("ir", id="a notebook for another kernel"),
-        pytest.param(None, id="a notebook without a kernel"),
+        pytest.param(
+            PYTHON3,
+            {
+                "kernelspec": {
+                    "name": "python3",
+                    "display_name": "Python 3 (ipykernel)",
+                    "language": "python",
+                },
+                "language_info": {"name": "python"},
+            },
+            id="a python3 notebook",
+        ),
+        pytest.param(
+            KernelspecInfo("ir", "R", "R"),
+            {
+                "kernelspec": {"name": "ir", "display_name": "R", "language": "R"},
+                "language_info": {"name": "R"},
+            },
+            id="a notebook for another kernel",
+        ),
+        pytest.param(None, {}, id="a notebook without a kernel"),
     ],
 )
-def test_an_empty_document_is_a_valid_notebook(kernel):
-    nb = Document.empty(kernel).to_json()
+def test_an_empty_document_is_a_valid_notebook(kernelspec, metadata):
+    nb = Document.empty(kernelspec).to_json()
     assert_valid(nb)
     assert (nb["nbformat"], nb["nbformat_minor"], nb["cells"]) == (4, 5, [])
-    assert nb["metadata"].get("kernelspec", {}).get("name") == kernel
+    assert nb["metadata"] == metadata
 
 
 def test_a_document_with_every_kind_of_cell_is_a_valid_notebook():

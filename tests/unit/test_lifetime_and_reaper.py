@@ -24,9 +24,16 @@ from nbstage.actors.lifetime import (
     peer_joined,
     peer_left,
 )
-from nbstage.actors.reaper import RoomFacts, choose_rooms_to_reap
+from nbstage.actors.reaper import (
+    AfterClose,
+    RoomFacts,
+    after_close,
+    choose_rooms_to_reap,
+    is_reserved,
+)
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.kernels import ExecutionStatus
+from nbstage.protocol.rooms import CloseReason
 
 # --- lifetime: one step -------------------------------------------------------------------
 
@@ -477,6 +484,84 @@ def test_choose_rooms_to_reap(rooms: list[RoomFacts], soft_cap: int, reaped: lis
 def test_a_ttl_of_zero_reaps_every_idle_room_at_once() -> None:
     rooms = [idle("now", NOW), idle("before", NOW - 1), idle("peer", NOW - 1, peers=1)]
     assert choose_rooms_to_reap(rooms, NOW, 0, 32) == ["before", "now"]
+
+
+@pytest.mark.parametrize(
+    ("starting", "joins_sent", "joins_seen", "reserved"),
+    [
+        pytest.param(True, 0, 0, True, id="a room being created is reserved"),
+        pytest.param(True, 1, 0, True, id="a room being created with its first join is reserved"),
+        pytest.param(
+            False, 2, 1, True, id="a join sent but not yet in the room's status reserves it"
+        ),
+        pytest.param(
+            False, 3, 1, True, id="several joins in flight reserve it until the last is seen"
+        ),
+        pytest.param(False, 2, 2, False, id="once every join sent is seen the room is free"),
+        pytest.param(False, 0, 0, False, id="a started room nobody joins is free"),
+    ],
+)
+def test_is_reserved(starting: bool, joins_sent: int, joins_seen: int, reserved: bool) -> None:
+    assert is_reserved(starting, joins_sent, joins_seen) is reserved
+
+
+def test_a_join_in_flight_spares_a_room_idle_past_its_ttl_even_over_the_soft_cap() -> None:
+    joining = idle("joining", NOW - 500, reserved=is_reserved(False, 2, 1))
+    assert choose_rooms_to_reap([joining, idle("other", NOW - 400)], NOW, TTL, 0) == ["other"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "saved", "stopping", "outcome"),
+    [
+        pytest.param(
+            CloseReason.REAPED, True, False, AfterClose.REMOVE, id="a reaped room saved is removed"
+        ),
+        pytest.param(
+            CloseReason.REAPED,
+            False,
+            False,
+            AfterClose.KEEP,
+            id="a reaped room whose barrier failed is kept with its edits",
+        ),
+        pytest.param(
+            CloseReason.REAPED,
+            False,
+            True,
+            AfterClose.REMOVE,
+            id="a failed reap while the daemon stops is removed (nowhere left to keep it)",
+        ),
+        pytest.param(
+            CloseReason.EVICTED,
+            True,
+            False,
+            AfterClose.REMOVE,
+            id="an evicted room saved is removed",
+        ),
+        pytest.param(
+            CloseReason.EVICTED,
+            False,
+            False,
+            AfterClose.REMOVE,
+            id="an evicted room whose save failed is removed, the operator told it was not saved",
+        ),
+        pytest.param(
+            CloseReason.DAEMON_STOPPING,
+            False,
+            True,
+            AfterClose.REMOVE,
+            id="a room the stopping daemon could not save is removed",
+        ),
+        pytest.param(
+            CloseReason.DAEMON_STOPPING,
+            True,
+            True,
+            AfterClose.REMOVE,
+            id="a room the stopping daemon saved is removed",
+        ),
+    ],
+)
+def test_after_close(reason: CloseReason, saved: bool, stopping: bool, outcome: AfterClose) -> None:
+    assert after_close(reason, saved, stopping) is outcome
 
 
 # --- the execution book -------------------------------------------------------------------

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
+from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.actors.room import Room
 from nbstage.protocol.edge import ClientRequest, KernelProcessStarted, Origin, RequestAnswered
 from nbstage.protocol.requests import CreateCell, ExecuteCell, LeaveRoom
@@ -18,13 +15,6 @@ NOTEBOOK = "nb-1"
 NEVER = Settings(keep_alive_secs=3600.0)
 
 
-@pytest.fixture
-def bench() -> Iterator[ActorBench]:
-    bench = ActorBench()
-    yield bench
-    bench.close()
-
-
 def start_room(bench: ActorBench, tmp_path) -> object:
     room = bench.create(Room)
     bench.send(
@@ -34,7 +24,7 @@ def start_room(bench: ActorBench, tmp_path) -> object:
             RoomSource.NEW,
             None,
             True,
-            "python3",
+            PYTHON3,
             None,
             str(tmp_path),
             str(tmp_path / "kernels"),

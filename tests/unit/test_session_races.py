@@ -69,13 +69,6 @@ def _no_lag_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NBSTAGE_HEARTBEAT_SECS", "3600")
 
 
-@pytest.fixture
-def bench() -> Iterator[ActorBench]:
-    bench = ActorBench()
-    yield bench
-    bench.close()
-
-
 # --- vocabulary -----------------------------------------------------------------------------
 
 

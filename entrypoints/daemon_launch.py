@@ -1,0 +1,49 @@
+"""Starting a daemon for a client that finds none: `nbstage mcp`'s autostart.
+
+It runs before the client loads its own code, so the daemon's start-up overlaps the
+client's. The daemon runs in its foreground mode, with no `nbstage daemon start`
+process in between, and is launched through `sh`, which exits at once: the daemon is
+nobody's child here, and it outlives the client that started it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+
+from nbstage.entrypoints.ownership import Untrusted
+from nbstage.entrypoints.statedir import StatePaths, prepare
+
+log = logging.getLogger("nbstage.mcp")
+
+
+def daemon_answers(paths: StatePaths) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(paths.socket))
+        except OSError:
+            return False
+    return True
+
+
+def start_daemon_unless_running(paths: StatePaths) -> None:
+    """Launch a detached daemon if nothing answers on the socket; never waits for it."""
+    if daemon_answers(paths):
+        return
+    try:
+        prepare(paths)
+    except (OSError, Untrusted) as exc:
+        log.error("could not start the daemon: %s", exc)
+        return
+    daemon = [sys.executable, "-m", "nbstage.entrypoints.cli", "daemon", "start", "--foreground"]
+    with open(paths.logs / "daemon.out", "ab") as out:
+        subprocess.run(
+            ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            check=False,
+        )

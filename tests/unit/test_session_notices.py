@@ -1,0 +1,103 @@
+"""Lines the daemon's answers carry for the agent ("notices" in a result or error frame)
+reach the top of the tool result, once each (actors/session_manager.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from nbstage.actors.daemon_link import DaemonFrameArrived
+from nbstage.protocol.frames import WIRE_VERSION, decode_body, encode_result_frame
+from tests.unit.actor_harness import ActorBench, DaemonRequest
+from tests.unit.test_session_races import I1, SessionChild, notebook, texts
+
+MERGED = "[nbstage] /w/N.ipynb changed on disk: 1 cells updated, 0 added, 0 conflicts"
+PAUSED = "[nbstage] Autosave is paused and the file is left as it is: ..."
+
+
+@pytest.fixture(autouse=True)
+def _no_lag_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NBSTAGE_HEARTBEAT_SECS", "3600")
+
+
+@pytest.fixture
+def child(tmp_path: Path) -> Iterator[SessionChild]:
+    bench = ActorBench()
+    child = SessionChild(bench)
+    child.start(tmp_path)
+    child.daemon_up(I1)
+    child.connect("c0", notebook(tmp_path, "N"), "n1")
+    yield child
+    bench.close()
+
+
+def deliver(child: SessionChild, request: DaemonRequest, payload: dict) -> None:
+    body = orjson.dumps({"v": WIRE_VERSION, "id": request.request_id, **payload})
+    child.daemon.answered.add((request.link, request.request_id))
+    child.bench.send(request.owner, DaemonFrameArrived(request.link, body))
+
+
+SUMMARY = {"cells": [], "total": 0}
+
+
+def test_the_notices_of_an_answer_come_first_in_the_tool_result(child) -> None:
+    child.call("g1", "get_all_cells")
+    request = child.daemon.only("get_cells")
+    deliver(child, request, {"type": "result", "result": SUMMARY, "notices": [MERGED]})
+    result = child.result("g1")
+    assert texts(result)[0] == MERGED
+    assert result["structuredContent"] == {"cells": [], "total": 0}
+    child.call("g2", "get_all_cells")
+    child.daemon.answer(child.daemon.only("get_cells"), SUMMARY)
+    assert MERGED not in texts(child.result("g2"))
+
+
+def test_a_line_several_answers_of_one_call_carry_is_shown_once(child) -> None:
+    child.call("s1", "set_cell", cell_id="c1", source="x", and_run=True)
+    deliver(
+        child,
+        child.daemon.only("set_cell"),
+        {"type": "result", "result": {"cell_id": "c1"}, "notices": [PAUSED]},
+    )
+    execution = {
+        "execution_id": "e1",
+        "cell_id": "c1",
+        "status": "done",
+        "execution_count": 1,
+        "outputs": [],
+    }
+    deliver(
+        child,
+        child.daemon.only("execute"),
+        {"type": "result", "result": {"execution": execution}, "notices": [MERGED, PAUSED]},
+    )
+    lines = [t for t in texts(child.result("s1")) if t.startswith("[nbstage]")]
+    assert lines == [PAUSED, MERGED]
+
+
+def test_a_refusal_carries_its_notices_too(child) -> None:
+    child.call("g1", "get_cell", cell_id="gone")
+    refusal = {"code": "cell_not_found", "message": "There is no cell with id 'gone'."}
+    deliver(
+        child,
+        child.daemon.only("get_cell"),
+        {"type": "error", "error": refusal, "notices": [MERGED]},
+    )
+    result = child.result("g1")
+    assert result["isError"] is True
+    assert texts(result) == [MERGED, "There is no cell with id 'gone'."]
+
+
+def test_a_result_frame_carries_notices_only_when_there_are_some() -> None:
+    with_notices = decode_body(encode_result_frame(3, b'{"x":1}', (MERGED,))[4:])
+    assert with_notices == {
+        "v": 1,
+        "id": 3,
+        "type": "result",
+        "result": {"x": 1},
+        "notices": [MERGED],
+    }
+    assert "notices" not in decode_body(encode_result_frame(3, b"{}")[4:])
