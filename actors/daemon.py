@@ -27,6 +27,7 @@ from nbstage.actors.admission import (
     admit_open,
 )
 from nbstage.actors.base import NbActor
+from nbstage.actors.create_keys import CreateKeys, JoinMade, WaitForFirst
 from nbstage.actors.kernelspecs import NoKernelspec, choose_for_runtime
 from nbstage.actors.notebook_files import absolute_notebook_path
 from nbstage.actors.reaper import (
@@ -167,6 +168,7 @@ class Daemon(NbActor):
         self.config: StartDaemon | None = None
         self.stopping: _Stopping | None = None
         self.reap_reports: list[_ReapReport] = []
+        self.create_keys: CreateKeys[tuple[Origin, CreateNotebook]] = CreateKeys()
 
     def receiveMsg_StartDaemon(self, msg: StartDaemon, sender: ActorAddress) -> None:
         self.config = msg
@@ -307,6 +309,14 @@ class Daemon(NbActor):
 
     def _create(self, origin: Origin, req: CreateNotebook) -> None:
         self._refuse_while_stopping()
+        if req.key is not None:
+            alive = {nid for nid, entry in self.rooms.items() if not entry.closing}
+            match self.create_keys.begin(req.key, (origin, req), alive):
+                case JoinMade(notebook_id):
+                    self._join(self.rooms[notebook_id], origin, req.peer_label, created=True)
+                    return
+                case WaitForFirst():
+                    return
         if req.runtime is None:
             self._create_room(origin, req, None)
             return
@@ -321,23 +331,41 @@ class Daemon(NbActor):
     def _kernelspec_resolved(self, done: BlockingWorkDone) -> None:
         origin, req = done.token.origin, done.token.request
         if done.error is not None:
-            self.fail(origin, NbstageError(ErrorCode.INTERNAL, f"kernelspec scan: {done.error}"))
+            error = NbstageError(ErrorCode.INTERNAL, f"kernelspec scan: {done.error}")
+            self._create_failed(origin, req, error)
             return
         specs: dict[str, KernelspecInfo] = done.result
         chosen = choose_for_runtime(req.runtime, {n: s.language for n, s in specs.items()})
         if isinstance(chosen, NoKernelspec):
-            self.fail(origin, NbstageError(ErrorCode.UNKNOWN_RUNTIME, chosen.message))
+            self._create_failed(
+                origin, req, NbstageError(ErrorCode.UNKNOWN_RUNTIME, chosen.message)
+            )
         else:
-            self.guarded(origin, lambda o, r: self._create_room(o, r, specs[chosen]), req)
+            self._create_room(origin, req, specs[chosen])
 
     def _create_room(
         self, origin: Origin, req: CreateNotebook, kernelspec: KernelspecInfo | None
     ) -> None:
-        self._refuse_while_stopping()
-        admission = StartNewRoom(str(uuid.uuid4()), RoomSource.NEW, None)
-        self._carry_out(
-            origin, admission, req.peer_label, req.ephemeral, kernelspec, req.working_dir
-        )
+        notebook_id = str(uuid.uuid4())
+        try:
+            self._refuse_while_stopping()
+            admission = StartNewRoom(notebook_id, RoomSource.NEW, None)
+            self._carry_out(
+                origin, admission, req.peer_label, req.ephemeral, kernelspec, req.working_dir
+            )
+        except NbstageError as exc:
+            self._create_failed(origin, req, exc)
+            return
+        if req.key is not None:
+            for waiter, repeat in self.create_keys.made(req.key, notebook_id):
+                self._join(self.rooms[notebook_id], waiter, repeat.peer_label, created=True)
+
+    def _create_failed(self, origin: Origin, req: CreateNotebook, error: NbstageError) -> None:
+        """Refuse the create, and every repeat of its key waiting on it; a later repeat
+        tries afresh."""
+        waiting = self.create_keys.failed(req.key) if req.key is not None else []
+        for refused, _ in [(origin, req), *waiting]:
+            self.fail(refused, error)
 
     def work_handlers(self):
         return {

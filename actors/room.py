@@ -161,6 +161,10 @@ class Room(NbActor):
         self.idle_since: float | None = time.monotonic()
         self.applied: OrderedDict[str, object] = OrderedDict()
         """Scoped idempotency key → the reply (or execution id) it was first answered with."""
+        self.keyed_origins: dict[Origin, str] = {}
+        """A keyed request still being carried out (a save, a restart) → its scoped key."""
+        self.repeats: dict[str, list[Origin]] = {}
+        """Scoped key → repeats that arrived while its first request was carried out."""
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -408,11 +412,11 @@ class Room(NbActor):
             MoveCell: self._mutation(self._move_cell),
             ReplaceMatch: self._mutation(self._replace_match),
             ReplaceRegex: self._mutation(self._replace_regex),
-            SaveNotebook: self._save_request,
+            SaveNotebook: self._once(self._save_request),
             ExecuteCell: self._execute,
             GetExecution: self._get_execution,
-            InterruptKernel: self._interrupt,
-            RestartKernel: self._restart,
+            InterruptKernel: self._once(self._interrupt),
+            RestartKernel: self._once(self._restart),
             DescribeRoom: self._describe_room,
             ShutdownKernelNow: self._shutdown_kernel,
         }
@@ -470,6 +474,41 @@ class Room(NbActor):
             self._edited()
 
         return handle
+
+    def _once(self, start):
+        """Wrap a request answered later (a save, a restart, an interrupt) so its key is
+        carried out once: a repeat gets the first answer, or waits for it while the first
+        is under way. A refusal is not remembered, so a repeat after one tries again."""
+
+        def handle(origin: Origin, req: Any) -> None:
+            key = scoped_key(req)
+            if key is None:
+                start(origin, req)
+            elif key in self.applied:
+                self.answer(origin, self.applied[key])
+            elif key in self.repeats:
+                self.repeats[key].append(origin)
+            else:
+                self.repeats[key] = []
+                self.keyed_origins[origin] = key
+                start(origin, req)
+
+        return handle
+
+    def answer(self, origin: Origin, reply: object) -> None:
+        super().answer(origin, reply)
+        key = self.keyed_origins.pop(origin, None)
+        if key is not None:
+            self._remember(key, reply)
+            for repeat in self.repeats.pop(key, []):
+                super().answer(repeat, reply)
+
+    def fail(self, origin: Origin, error: NbstageError) -> None:
+        super().fail(origin, error)
+        key = self.keyed_origins.pop(origin, None)
+        if key is not None:
+            for repeat in self.repeats.pop(key, []):
+                super().fail(repeat, error)
 
     def _remember(self, key: str | None, result: object) -> None:
         if key is None:

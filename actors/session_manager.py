@@ -335,7 +335,11 @@ class SessionManager(NbActor):
                 self._connect_notebook(msg.call_id, args)
             case "create_notebook":
                 self.requested_runtimes[msg.call_id] = args.runtime
-                create = {"runtime": args.runtime, "ephemeral": args.ephemeral}
+                create = {
+                    "runtime": args.runtime,
+                    "ephemeral": args.ephemeral,
+                    "key": msg.idempotency_key,
+                }
                 create["working_dir"] = absolute(args.working_dir or ".", self.config.cwd)
                 self._decide(sessions.ConnectRequested(msg.call_id, Target(create=create)))
             case "disconnect_notebook":

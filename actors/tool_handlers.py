@@ -184,18 +184,18 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
 
 
 def interrupt_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
-    yield InterruptKernel(ctx.notebook_id)
+    yield InterruptKernel(ctx.notebook_id, ctx.key)
     return tool_result({"interrupted": True}, text="Interrupt sent to the kernel.")
 
 
 def restart_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
-    yield RestartKernel(ctx.notebook_id)
+    yield RestartKernel(ctx.notebook_id, ctx.key)
     return tool_result({"restarted": True}, text="The kernel restarted; its variables are gone.")
 
 
 def save_notebook(ctx: ToolContext, args: tools.SaveArgs) -> Handler:
     path = absolute(args.path, ctx.cwd) if args.path else None
-    reply = yield SaveNotebook(ctx.notebook_id, path)
+    reply = yield SaveNotebook(ctx.notebook_id, path, ctx.key)
     structured = {"notebook_id": reply.notebook_id, "path": reply.path}
     return tool_result(structured, text=f"Saved to {reply.path}.")
 

@@ -32,6 +32,7 @@ from nbstage.actors.daemon_link import (
     OpenDaemonLink,
     SendToDaemon,
 )
+from nbstage.entrypoints import fault_points
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.logs import setup_logging
@@ -66,6 +67,7 @@ class SessionChildEdge:
         self._links: dict[int, Link] = {}
         self._tasks: set[asyncio.Task] = set()
         self.exit_code = 0
+        self._fault = fault_points.from_environment()
 
     async def run(self) -> None:
         from nbstage.actors.session_manager import SessionManager
@@ -136,6 +138,8 @@ class SessionChildEdge:
         reason = "the daemon closed the connection"
         try:
             while (body := await read_body(reader)) is not None:
+                if self._fault is not None:
+                    self._fault.arrived(link_id, body)
                 self._host.tell(link.owner, DaemonFrameArrived(link_id, body))
         except (FrameError, ConnectionError) as exc:
             reason = str(exc) or type(exc).__name__
@@ -147,6 +151,8 @@ class SessionChildEdge:
         link = self._links.get(link_id)
         if link is None or link.closed:
             return
+        if self._fault is not None:
+            self._fault.sent(link_id, frame)
         link.out.write(frame)
 
     def _close_link(self, link_id: int) -> None:

@@ -16,6 +16,7 @@ import orjson
 WIRE_VERSION = 1
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
+HEADER_BYTES = _HEADER.size
 
 
 class FrameError(Exception):

@@ -131,6 +131,8 @@ class CreateNotebook:
     """Ephemeral rooms are never written anywhere; others are journaled in the registry."""
     working_dir: str | None = None
     peer_label: str = "anonymous"
+    key: str | None = None
+    """Idempotency key: a repeat joins the notebook the first made instead of another."""
 
 
 @wire_request("attach")
@@ -159,6 +161,8 @@ class SaveNotebook:
 
     notebook_id: str
     path: str | None = None
+    key: str | None = None
+    """Idempotency key: a repeat answers the first save's result and writes nothing."""
 
 
 @wire_request("get_cell")
@@ -284,9 +288,12 @@ class ShutdownKernelNow:
 @dataclass(frozen=True, slots=True)
 class InterruptKernel:
     notebook_id: str
+    key: str | None = None
 
 
 @wire_request("restart_kernel")
 @dataclass(frozen=True, slots=True)
 class RestartKernel:
     notebook_id: str
+    key: str | None = None
+    """Idempotency key: a repeat answers the first restart's result and restarts nothing."""
