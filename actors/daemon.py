@@ -299,13 +299,18 @@ class Daemon(NbActor):
     def _attach(self, origin: Origin, req: AttachNotebook) -> None:
         self._refuse_while_stopping()
         bound = self.registry.path_for(req.notebook_id)
+        untitled = (
+            None if req.notebook_id in self.rooms else self.registry.load_untitled(req.notebook_id)
+        )
         facts = AttachFacts(
             bound_path=bound,
             bound_file_exists=bound is not None and Path(bound).is_file(),
-            has_untitled=self.registry.has_untitled(req.notebook_id),
+            has_untitled=untitled is not None,
         )
         admission = admit_attach(self.rooms, req.notebook_id, facts)
-        self._carry_out(origin, admission, req.peer_label, ephemeral=False, kernelspec=None)
+        self._carry_out(
+            origin, admission, req.peer_label, ephemeral=False, kernelspec=None, content=untitled
+        )
 
     def _create(self, origin: Origin, req: CreateNotebook) -> None:
         self._refuse_while_stopping()
@@ -404,6 +409,7 @@ class Daemon(NbActor):
         ephemeral: bool,
         kernelspec: KernelspecInfo | None,
         working_dir: str | None = None,
+        content: bytes | None = None,
     ) -> None:
         match admission:
             case Refuse(code, message):
@@ -412,7 +418,7 @@ class Daemon(NbActor):
                 self._join(self.rooms[notebook_id], origin, peer_label, created=False)
             case StartNewRoom(notebook_id, source, path):
                 entry = self._start_room(
-                    notebook_id, source, path, ephemeral, kernelspec, working_dir
+                    notebook_id, source, path, ephemeral, kernelspec, working_dir, content
                 )
                 self._join(entry, origin, peer_label, created=source is RoomSource.NEW)
 
@@ -428,6 +434,7 @@ class Daemon(NbActor):
         ephemeral: bool,
         kernelspec: KernelspecInfo | None,
         working_dir: str | None,
+        content: bytes | None = None,
     ) -> RoomEntry:
         address = self.createActor(Room)
         entry = RoomEntry(address, path, ephemeral)
@@ -448,6 +455,7 @@ class Daemon(NbActor):
                 cfg.kernel_dir,
                 cfg.settings,
                 self.edge,
+                content=content,
             ),
         )
         self.send(self.edge, RoomResident(notebook_id, address))

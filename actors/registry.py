@@ -55,12 +55,6 @@ class Registry:
             self._db.execute("INSERT INTO bindings VALUES (?, ?)", (notebook_id, path))
             self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
 
-    def has_untitled(self, notebook_id: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM untitled WHERE notebook_id = ?", (notebook_id,)
-        ).fetchone()
-        return row is not None
-
     def load_untitled(self, notebook_id: str) -> bytes | None:
         row = self._db.execute(
             "SELECT content FROM untitled WHERE notebook_id = ?", (notebook_id,)

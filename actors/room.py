@@ -304,7 +304,7 @@ class Room(NbActor):
             self.disk_base = doc.to_json()
             return doc
         if msg.source is RoomSource.UNTITLED:
-            content = self.registry.load_untitled(msg.notebook_id)
+            content = msg.content
             if content is None:
                 raise NbstageError(
                     ErrorCode.NOTEBOOK_UNAVAILABLE,

@@ -65,6 +65,10 @@ class StartRoom:
     """The edge's address: answers and events go straight there."""
     kernel_backend: str = "jupyter"
     """Passed on to StartKernel; unit tests use "scripted"."""
+    content: bytes | None = None
+    """An UNTITLED room's document as the registry held it, read by the Daemon in the same
+    mailbox step that admitted the attach, so a record removed meanwhile cannot leave the
+    room empty (SPEC §14 check_and_load_atomic)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -182,3 +182,20 @@ def test_disconnect_notebook_then_a_kill_does_not_bring_the_session_back(
             assert room_view(counted, made["notebook_id"])["peers"] == []
 
     run_bounded(body)
+
+
+def test_retry_not_double_applied(
+    counted: RunningDaemon, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC §14: a create_cell in flight, the session child killed, the call retried under
+    the same key: the notebook has the cell once."""
+    die_after(monkeypatch, "create_cell", marker)
+
+    async def body() -> None:
+        async with mcp_client(counted, "legacy", label="gus") as client:
+            await call_ok(client, "create_notebook")
+            made = await retried(client, marker, "create_cell", source="once = 1")
+            cells = (await call_ok(client, "get_all_cells"))["cells"]
+            assert [cell["cell_id"] for cell in cells] == [made["cell_id"]]
+
+    run_bounded(body)

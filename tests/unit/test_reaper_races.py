@@ -1,4 +1,5 @@
-"""The reaper against joins and failing saves, with the Daemon and its Rooms in one process.
+"""The reaper against joins and failing saves, and an attach against a removed record,
+with the Daemon and its Rooms in one process.
 
 The Daemon actor and the Rooms it creates run on one simpleSystemBase, as in the daemon
 process; the bench plays the socket edge and runs offloaded saves at once, in order.
@@ -15,10 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
-from thespian.actors import ActorAddress, WakeupMessage
+from thespian.actors import Actor, ActorAddress, WakeupMessage
 
 from nbstage.actors.daemon import Daemon
+from nbstage.actors.registry import Registry
 from nbstage.protocol.daemon_followups import ReapDue
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -241,3 +244,45 @@ def test_an_eviction_during_a_failing_reap_removes_the_room_and_says_it_was_not_
     assert reply(bench, "reap") == {"reaped": [notebook_id], "kept": []}
     assert gone(bench) == [notebook_id]
     shutil.rmtree(aside)
+
+
+# --- check_and_load_atomic (SPEC §14) -------------------------------------------------------
+
+
+class RecordRemover(Actor):
+    """Removes a persisted untitled notebook's registry record when told to: the burst
+    puts that removal between the Daemon's admission of an attach and the new Room's
+    start."""
+
+    def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
+        if isinstance(msg, tuple):
+            registry_path, notebook_id = msg
+            Registry(Path(registry_path)).forget_untitled(notebook_id)
+
+
+def test_check_and_load_atomic(bench: ActorBench, daemon: ActorAddress, tmp_path: Path) -> None:
+    registry_path = tmp_path / "state" / "registry.sqlite3"
+    cells = [
+        {
+            "id": "u1",
+            "cell_type": "code",
+            "source": "kept = 1",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+    ]
+    no_kernel = {"kernelspec": {"name": "no-such-kernel", "display_name": "none"}}
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": no_kernel, "cells": cells}
+    Registry(registry_path).store_untitled("nb-u", orjson.dumps(notebook))
+    remover = bench.create(RecordRemover)
+    bench.send_in_order(
+        (daemon, ClientRequest(Origin(1, "attach"), AttachNotebook("nb-u", "ada"))),
+        (remover, (str(registry_path), "nb-u")),
+    )
+    joined = reply(bench, "attach")
+    assert isinstance(joined, dict), f"the attach was refused: {joined}"
+    assert Registry(registry_path).load_untitled("nb-u") is None, "the removal never ran"
+    room = room_address(bench, "nb-u")
+    shown = ask(bench, room, "cells", GetCells("nb-u", CellsFormat.SUMMARY))
+    assert [cell["cell_id"] for cell in shown["cells"]] == ["u1"]
