@@ -456,6 +456,8 @@ class Daemon(NbActor):
                 cfg.settings,
                 self.edge,
                 content=content,
+                run=cfg.run,
+                earlier=cfg.earlier,
             ),
         )
         self.send(self.edge, RoomResident(notebook_id, address))

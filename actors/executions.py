@@ -6,6 +6,7 @@ rules (one live execution per cell, waiters answered once) are testable alone.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from nbstage.protocol.codec import to_wire
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.kernels import ExecutionStatus
 from nbstage.protocol.replies import ExecutionView
+from nbstage.protocol.rooms import DaemonRun, EarlierDaemon
 
 REMEMBERED_EXECUTIONS = 256
 
@@ -120,3 +122,57 @@ class ExecutionBook:
         if not waiting:
             self._waiters.pop(execution_id, None)
         return True
+
+
+RUN_KEY = "daemon"
+"""The key of a live record that names the daemon incarnation that queued it."""
+
+
+def live_record(record: Execution, run: DaemonRun) -> dict[str, Any]:
+    """What executions/ holds while an execution is queued or running; the finished record
+    replaces it."""
+    return {**record.to_wire(), RUN_KEY: [run.pid, run.started_at]}
+
+
+@dataclass(frozen=True)
+class StoredView:
+    view: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LostWithDaemon:
+    at: float | None
+    """When the daemon that ran it was last seen alive; None when that is not known."""
+
+
+@dataclass(frozen=True)
+class NoRecord:
+    pass
+
+
+def stored_execution(
+    record: dict[str, Any] | None, current: DaemonRun, earlier: EarlierDaemon | None
+) -> StoredView | LostWithDaemon | NoRecord:
+    """What a record in executions/ says of an execution no resident room holds.
+
+    A finished record is the answer. A live one names the incarnation that queued it:
+    another daemon's means that daemon stopped or was killed with it in flight. A live
+    record of this daemon's own has a room that is gone, and says nothing more.
+    """
+    if record is None:
+        return NoRecord()
+    view = {k: v for k, v in record.items() if k != RUN_KEY}
+    if ExecutionStatus(record["status"]).finished:
+        return StoredView(view)
+    queued_by = record.get(RUN_KEY)
+    run = DaemonRun(*queued_by) if queued_by is not None else None
+    if run == current:
+        return NoRecord()
+    if earlier is not None and run == earlier.run:
+        return LostWithDaemon(earlier.last_alive)
+    return LostWithDaemon(None)
+
+
+def lost_message(execution_id: str, at: float | None) -> str:
+    when = f" at {time.strftime('%H:%M:%S', time.localtime(at))}" if at is not None else ""
+    return f"execution {execution_id} was lost when the daemon stopped{when}; run the cell again"

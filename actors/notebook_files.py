@@ -15,15 +15,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nbstage.actors.document import fresh_cell_id, valid_cell_id
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.room_followups import DiskStamp, FileOnDisk
 
-NEW_FILE_MODE = 0o644
+if TYPE_CHECKING:
+    from nbstage.actors.save_target import SaveTarget
+
+NEW_FILE_MODE = 0o666
+"""Asked for when a file is created; the process umask takes its bits off, as for any editor."""
 _PLAIN_PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
 
 
@@ -53,6 +58,34 @@ def absolute_notebook_path(path: str) -> str:
     if not Path(path).expanduser().is_absolute():
         raise NbstageError(ErrorCode.BAD_REQUEST, f"path must be absolute, not {path!r}")
     return str(canonical_path(path))
+
+
+def look_at_save_target(given: Path, target: Path) -> SaveTarget:
+    """What is at ``target`` (``given`` with its links resolved), for ``save_target``'s rules."""
+    from nbstage.actors.save_target import SaveTarget, TargetKind
+
+    def seen(kind: TargetKind, stamp: DiskStamp | None = None, problem: str | None = None):
+        return SaveTarget(str(given), str(target), kind, stamp, problem)
+
+    if os.path.islink(given) and not os.path.exists(given):
+        return seen(TargetKind.DANGLING_LINK)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        return seen(TargetKind.ABSENT)
+    except OSError as exc:
+        return seen(TargetKind.NOT_A_NOTEBOOK, None, f"it cannot be read ({exc.strerror})")
+    if stat.S_ISDIR(info.st_mode):
+        return seen(TargetKind.DIRECTORY, _stamp(info))
+    if not stat.S_ISREG(info.st_mode):
+        return seen(TargetKind.NOT_A_NOTEBOOK, _stamp(info), "it is not a regular file")
+    on_disk = read_on_disk(target)
+    if on_disk.notebook is not None:
+        return seen(TargetKind.NOTEBOOK, on_disk.stamp)
+    if on_disk.stamp is None and on_disk.problem is None:
+        return seen(TargetKind.ABSENT)
+    problem = (on_disk.problem or "").removeprefix(f"{target} is not a Jupyter notebook: ")
+    return seen(TargetKind.NOT_A_NOTEBOOK, on_disk.stamp, problem.rstrip("."))
 
 
 def load_notebook(path: Path) -> dict:
@@ -142,7 +175,7 @@ def save_notebook(path: Path, nb: dict) -> None:
 def write_atomic(path: Path, data: bytes) -> DiskStamp:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory.
 
-    The file keeps its permission bits (a new file gets 0o644). On failure the temp
+    The file keeps its permission bits (a new file follows the umask). On failure the temp
     file is removed and the previous file is untouched. Returns the stamp of the file
     written, taken before the rename (which keeps inode, size and mtime), so a change
     made by anyone right after the rename still shows.
@@ -274,24 +307,36 @@ def _check_ids(nb: dict) -> None:
         raise ValueError(f"nbformat is {nb.get('nbformat')!r}, expected 4")
 
 
-def _mode_for(path: Path) -> int:
+def _mode_for(path: Path) -> int | None:
+    """The bits of the file there now; None when there is none (the umask decides)."""
     try:
         return stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        return NEW_FILE_MODE
+        return None
     except OSError as exc:
         raise _save_failed(path, exc, "The file on disk was not changed.") from None
 
 
-def _write_temp(path: Path, data: bytes, mode: int) -> tuple[str, DiskStamp]:
+def _create_temp(path: Path) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, NEW_FILE_MODE), tmp
+        except FileExistsError:
+            continue
+
+
+def _write_temp(path: Path, data: bytes, mode: int | None) -> tuple[str, DiskStamp]:
     """Write ``data`` to a fsynced hidden temp file beside ``path``; return its name and stamp."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = _create_temp(path)
     except OSError as exc:
         raise _save_failed(path, exc, "The file on disk was not changed.") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.room_followups import DiskStamp, FileOnDisk, FileWritten
 
 PRUNE_EVERY = 50
@@ -21,9 +22,37 @@ def write_notebook_file(path: Path, notebook: dict[str, Any]) -> DiskStamp:
     return write_atomic(path, serialize_notebook(notebook))
 
 
-def write_snapshot(path: Path, snapshot: bytes) -> DiskStamp:
-    """Worker-thread work: validate and write a notebook snapshot taken as orjson bytes."""
-    return write_notebook_file(path, orjson.loads(snapshot))
+def save_to_new_path(
+    given: Path, target: Path, snapshot: bytes, own_path: str | None, overwrite: bool
+) -> FileWritten:
+    """Worker-thread work: write the snapshot at a path the room does not hold yet, if
+    ``save_target``'s rules allow it for what is there; raises the refusal otherwise.
+
+    What was looked at must still be there just before the rename, or nothing is written.
+    """
+    from nbstage.actors.notebook_files import (
+        look_at_save_target,
+        serialize_notebook,
+        write_atomic,
+        write_atomic_over,
+    )
+    from nbstage.actors.save_target import existing_refusal
+
+    seen = look_at_save_target(given, target)
+    refusal = existing_refusal(seen, own_path, overwrite)
+    if refusal is not None:
+        raise refusal
+    data = serialize_notebook(orjson.loads(snapshot))
+    if seen.target == own_path:
+        return FileWritten(write_atomic(target, data))
+    stamp = write_atomic_over(target, data, seen.stamp)
+    if stamp is None:
+        raise NbstageError(
+            ErrorCode.PATH_EXISTS,
+            f"{target} changed while the notebook was being saved there; nothing was written. "
+            "Save again to look at it anew.",
+        )
+    return FileWritten(stamp)
 
 
 def save_checked(

@@ -1,7 +1,9 @@
 """The Room actor: one open notebook, the only place its document changes.
 
 It answers room requests from the edge directly, keeps its peers, applies each
-mutation at most once per idempotency key, saves atomically and autosaves, and watches
+mutation at most once per idempotency key, answers an edit of a persisted or file-backed
+notebook once its journal record is written (journal.py, docs/notes/journal.md) and
+restores the records at its start, saves atomically and autosaves, and watches
 its file: a change made on disk from outside is merged by cell id (notebook_merge.py)
 before anything is written over it (docs/notes/file-watch.md). It also
 drives its kernel: it starts the Kernel child (kernel.py) when lifetime.py says so,
@@ -35,10 +37,18 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
 
-from nbstage.actors import lifetime, notebook_merge, persistence
+from nbstage.actors import (
+    executions,
+    journal,
+    lifetime,
+    notebook_merge,
+    persistence,
+    save_target,
+)
 from nbstage.actors.base import NbActor
 from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution, ExecutionBook
+from nbstage.actors.journal_store import JournalStore
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
@@ -117,11 +127,15 @@ from nbstage.protocol.room_followups import (
     FileCheckDue,
     FileLooked,
     FileOnDisk,
-    FileWritten,
+    JournalAppended,
+    JournalClosed,
+    JournalRead,
+    JournalTruncated,
     KeepAliveExpired,
     KernelspecsRead,
     SaveFinished,
     SavePurpose,
+    StoredExecutionRead,
     WaitExpired,
 )
 from nbstage.protocol.rooms import (
@@ -183,6 +197,8 @@ class Room(NbActor):
         self.file_queue: list[tuple[SavePurpose, str, Origin | None]] = []
         self.writing: dict | None = None
         """The notebook the save under way writes: the base once it is written."""
+        self.save_claims: dict[Origin, tuple[str, bool]] = {}
+        """A save to a new path → the path as asked (links unresolved) and its ``overwrite``."""
         self.check_generation = 0
         self.check_armed = False
         self.notices = NoticeBoard()
@@ -210,9 +226,22 @@ class Room(NbActor):
         """Who asked this room to close; from then on it acknowledges no mutation."""
         self.kept: KeptRoom | None = None
         """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
+        self.kernels_stopping: list[ActorAddress] = []
+        """Kernel children told to shut down that have not said they stopped yet."""
+        self.close_report: RoomClosed | None = None
+        """The close's outcome, held until ``kernels_stopping`` is empty."""
         self.held_joins: list[JoinRoom] | None = None
         """Joins that arrived before the room was ready: while a new notebook's first save,
-        or a loaded notebook's kernelspec choice, was under way."""
+        or a loaded notebook's kernelspec choice and journal read, was under way."""
+        self.start_reads = 0
+        """Reads a loaded notebook waits for before it takes joins (kernelspecs, journal)."""
+        self._journal: JournalStore | None = None
+        self.journal_seq = 0
+        """The last journal record this room appended (or found at its start)."""
+        self.journal_jobs = 0
+        """Journal work under way; the close is reported once none is left."""
+        self.restored = 0
+        """Journal records applied at the start: edits the last daemon acknowledged."""
 
     # --- start ----------------------------------------------------------------------------
 
@@ -235,7 +264,10 @@ class Room(NbActor):
         self.saved_revision = self.doc.revision
         if msg.source is not RoomSource.NEW:
             self.held_joins = []
+            self.start_reads = 2 if self._journalled else 1
             self._read_kernelspecs()
+            if self._journalled:
+                self._read_journal()
             return
         if msg.source is RoomSource.NEW and not msg.ephemeral:
             self.held_joins = []
@@ -290,10 +322,19 @@ class Room(NbActor):
             else:
                 self.guarded(restart, self._restart, None)
             return
+        self._start_read_done()
+
+    def _start_read_done(self) -> None:
+        self.start_reads -= 1
+        if self.start_reads > 0:
+            return
         held, self.held_joins = self.held_joins, None
         self._started()
         for join in held:
             self.receiveMsg_JoinRoom(join, self.daemon)
+        if self.restored:
+            where = self.path or self.notebook_id
+            self.notices.post(journal.restored_notice(where, self.restored, self.path is not None))
 
     def _load(self, msg: StartRoom) -> Document:
         if msg.source is RoomSource.FILE:
@@ -332,6 +373,10 @@ class Room(NbActor):
     def receiveMsg_JoinRoom(self, msg: JoinRoom, sender: ActorAddress) -> None:
         if self.held_joins is not None:
             self.held_joins.append(msg)
+            return
+        if self.closing is not None:
+            self.joins_seen = max(self.joins_seen, msg.join_seq)
+            self.fail(msg.origin, _closing_error("nobody joined it"))
             return
         if self.doc is None:
             self.joins_seen = max(self.joins_seen, msg.join_seq)
@@ -459,19 +504,27 @@ class Room(NbActor):
         """Wrap a mutation so a repeated idempotency key returns the first result unchanged."""
 
         def handle(origin: Origin, req: Any) -> None:
-            if self.closing is not None:
-                raise NbstageError(
-                    ErrorCode.SHUTTING_DOWN,
-                    "This notebook is closing, so the change was not made; try again.",
-                )
             key = scoped_key(req)
             if key is not None and key in self.applied:
                 self.answer(origin, self.applied[key])
                 return
+            if key is not None and key in self.repeats:
+                self.repeats[key].append(origin)
+                return
+            self._refuse_while_closing("the change was not made")
+            before = self.doc.revision
             result = apply(req)
-            self._remember(key, result)
-            self.answer(origin, result)
             self._edited()
+            changed = self._journalled and self.doc.revision != before
+            record = journal.mutation_record(self.doc, result) if changed else None
+            if record is None:
+                self._remember(key, result)
+                self.answer(origin, result)
+                return
+            if key is not None:
+                self.repeats[key] = []
+                self.keyed_origins[origin] = key
+            self._append_journal(record, origin, result)
 
         return handle
 
@@ -482,6 +535,8 @@ class Room(NbActor):
 
         def handle(origin: Origin, req: Any) -> None:
             key = scoped_key(req)
+            if key is None or key not in self.applied:
+                self._refuse_while_closing("nothing was done")
             if key is None:
                 start(origin, req)
             elif key in self.applied:
@@ -494,6 +549,12 @@ class Room(NbActor):
                 start(origin, req)
 
         return handle
+
+    def _refuse_while_closing(self, outcome: str) -> None:
+        """From CloseRoom on, the room's last flush is under way or done: nothing it would
+        not keep is acknowledged."""
+        if self.closing is not None:
+            raise _closing_error(outcome)
 
     def answer(self, origin: Origin, reply: object) -> None:
         super().answer(origin, reply)
@@ -516,6 +577,96 @@ class Room(NbActor):
         self.applied[key] = result
         while len(self.applied) > REMEMBERED_KEYS:
             self.applied.popitem(last=False)
+
+    # --- the journal ----------------------------------------------------------------------
+
+    @property
+    def _journalled(self) -> bool:
+        """Ephemeral rooms stay in memory only; every other room journals its edits."""
+        return not (self.ephemeral and self.path is None)
+
+    @property
+    def journal_store(self) -> JournalStore:
+        if self._journal is None:
+            self._journal = JournalStore(Path(self.config.state_dir) / "journal.sqlite3")
+        return self._journal
+
+    @property
+    def _journal_lane(self) -> str:
+        return f"journal:{self.notebook_id}"
+
+    def _journal_work(self, token: Any, work: Any) -> None:
+        self.journal_jobs += 1
+        self.offload(token, work, self._journal_lane)
+
+    def _append_journal(self, record: dict, origin: Origin, reply: object) -> None:
+        """The answer goes once the record is durable (``_journal_appended``)."""
+        self.journal_seq += 1
+        seq, data = self.journal_seq, orjson.dumps(record)
+        store, notebook_id = self.journal_store, self.notebook_id
+        self._journal_work(
+            JournalAppended(seq, origin, reply), lambda: store.append(notebook_id, seq, data)
+        )
+
+    def _journal_appended(self, done: BlockingWorkDone) -> None:
+        self.journal_jobs -= 1
+        if not done.ok:
+            log.error(
+                "could not journal edit %d of %s (durable from its next save): %s",
+                done.token.seq,
+                self.notebook_id,
+                done.error,
+            )
+        self.answer(done.token.origin, done.token.reply)
+        self._report_closed()
+
+    def _read_journal(self) -> None:
+        store, notebook_id = self.journal_store, self.notebook_id
+
+        def read() -> list[tuple[int, dict]]:
+            return [(seq, orjson.loads(record)) for seq, record in store.read(notebook_id)]
+
+        self._journal_work(JournalRead(), read)
+
+    def _journal_read(self, done: BlockingWorkDone) -> None:
+        """Edits acknowledged after the last save come back; a file-backed room counts them
+        as unsaved and writes them with its next save, through the checked save."""
+        self.journal_jobs -= 1
+        if not done.ok:
+            log.error("could not read the journal of %s: %s", self.notebook_id, done.error)
+        elif done.result:
+            self.journal_seq = max(self.journal_seq, done.result[-1][0])
+            replay = journal.apply_records(self.doc.to_json(), [r for _, r in done.result])
+            if replay.applied:
+                fresh = Document.from_json(replay.notebook)
+                self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
+                self.doc.revision += 1
+                self.restored = replay.applied
+                if self.path is None:
+                    self._edited()
+            else:
+                self._truncate_journal(self.journal_seq)
+            log.info(
+                "restored %d journal records of %s (%d no longer applied)",
+                replay.applied,
+                self.notebook_id,
+                replay.skipped,
+            )
+        self._start_read_done()
+
+    def _truncate_journal(self, upto: int) -> None:
+        store, notebook_id = self.journal_store, self.notebook_id
+        self._journal_work(JournalTruncated(upto), lambda: store.truncate(notebook_id, upto))
+
+    def _journal_truncated(self, done: BlockingWorkDone) -> None:
+        self.journal_jobs -= 1
+        if not done.ok:
+            log.warning("could not truncate the journal of %s: %s", self.notebook_id, done.error)
+        self._report_closed()
+
+    def _journal_closed(self, done: BlockingWorkDone) -> None:
+        self.journal_jobs -= 1
+        self._report_closed()
 
     def _create_cell(self, req: CreateCell) -> CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
@@ -601,14 +752,18 @@ class Room(NbActor):
         from nbstage.actors.notebook_files import absolute_notebook_path
 
         target = absolute_notebook_path(req.path)
-        if not target.endswith(".ipynb"):
-            raise NbstageError(ErrorCode.BAD_REQUEST, "A notebook path must end in .ipynb.")
+        given = str(Path(req.path).expanduser())
+        refusal = save_target.path_refusal(given, target)
+        if refusal is not None:
+            raise refusal
+        self.save_claims[origin] = (given, req.overwrite)
         self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
 
     def receiveMsg_PathClaimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
         self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
 
     def receiveMsg_PathRefused(self, msg: PathRefused, sender: ActorAddress) -> None:
+        self.save_claims.pop(msg.origin, None)
         self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
@@ -623,11 +778,15 @@ class Room(NbActor):
         self.file_busy = True
         self.writing = self.doc.to_json()
         snapshot = orjson.dumps(self.writing)
-        token = SaveFinished(path, self.doc.revision, purpose, origin)
+        token = SaveFinished(path, self.doc.revision, purpose, origin, self.journal_seq)
         target = Path(path)
         if purpose is SavePurpose.NEW_PATH:
+            given, overwrite = self.save_claims.pop(origin, (path, False))
+            own = self.path
             self.offload(
-                token, lambda: FileWritten(persistence.write_snapshot(target, snapshot)), self._lane
+                token,
+                lambda: persistence.save_to_new_path(Path(given), target, snapshot, own, overwrite),
+                self._lane,
             )
             return
         expected, explicit = self.disk_stamp, purpose is SavePurpose.REQUEST
@@ -639,7 +798,7 @@ class Room(NbActor):
 
     def _flush_untitled(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
         snapshot = orjson.dumps(self.doc.to_json())
-        token = SaveFinished(None, self.doc.revision, purpose, None)
+        token = SaveFinished(None, self.doc.revision, purpose, None, self.journal_seq)
         registry = self.registry
         notebook_id = self.notebook_id
         self.offload(token, lambda: registry.store_untitled(notebook_id, snapshot), self._lane)
@@ -653,7 +812,12 @@ class Room(NbActor):
             SaveFinished: self._save_finished,
             FileLooked: self._file_looked,
             ExecutionRecorded: self._execution_recorded,
+            StoredExecutionRead: self._stored_execution_read,
             KernelspecsRead: self._kernelspecs_read,
+            JournalAppended: self._journal_appended,
+            JournalRead: self._journal_read,
+            JournalTruncated: self._journal_truncated,
+            JournalClosed: self._journal_closed,
         }
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
@@ -676,6 +840,8 @@ class Room(NbActor):
             self.saved_revision = max(self.saved_revision, token.revision)
             if self.saved_revision == self.doc.revision:
                 self.first_unsaved_at = None
+            if token.journal_seq > 0:
+                self._truncate_journal(token.journal_seq)
             if token.path is not None:
                 self._event(EventKind.SAVED, {"path": token.path})
         else:
@@ -842,13 +1008,16 @@ class Room(NbActor):
         if merged.cells == theirs and metadata == disk["metadata"]:
             self.saved_revision = self.doc.revision
             self.first_unsaved_at = None
+            if self.journal_seq > 0:
+                self._truncate_journal(self.journal_seq)
         if merged.summary.changed:
             self.notices.post(notebook_merge.notice_line(self.path, merged.summary))
 
     # --- closing --------------------------------------------------------------------------
 
     def receiveMsg_CloseRoom(self, msg: CloseRoom, sender: ActorAddress) -> None:
-        """Stop the kernel, then save what is unsaved; RoomClosed once the save is done."""
+        """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
+        the kernel has stopped."""
         self.closing = sender
         if self.kernel is not None:
             self._detach_kernel(msg.reason)
@@ -860,8 +1029,20 @@ class Room(NbActor):
         if self._registry is not None:
             self._registry.close()
             self._registry = None
+        if self._journal is not None:
+            store = self._journal
+            self._journal_work(JournalClosed(), store.close)
         problem = None if saved else save_error(error).message
-        self.send(self.closing, RoomClosed(self.notebook_id, saved, problem))
+        self.close_report = RoomClosed(self.notebook_id, saved, problem)
+        self._report_closed()
+
+    def _report_closed(self) -> None:
+        """The close is over once the last flush and the journal's work are done and every
+        kernel this room stopped has said so: the room then ends with no child left for its
+        exit to cut short."""
+        if self.close_report is not None and not self.kernels_stopping and not self.journal_jobs:
+            report, self.close_report = self.close_report, None
+            self.send(self.closing, report)
 
     def receiveMsg_ReopenRoom(self, msg: ReopenRoom, sender: ActorAddress) -> None:
         self.closing = None
@@ -906,7 +1087,7 @@ class Room(NbActor):
     def _detach_kernel(self, reason: str) -> None:
         """The latch: from here on the old kernel is never handed out."""
         if self.kernel is not None:
-            self.send(self.kernel, ShutdownKernel())
+            self._stop_kernel_actor()
         self.kernel = None
         self.kernel_state = KernelState.NONE
         self.kernel_pid = None
@@ -941,12 +1122,22 @@ class Room(NbActor):
             self._event(EventKind.KERNEL_DIED, {"pid": msg.pid})
             self._report_status()
 
+    def _stop_kernel_actor(self) -> None:
+        self.send(self.kernel, ShutdownKernel())
+        self.kernels_stopping.append(self.kernel)
+
+    def _kernel_gone(self, address: ActorAddress) -> None:
+        self.kernels_stopping = [kernel for kernel in self.kernels_stopping if kernel != address]
+        self._report_closed()
+
     def receiveMsg_KernelStopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
         self.send(sender, ActorExitRequest())
         if msg.pid is not None:
             self.send(self.edge, KernelProcessEnded(self.notebook_id, msg.pid))
+        self._kernel_gone(sender)
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+        self._kernel_gone(msg.childAddress)
         if self.kernel is not None and msg.childAddress == self.kernel:
             self.kernel = None
             self.kernel_state = KernelState.DEAD
@@ -970,6 +1161,7 @@ class Room(NbActor):
         if key is not None and key in self.applied:
             self._answer_execution(origin, self.applied[key]["execution_id"], req.wait_secs)
             return
+        self._refuse_while_closing("the cell was not run")
         cell = self.doc.cell(req.cell_id)
         if cell.cell_type != "code":
             raise NbstageError(
@@ -981,6 +1173,9 @@ class Room(NbActor):
         if is_new:
             self.doc.clear_outputs(cell.id)
             self.send(self.kernel, RunCode(record.execution_id, cell.source))
+            self._write_execution(
+                record.execution_id, orjson.dumps(executions.live_record(record, self.config.run))
+            )
         self._answer_execution(origin, record.execution_id, req.wait_secs)
 
     def _require_kernel(self) -> None:
@@ -999,18 +1194,36 @@ class Room(NbActor):
     def _answer_execution(self, origin: Origin, execution_id: str, wait_secs: float) -> None:
         record = self.book.get(execution_id)
         if record is None:
-            stored = persistence.read_execution(self.executions_dir, execution_id)
-            if stored is None:
-                raise NbstageError(
-                    ErrorCode.EXECUTION_NOT_FOUND, f"No execution {execution_id} in this notebook."
-                )
-            self.answer(origin, ExecutionReported(from_wire(ExecutionView, stored)))
+            where = self.executions_dir
+            self.offload(
+                StoredExecutionRead(execution_id, origin),
+                lambda: persistence.read_execution(where, execution_id),
+            )
         elif record.status.finished or wait_secs <= 0:
             self.answer(origin, ExecutionReported(record.report()))
         else:
             self.book.wait(execution_id, origin)
             wait = timedelta(seconds=min(wait_secs, MAX_WAIT_SECS))
             self.wakeupAfter(wait, payload=WaitExpired(execution_id, origin))
+
+    def _stored_execution_read(self, done: BlockingWorkDone) -> None:
+        execution_id, origin = done.token.execution_id, done.token.origin
+        cfg = self.config
+        found = executions.stored_execution(done.result if done.ok else None, cfg.run, cfg.earlier)
+        match found:
+            case executions.StoredView(view):
+                self.answer(origin, ExecutionReported(from_wire(ExecutionView, view)))
+            case executions.LostWithDaemon(at):
+                lost = executions.lost_message(execution_id, at)
+                self.fail(origin, NbstageError(ErrorCode.EXECUTION_LOST, lost))
+            case executions.NoRecord():
+                self.fail(
+                    origin,
+                    NbstageError(
+                        ErrorCode.EXECUTION_NOT_FOUND,
+                        f"No execution {execution_id} in this notebook.",
+                    ),
+                )
 
     def _get_execution(self, origin: Origin, req: GetExecution) -> None:
         self._answer_execution(origin, req.execution_id, req.wait_secs)
@@ -1020,6 +1233,8 @@ class Room(NbActor):
             self.kernel_state = KernelState.BUSY
 
     def receiveMsg_OutputsArrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
+        if self.closing is not None:
+            return
         record = self.book.add_outputs(msg.execution_id, msg.outputs, msg.replace)
         if record is not None:
             if msg.replace:
@@ -1060,17 +1275,19 @@ class Room(NbActor):
 
     def _store_execution(self, view: dict[str, Any]) -> None:
         self.finished_count += 1
-        record = orjson.dumps(view)
-        where = self.executions_dir
         keep = None
         if self.finished_count % persistence.PRUNE_EVERY == 0:
             keep = self.config.settings.execution_retention
-        execution_id = view["execution_id"]
+        self._write_execution(view["execution_id"], orjson.dumps(view), keep)
+
+    def _write_execution(self, execution_id: str, record: bytes, keep: int | None = None) -> None:
+        """The live record and the finished one share a lane, so the finished one lands last."""
+        where = self.executions_dir
 
         def write() -> None:
             persistence.record_execution(where, execution_id, record, keep)
 
-        self.offload(ExecutionRecorded(execution_id), write)
+        self.offload(ExecutionRecorded(execution_id), write, f"execution:{execution_id}")
 
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
         if not done.ok:
@@ -1109,7 +1326,7 @@ class Room(NbActor):
             self.send(self.kernel, RestartKernelNow(origin))
             return
         if self.kernel is not None:
-            self.send(self.kernel, ShutdownKernel())
+            self._stop_kernel_actor()
             self.kernel = None
         self._carry_out(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
 
@@ -1130,3 +1347,9 @@ class Room(NbActor):
         for origin in self.pending_restart:
             self.answer(origin, RestartCompleted(self.kernel_pid))
         self.pending_restart = []
+
+
+def _closing_error(outcome: str) -> NbstageError:
+    return NbstageError(
+        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
-from nbstage.actors import reconcile, sessions
+from nbstage.actors import reconcile, sessions, stale_reads
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
     DaemonFailure,
@@ -40,6 +41,7 @@ from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameTooLarge
 from nbstage.protocol.mcp import text_content, tool_error, tool_result
 from nbstage.protocol.replies import (
     DaemonIdentity,
@@ -130,6 +132,10 @@ class SessionManager(NbActor):
         self.before_link: list[ToolCallRequested] = []
         """Calls held until the link answers: the first link while a daemon starts, or
         any new link until its identity shows which daemon it reached."""
+        self.snapshot = stale_reads.Snapshot()
+        self.rereads: dict[str, Any] = {}
+        """call_id → a fresh handler for a projection read, replayed on the snapshot if
+        the link goes down while the call waits on the daemon."""
 
     # --- start and the daemon link --------------------------------------------------------
 
@@ -304,7 +310,11 @@ class SessionManager(NbActor):
         if self.link is None:
             resume(DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, _UNREACHABLE))
             return
-        request_id = self.link.send(request)
+        try:
+            request_id = self.link.send(request)
+        except FrameTooLarge as exc:
+            resume(DaemonFailure(ErrorCode.BAD_REQUEST, _too_large_to_send(exc.size)))
+            return
         self.waiting[request_id] = (reply_type(request), resume)
         if call_id is not None:
             self.call_of[request_id] = call_id
@@ -345,7 +355,7 @@ class SessionManager(NbActor):
             case "disconnect_notebook":
                 self._decide(sessions.DisconnectRequested(msg.call_id, args.notebook_id))
             case "list_active_notebooks":
-                self._run(msg.call_id, list_active_notebooks(self._context(msg), args))
+                self._projection_read(msg.call_id, list_active_notebooks, self._context(msg), args)
             case _:
                 self._session_tool(msg, spec, args)
 
@@ -380,6 +390,9 @@ class SessionManager(NbActor):
             message = sessions.no_session_message(self.state.drop, rejoining)
             self._finish(msg.call_id, tool_error(message))
             return
+        if spec.access is tools.Access.PROJECTION_READ:
+            self._projection_read(msg.call_id, SESSION_TOOLS[msg.name], self._context(msg), args)
+            return
         if self.link is None:
             message = (
                 f"The notebook daemon is unreachable, so {DEGRADED[spec.access]} right now. "
@@ -388,6 +401,14 @@ class SessionManager(NbActor):
             self._finish(msg.call_id, tool_error(message))
             return
         self._run(msg.call_id, SESSION_TOOLS[msg.name](self._context(msg), args))
+
+    def _projection_read(self, call_id: str, tool: Any, ctx: ToolContext, args: Any) -> None:
+        """A read the snapshot may answer, marked stale, while the daemon link is down."""
+        if self.link is None:
+            self._finish(call_id, stale_reads.stale_answer(self.snapshot, tool(ctx, args)))
+            return
+        self.rereads[call_id] = lambda: tool(ctx, args)
+        self._run(call_id, tool(ctx, args))
 
     def _context(self, msg: ToolCallRequested) -> ToolContext:
         active = self.state.active
@@ -399,15 +420,21 @@ class SessionManager(NbActor):
             parked_ids=tuple(s.notebook_id for s in self.state.parked),
         )
 
-    def _run(self, call_id: str, handler: Any, reply: Any = None) -> None:
+    def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
         """Advance a handler until it waits on the daemon or finishes."""
-        self._observe(reply)
+        self._observe(reply, asked)
         if call_id not in self.calls:
             self.notices.pop(call_id, None)
+            self.rereads.pop(call_id, None)
             handler.close()
             return
+        failed = isinstance(reply, DaemonFailure)
+        reread = self.rereads.get(call_id)
+        if failed and reply.code == ErrorCode.DAEMON_UNREACHABLE and reread is not None:
+            handler.close()
+            self._finish(call_id, stale_reads.stale_answer(self.snapshot, reread()))
+            return
         try:
-            failed = isinstance(reply, DaemonFailure)
             request = handler.throw(reply) if failed else handler.send(reply)
         except StopIteration as done:
             self._finish(call_id, done.value)
@@ -419,11 +446,14 @@ class SessionManager(NbActor):
             log.exception("tool %s failed", self.calls.get(call_id))
             self._finish(call_id, tool_error("Internal error in nbstage; see its logs."))
             return
-        self._daemon(request, lambda answer: self._run(call_id, handler, answer), call_id)
+        self._daemon(request, lambda answer: self._run(call_id, handler, answer, request), call_id)
 
-    def _observe(self, reply: object) -> None:
+    def _observe(self, reply: object, asked: object) -> None:
         """A save the daemon confirmed moves the session's best target and the supervisor's
-        restart target, also when its call was cancelled meanwhile."""
+        restart target, also when its call was cancelled meanwhile. Every answer feeds the
+        snapshot that reads are served from while the link is down."""
+        if asked is not None and not isinstance(reply, DaemonFailure):
+            self.snapshot = stale_reads.record(self.snapshot, asked, reply, time.time())
         if isinstance(reply, NotebookSaved):
             self._decide(sessions.SessionSaved(reply.notebook_id, reply.path))
             self._target_changed(TargetChange.SAVED, reply.notebook_id, reply.path)
@@ -433,6 +463,7 @@ class SessionManager(NbActor):
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
         self.calls.pop(call_id, None)
+        self.rereads.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
         lines = self.notices.pop(call_id, None)
         if lines:
@@ -441,6 +472,7 @@ class SessionManager(NbActor):
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.calls.pop(msg.call_id, None)
+        self.rereads.pop(msg.call_id, None)
         self.notices.pop(msg.call_id, None)
         self.before_link = [held for held in self.before_link if held.call_id != msg.call_id]
 
@@ -449,6 +481,9 @@ class SessionManager(NbActor):
     def _decide(self, event: object) -> None:
         before = (self.state.active, self.state.parked)
         self.state, actions = sessions.decide(self.state, event)
+        if (self.state.active, self.state.parked) != before:
+            held = {s.notebook_id for s in (self.state.active, *self.state.parked) if s}
+            self.snapshot = stale_reads.keep_only(self.snapshot, held)
         if (self.state.active, self.state.parked) != before and self.watch is not None:
             self.send(self.watch, ClientInfoChanged(self._client_info()))
         if self.state.active != before[0]:
@@ -567,3 +602,11 @@ _UNREACHABLE = (
     "The notebook daemon is unreachable right now; nbstage is reconnecting and will "
     "rejoin your notebook. Try again in a moment."
 )
+
+
+def _too_large_to_send(size: int) -> str:
+    return (
+        f"The request is {size:,} bytes, over the daemon's "
+        f"{MAX_FRAME_BYTES // (1024 * 1024)} MiB limit for one frame, so it was not sent. "
+        "Send less at once, for example a long source split over several cells."
+    )

@@ -4,13 +4,15 @@ Each nbstage process runs its actors together on ``simpleSystemBase``, which
 delivers messages in the thread that calls into it. nbstage drives it from the
 process's asyncio loop (``entrypoints/actor_host.py``). thespian's public API is
 made for a caller that blocks in ``ask()`` or ``listen()``; a loop must never
-block, so three small things come from the base's private side:
+block, so four small things come from the base's private side:
 
 1. an edge address whose mail the loop collects without waiting: a private
    context's receive queue;
 2. running every delivery that is due, timers included, and returning at once;
 3. how long until the next ``wakeupAfter`` timer is due, so the loop can call
-   back exactly then instead of polling.
+   back exactly then instead of polling;
+4. which actors still run, so a stopping process can tell that its actors ended
+   themselves before the system is shut down under them.
 
 And one repair: the base keeps pending timers in a list that it scans on every
 delivery, and timers cannot be cancelled, so a daemon with many waits pending (each
@@ -110,6 +112,19 @@ class InProcessSystem:
         if due is None:
             return None
         return max(0.0, due.view(currentTime()).remainingSeconds())
+
+    def live_actors(self) -> list[str]:
+        """The class names of the actors still running, thespian's own stand-ins left out."""
+        own = (
+            simpleSystemBase.BadActor,
+            simpleSystemBase.External,
+            simpleSystemBase.ExternalPrivate,
+        )
+        return sorted(
+            type(ref.instance).__name__
+            for ref in self._base.actorRegistry.values()
+            if ref is not None and ref.instance is not None and not isinstance(ref.instance, own)
+        )
 
     def shutdown(self) -> None:
         self.system.shutdown()

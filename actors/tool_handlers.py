@@ -9,12 +9,14 @@ its table of pending replies, so a long ``execute_cell`` wait never blocks a
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nbstage.actors.daemon_link import DaemonFailure
 from nbstage.actors.rendering import (
     render_cell,
     render_cells_json,
@@ -23,6 +25,7 @@ from nbstage.actors.rendering import (
 )
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
+from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.mcp import text_content, tool_result
 from nbstage.protocol.replies import ExecutionView
 from nbstage.protocol.requests import (
@@ -84,19 +87,63 @@ def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
         reply = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
         text = render_cells_summary(reply.cells, reply.total)
         return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
-    reply = yield GetCells(
-        ctx.notebook_id, CellsFormat.JSON, args.start, args.count, args.include_outputs
-    )
+    shown, total = yield from _cells_in_pages(ctx, args)
     if args.format is tools.AllCellsFormat.JSON:
-        content, structured = render_cells_json(reply.cells, reply.total)
+        content, structured = render_cells_json(shown, total)
         return tool_result(structured, content=content)
     content: list[dict[str, Any]] = []
     cells = []
-    for raw in reply.cells:
+    for raw in shown:
         cell_content, cell = render_cell({"cell_id": raw["id"], **raw})
         content += cell_content
         cells.append(cell)
-    return tool_result({"cells": cells, "total": reply.total}, content=content)
+    return tool_result({"cells": cells, "total": total}, content=content)
+
+
+def _cells_in_pages(
+    ctx: ToolContext, args: tools.GetAllCellsArgs
+) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
+    """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's
+    frame limit are fetched again in pages, halved until each fits; a single cell that
+    does not fit on its own fails with ``result_too_large``."""
+    try:
+        reply = yield GetCells(
+            ctx.notebook_id, CellsFormat.JSON, args.start, args.count, args.include_outputs
+        )
+        return reply.cells, reply.total
+    except DaemonFailure as exc:
+        if exc.code != ErrorCode.RESULT_TOO_LARGE:
+            raise
+    summary = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
+    wanted = len(summary.cells)
+    cells: list[dict[str, Any]] = []
+    page = max(1, wanted // 2)
+    while len(cells) < wanted:
+        count = min(page, wanted - len(cells))
+        try:
+            reply = yield GetCells(
+                ctx.notebook_id,
+                CellsFormat.JSON,
+                args.start + len(cells),
+                count,
+                args.include_outputs,
+            )
+        except DaemonFailure as exc:
+            if exc.code != ErrorCode.RESULT_TOO_LARGE:
+                raise
+            if count == 1:
+                raise DaemonFailure(
+                    exc.code,
+                    f"Cell {args.start + len(cells)} alone is over the daemon's frame limit, so "
+                    "it cannot be sent whole. Ask with include_outputs=false, or read its "
+                    "outputs from the kernel.",
+                ) from None
+            page = max(1, count // 2)
+            continue
+        if not reply.cells:
+            break
+        cells += reply.cells
+    return cells, summary.total
 
 
 def create_cell(ctx: ToolContext, args: tools.CreateCellArgs) -> Handler:
@@ -194,10 +241,15 @@ def restart_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
 
 
 def save_notebook(ctx: ToolContext, args: tools.SaveArgs) -> Handler:
-    path = absolute(args.path, ctx.cwd) if args.path else None
-    reply = yield SaveNotebook(ctx.notebook_id, path, ctx.key)
-    structured = {"notebook_id": reply.notebook_id, "path": reply.path}
-    return tool_result(structured, text=f"Saved to {reply.path}.")
+    """The path goes to the daemon joined to the working dir but with its links unresolved:
+    the daemon resolves them once and checks both the path and its target."""
+    path = os.path.join(ctx.cwd, os.path.expanduser(args.path)) if args.path else None
+    reply = yield SaveNotebook(ctx.notebook_id, path, ctx.key, args.overwrite)
+    structured = {"notebook_id": reply.notebook_id, "path": reply.path, "working_dir": ctx.cwd}
+    text = f"Saved to {reply.path}."
+    if args.path and not os.path.isabs(os.path.expanduser(args.path)):
+        text += f" (A relative path is taken from the working directory, {ctx.cwd}.)"
+    return tool_result(structured, text=text)
 
 
 def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:

@@ -37,6 +37,7 @@ from nbstage.protocol.watching import (
     DaemonVersionChanged,
     DaemonWentAway,
     StartWatch,
+    bounded_client,
 )
 
 log = logging.getLogger("nbstage.watch")
@@ -66,7 +67,7 @@ class WatchLoop(NbActor):
     def _connect(self) -> None:
         self.link = DaemonLink(self._tell_edge, self.config.socket_path, self.myAddress)
         self.last_beat = time.monotonic()
-        self.link.send(Watch(self.config.client))
+        self.link.send(Watch(bounded_client(self.config.client)))
 
     def _tell_edge(self, message: object) -> None:
         self.send(self.config.edge, message)
@@ -74,7 +75,7 @@ class WatchLoop(NbActor):
     def receiveMsg_ClientInfoChanged(self, msg: ClientInfoChanged, sender: ActorAddress) -> None:
         self.config = replace(self.config, client=msg.client)
         if self.link is not None:
-            self.link.send(Watch(msg.client))
+            self.link.send(Watch(bounded_client(msg.client)))
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)

@@ -62,6 +62,9 @@ class ActorHost:
         self._queued.append((address, message))
         self._run()
 
+    def live_actors(self) -> list[str]:
+        return self._system.live_actors()
+
     def close(self) -> None:
         self._closed = True
         if self._timer is not None:

@@ -22,8 +22,10 @@ from typing import Any
 
 import orjson
 import psutil
+from thespian.actors import ActorExitRequest
 
 from nbstage.actors.kernel_files import sweep_kernel_dir
+from nbstage.entrypoints import alive_stamp
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
 from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.ownership import Untrusted, check_peer
@@ -42,8 +44,10 @@ from nbstage.protocol.edge import (
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import (
+    MAX_FRAME_BYTES,
     WIRE_VERSION,
     FrameError,
+    FrameTooLarge,
     encode_frame,
     encode_result_frame,
     read_frame,
@@ -75,8 +79,16 @@ from nbstage.protocol.requests import (
     Watch,
     decode_request,
 )
-from nbstage.protocol.rooms import DaemonStarted, DaemonStopped, StartDaemon, StopDaemon
+from nbstage.protocol.rooms import (
+    DaemonRun,
+    DaemonStarted,
+    DaemonStopped,
+    EarlierDaemon,
+    StartDaemon,
+    StopDaemon,
+)
 from nbstage.protocol.settings import Settings
+from nbstage.protocol.watching import bounded_client
 
 log = logging.getLogger("nbstage.edge")
 
@@ -97,7 +109,11 @@ class Connection:
     peers: set[tuple[str, str]] = field(default_factory=set)
 
     def send(self, payload: dict[str, Any]) -> None:
-        self.send_raw(encode_frame({"v": WIRE_VERSION, **payload}))
+        try:
+            frame = encode_frame({"v": WIRE_VERSION, **payload})
+        except FrameTooLarge as exc:
+            frame = too_large_frame(payload.get("id"), exc.size)
+        self.send_raw(frame)
 
     def send_raw(self, frame: bytes) -> None:
         if not self.writer.is_closing():
@@ -129,7 +145,8 @@ class Edge:
         self.loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stop_requested.set)
-        await self._start_actors()
+        earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
+        await self._start_actors(earlier)
         server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
         os.chmod(self.paths.socket, 0o600)
         self._socket_identity = _identity_of(self.paths.socket)
@@ -142,6 +159,7 @@ class Edge:
         heartbeat.cancel()
         home.cancel()
         await self._stop_actors()
+        await asyncio.to_thread(alive_stamp.touch, self.paths.root)
         for conn in list(self.connections.values()):
             conn.writer.close()
         for task in list(self._serving):
@@ -150,14 +168,20 @@ class Edge:
         if _identity_of(self.paths.socket) == self._socket_identity:
             self.paths.socket.unlink()
 
-    async def _start_actors(self) -> None:
+    @property
+    def _run(self) -> DaemonRun:
+        return DaemonRun(self.identity.pid, self.identity.started_at)
+
+    async def _start_actors(self, earlier: EarlierDaemon | None) -> None:
         from nbstage.actors.daemon import Daemon
 
         os.environ[EDGE_PID_ENV] = str(os.getpid())
         self._host = ActorHost(self._on_actor_message)
         self._offload = OffloadRunner(self._host.tell)
         self._daemon_actor = self._host.create(Daemon)
-        start = StartDaemon(str(self.paths.root), str(self.paths.kernel_dir), self.settings)
+        start = StartDaemon(
+            str(self.paths.root), str(self.paths.kernel_dir), self.settings, self._run, earlier
+        )
         self._host.tell(self._daemon_actor, start)
         await asyncio.wait_for(self._started.wait(), ACTOR_START_TIMEOUT)
 
@@ -168,13 +192,22 @@ class Edge:
         except TimeoutError:
             log.error("rooms did not close within %.0fs; stopping anyway", STOP_TIMEOUT)
         await self._offload.drain()
+        leftover = [name for name in self._host.live_actors() if name != "Daemon"]
+        if leftover:
+            log.warning("killing leftover actors: %s", ", ".join(leftover))
+        self._host.tell(self._daemon_actor, ActorExitRequest())
         self._host.close()
         await asyncio.to_thread(self._kill_leftovers)
         await asyncio.to_thread(sweep_kernel_dir, self.paths.kernel_dir)
 
     def _kill_leftovers(self) -> None:
-        """Last resort: SIGKILL any recorded kernel process still alive."""
+        """Last resort: SIGKILL any recorded kernel process still alive. A stop that went
+        well finds none: each kernel's actor reported its process ended before its room
+        closed."""
         for pid, (notebook_id, created) in self.pids.items():
+            log.warning(
+                "leftover kernel of %s (pid %d): no actor reported it ended", notebook_id, pid
+            )
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
                 if abs(proc.create_time() - created) < 1.0:
@@ -243,7 +276,12 @@ class Edge:
             else:
                 self._leave(origin.conn, *joined)
         if conn is not None:
-            frame = encode_result_frame(origin.request_id, answered.result_json, answered.notices)
+            try:
+                frame = encode_result_frame(
+                    origin.request_id, answered.result_json, answered.notices
+                )
+            except FrameTooLarge as exc:
+                frame = too_large_frame(origin.request_id, exc.size)
             conn.send_raw(frame)
 
     def _reply(self, origin: Origin, frame: dict[str, Any]) -> None:
@@ -273,6 +311,7 @@ class Edge:
     async def _heartbeat(self) -> None:
         while True:
             self._broadcast({"type": "heartbeat", **to_wire(Heartbeat(self.identity))})
+            await asyncio.to_thread(alive_stamp.touch, self.paths.root)
             await asyncio.sleep(self.settings.heartbeat_secs)
 
     # --- client connections ---------------------------------------------------------------
@@ -337,7 +376,7 @@ class Edge:
                 conn.send(_result_frame(request_id, self.identity))
             case Watch(client):
                 conn.watch_id = request_id
-                conn.client = client
+                conn.client = bounded_client(client)
                 beat = Heartbeat(self.identity)
                 conn.send({"id": request_id, "type": "heartbeat", **to_wire(beat)})
             case ListClients():
@@ -393,6 +432,21 @@ def _error_frame(
     if notices:
         frame["notices"] = list(notices)
     return frame
+
+
+def too_large_frame(request_id: Any, size: int) -> bytes:
+    """The small ``result_too_large`` error sent instead of a reply over the frame limit."""
+    log.warning("a reply of %d bytes is over the frame limit; sent result_too_large", size)
+    message = (
+        f"The reply is {size:,} bytes, over the {MAX_FRAME_BYTES // (1024 * 1024)} MiB limit "
+        "of one frame, so it was not sent. Ask for less: page with start and count, or "
+        "leave outputs out."
+    )
+    frame = _error_frame(request_id, ErrorCode.RESULT_TOO_LARGE, message)
+    try:
+        return encode_frame({"v": WIRE_VERSION, **frame})
+    except FrameTooLarge:
+        return encode_frame({"v": WIRE_VERSION, **frame, "id": None})
 
 
 def _result_frame(request_id: Any, reply: object) -> dict[str, Any]:

@@ -23,10 +23,18 @@ class FrameError(Exception):
     """The peer sent something that is not a valid frame; the connection must close."""
 
 
+class FrameTooLarge(FrameError):
+    """A frame to send would exceed the limit; nothing was sent."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+        self.size = size
+
+
 def encode_frame(payload: dict[str, Any]) -> bytes:
     body = orjson.dumps(payload)
     if len(body) > MAX_FRAME_BYTES:
-        raise FrameError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+        raise FrameTooLarge(len(body))
     return _HEADER.pack(len(body)) + body
 
 
@@ -45,7 +53,7 @@ def encode_result_frame(
         )
     )
     if len(body) > MAX_FRAME_BYTES:
-        raise FrameError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+        raise FrameTooLarge(len(body))
     return _HEADER.pack(len(body)) + body
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.paths import check_paths
 
 REQUEST_TYPES: dict[str, type] = {}
 WIRE_NAMES: dict[type, str] = {}
@@ -38,7 +39,7 @@ def decode_request(frame: dict[str, Any]) -> object:
             ErrorCode.UNKNOWN_REQUEST, f"unknown request type {frame['type']!r}; known: {known}"
         )
     fields = {k: v for k, v in frame.items() if k not in ("v", "type", "id")}
-    return from_wire(cls, fields)
+    return check_paths(from_wire(cls, fields))
 
 
 # --- daemon-level requests -------------------------------------------------------------
@@ -163,6 +164,8 @@ class SaveNotebook:
     path: str | None = None
     key: str | None = None
     """Idempotency key: a repeat answers the first save's result and writes nothing."""
+    overwrite: bool = False
+    """Replace an existing notebook that is not this room's file (never a non-notebook)."""
 
 
 @wire_request("get_cell")

@@ -61,6 +61,9 @@ class SaveFinished:
     purpose: SavePurpose
     origin: Origin | None
     """The request to answer, for a save someone asked for."""
+    journal_seq: int = 0
+    """The room's last journal record when the snapshot was taken: once the save is
+    durable, the records up to it are truncated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +122,43 @@ class ExecutionRecorded:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredExecutionRead:
+    """Offload token: the record of an execution this room's book does not hold was read."""
+
+    execution_id: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class KernelspecsRead:
     """Offload token: the installed kernelspecs were read, to choose the notebook's kernel."""
 
     restart: Origin | None = None
     """A restart_kernel that asked to choose again; None for the choice at the room's start."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalAppended:
+    """Offload token: a mutation's journal record is durable, so its answer can go."""
+
+    seq: int
+    origin: Origin
+    reply: object
+    """The mutation's answer, held until the record is written."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRead:
+    """Offload token: the room's journal records, read at its start to restore them."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalTruncated:
+    """Offload token: records up to ``upto`` were deleted after a durable save."""
+
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class JournalClosed:
+    """Offload token: the room's journal connection was closed at its close."""

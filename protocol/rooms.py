@@ -23,12 +23,31 @@ class RoomSource(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class DaemonRun:
+    """One daemon incarnation, as its execution records name it."""
+
+    pid: int
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierDaemon:
+    """The incarnation that ran on this state dir before this one, and when it was last
+    seen alive (its final heartbeat, or its stop)."""
+
+    run: DaemonRun
+    last_alive: float
+
+
+@dataclass(frozen=True, slots=True)
 class StartDaemon:
     """The edge's first message to the Daemon actor; its sender is the edge's reply address."""
 
     state_dir: str
     kernel_dir: str
     settings: Settings
+    run: DaemonRun = DaemonRun(0, 0.0)
+    earlier: EarlierDaemon | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +88,8 @@ class StartRoom:
     """An UNTITLED room's document as the registry held it, read by the Daemon in the same
     mailbox step that admitted the attach, so a record removed meanwhile cannot leave the
     room empty (SPEC §14 check_and_load_atomic)."""
+    run: DaemonRun = DaemonRun(0, 0.0)
+    earlier: EarlierDaemon | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.paths import check_paths
 
 
 class Access(StrEnum):
@@ -58,7 +59,16 @@ class CreateArgs:
 
 @dataclass(frozen=True, slots=True)
 class SaveArgs:
-    path: str | None = arg("Where to save; required for a notebook that has no file yet.", None)
+    path: str | None = arg(
+        "Where to save; required for a notebook that has no file yet. A relative path is "
+        "taken from the server's working directory.",
+        None,
+    )
+    overwrite: bool = arg(
+        "Replace an existing notebook at path that is not this one's file. A file that is "
+        "not a notebook is never replaced.",
+        False,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +189,7 @@ class ToolSpec:
                 f"unknown argument {unknown[0]!r} for {self.name}; "
                 f"it takes {', '.join(sorted(known)) or 'no arguments'}",
             )
-        return from_wire(self.args, arguments)
+        return check_paths(from_wire(self.args, arguments))
 
     def to_mcp(self) -> dict[str, Any]:
         return {
@@ -285,7 +295,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Get a cell",
         "One cell's source and outputs.",
         GetCellArgs,
-        A.DOCUMENT_READ,
+        A.PROJECTION_READ,
         read_only=True,
         idempotent=True,
     ),
@@ -294,7 +304,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Get all cells",
         "The notebook's cells: a one-line summary each, or whole cells as json/rich.",
         GetAllCellsArgs,
-        A.DOCUMENT_READ,
+        A.PROJECTION_READ,
         read_only=True,
         idempotent=True,
     ),

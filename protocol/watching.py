@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+CLIENT_MAX_DEPTH = 6
+CLIENT_MAX_ITEMS = 200
+CLIENT_MAX_TEXT = 1024
+CLIENT_MAX_BYTES = 64 * 1024
+TOO_DEEP = "<nested too deep>"
+
 
 @dataclass(frozen=True, slots=True)
 class StartWatch:
@@ -37,3 +45,36 @@ class DaemonWentAway:
 class DaemonVersionChanged:
     from_version: str
     to_version: str
+
+
+def bounded_client(client: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A watcher's description as the daemon keeps it: at most ``CLIENT_MAX_DEPTH`` levels,
+    ``CLIENT_MAX_ITEMS`` entries per level, ``CLIENT_MAX_TEXT`` characters per string and
+    ``CLIENT_MAX_BYTES`` in all; deeper parts become ``TOO_DEEP``. A description still too
+    large keeps its label alone."""
+    if client is None:
+        return None
+    kept = _bounded(client, CLIENT_MAX_DEPTH)
+    size = len(orjson.dumps(kept))
+    if size <= CLIENT_MAX_BYTES:
+        return kept
+    label = kept.get("label")
+    return {
+        "label": label if isinstance(label, str) else None,
+        "dropped": f"the description was {size:,} bytes, over {CLIENT_MAX_BYTES:,}",
+    }
+
+
+def _bounded(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        if depth == 0:
+            return TOO_DEEP
+        items = list(value.items())[:CLIENT_MAX_ITEMS]
+        return {str(k)[:CLIENT_MAX_TEXT]: _bounded(v, depth - 1) for k, v in items}
+    if isinstance(value, list):
+        if depth == 0:
+            return TOO_DEEP
+        return [_bounded(v, depth - 1) for v in value[:CLIENT_MAX_ITEMS]]
+    if isinstance(value, str):
+        return value[:CLIENT_MAX_TEXT]
+    return value

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 
 import psutil
 import pytest
 
-from tests.support import RunningDaemon, processes_of_daemon, run_cli, wait_until
+from nbstage.entrypoints.daemon_client import DaemonError
+from tests.support import (
+    RunningDaemon,
+    pid_gone,
+    processes_of_daemon,
+    run_cell,
+    run_cli,
+    start_daemon,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -53,3 +63,55 @@ def test_status_without_a_daemon_says_so_and_exits_one(state_dir) -> None:
     result = run_cli("daemon", "status", state_dir=state_dir)
     assert result.returncode == 1
     assert "not running" in result.stderr
+
+
+def test_a_graceful_stop_ends_its_actors_and_kernels_itself(daemon: RunningDaemon) -> None:
+    with daemon.client() as client:
+        busy = client.request("create", ephemeral=False)["notebook_id"]
+        cell = client.request("create_cell", notebook_id=busy, source="import time\ntime.sleep(60)")
+        running = client.request("execute", notebook_id=busy, cell_id=cell["cell_id"])
+        idle = client.request("create")["notebook_id"]
+        assert run_cell(client, idle, "1+1")["status"] == "done"
+
+        def sleeping() -> bool:
+            execution_id = running["execution"]["execution_id"]
+            seen = client.request("get_execution", notebook_id=busy, execution_id=execution_id)
+            return seen["execution"]["status"] == "running"
+
+        wait_until(sleeping, 30, "the busy kernel to run its cell")
+    daemon.stop()
+    wait_until(lambda: not processes_of_daemon(daemon.pid), 10, "every daemon process to exit")
+    log_text = (daemon.paths.logs / "daemon.log").read_text()
+    assert "daemon stopping" in log_text
+    assert "leftover" not in log_text, "the last resort ran on a graceful stop"
+
+
+def test_an_execution_lost_with_a_killed_daemon_says_so_and_what_to_do(
+    daemon: RunningDaemon,
+) -> None:
+    with daemon.client() as client:
+        notebook_id = client.request("create", ephemeral=False)["notebook_id"]
+        cell = client.request(
+            "create_cell", notebook_id=notebook_id, source="import time\ntime.sleep(60)"
+        )
+        answer = client.request("execute", notebook_id=notebook_id, cell_id=cell["cell_id"])
+    execution_id = answer["execution"]["execution_id"]
+    record = daemon.paths.executions / f"{execution_id}.json"
+    wait_until(record.exists, 10, "the record of the execution under way")
+    family = processes_of_daemon(daemon.pid)
+    killed_at = time.time()
+    daemon.kill()
+    wait_until(lambda: all(pid_gone(p.pid) for p in family), 10, "the killed daemon's processes")
+    daemon.pid = start_daemon(daemon.paths.root, daemon.env).pid
+
+    with daemon.client() as client:
+        client.request("attach", notebook_id=notebook_id)
+        with pytest.raises(DaemonError) as refused:
+            client.request("get_execution", notebook_id=notebook_id, execution_id=execution_id)
+    assert refused.value.code == "execution_lost"
+    seen = {time.strftime("%H:%M:%S", time.localtime(killed_at - back)) for back in (0, 1, 2, 3)}
+    message = refused.value.message
+    assert message in {
+        f"execution {execution_id} was lost when the daemon stopped at {at}; run the cell again"
+        for at in seen
+    }, message

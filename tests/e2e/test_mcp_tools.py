@@ -453,6 +453,7 @@ def test_agent_workflow_saves_disconnects_and_reconnects_by_path(
             assert await ok(client, "save_notebook", path="analysis.ipynb") == {
                 "notebook_id": nb,
                 "path": path,
+                "working_dir": str(tmp_path),
             }
             on_disk = nbformat.read(path, as_version=4)
             nbformat.validate(on_disk)

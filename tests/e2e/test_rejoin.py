@@ -26,11 +26,16 @@ EMPTY = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
 
 async def first_answer_after_recovery(client, within: float = 20.0):
-    """Call get_all_cells until the daemon link is back; return the first other answer."""
+    """Call get_all_cells until the daemon link is back; return the first other answer.
+
+    An answer served from the session's snapshot while the daemon is away (stale) is not
+    a recovery."""
     with anyio.fail_after(within):
         while True:
             result = await client.call_tool("get_all_cells", {})
-            if not result.is_error or "unreachable" not in texts_of(result)[-1]:
+            stale = (result.structured_content or {}).get("stale", False)
+            unreachable = result.is_error and "unreachable" in texts_of(result)[-1]
+            if not stale and not unreachable:
                 return result
             await anyio.sleep(0.05)
 

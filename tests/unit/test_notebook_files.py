@@ -245,7 +245,6 @@ def test_write_atomic_replaces_the_content(tmp_path):
 @pytest.mark.parametrize(
     ("existing_mode", "expected_mode"),
     [
-        pytest.param(None, 0o644, id="a new file gets 0644"),
         pytest.param(0o600, 0o600, id="a private file stays private"),
         pytest.param(0o640, 0o640, id="group read is kept"),
         pytest.param(0o755, 0o755, id="execute bits are kept"),
@@ -258,6 +257,24 @@ def test_write_atomic_keeps_permission_bits(tmp_path, existing_mode, expected_mo
         path.chmod(existing_mode)
     write_atomic(path, b"new")
     assert stat.S_IMODE(path.stat().st_mode) == expected_mode
+
+
+@pytest.mark.parametrize(
+    ("umask", "expected_mode"),
+    [
+        pytest.param(0o022, 0o644, id="umask 022 gives 0644"),
+        pytest.param(0o077, 0o600, id="umask 077 gives 0600"),
+        pytest.param(0o002, 0o664, id="umask 002 gives 0664"),
+    ],
+)
+def test_write_atomic_gives_a_new_file_the_umask_s_mode(tmp_path, umask, expected_mode):
+    before = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "a.ipynb", b"new")
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE((tmp_path / "a.ipynb").stat().st_mode) == expected_mode
+    assert leftovers(tmp_path) == []
 
 
 def test_write_atomic_fsyncs_the_file_and_then_the_directory(tmp_path, monkeypatch):

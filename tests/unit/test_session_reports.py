@@ -59,8 +59,14 @@ def test_a_save_reports_the_new_path_and_moves_the_session_there(
     child.connect("c1", notebook(tmp_path, "N"), "n1")
     saved_to = str(tmp_path / "saved.ipynb")
     child.call("s1", "save_notebook", path="saved.ipynb")
-    child.daemon.answer(child.daemon.only("save"), {"notebook_id": "N", "path": saved_to})
-    assert child.result("s1")["structuredContent"] == {"notebook_id": "N", "path": saved_to}
+    sent = child.daemon.only("save")
+    assert (sent["path"], sent["overwrite"]) == (saved_to, False)
+    child.daemon.answer(sent, {"notebook_id": "N", "path": saved_to})
+    assert child.result("s1")["structuredContent"] == {
+        "notebook_id": "N",
+        "path": saved_to,
+        "working_dir": str(tmp_path),
+    }
     assert reports(child)[-1] == RestartTargetChanged(TargetChange.SAVED, "N", saved_to)
     assert child.active_changes()[-1] == ("N", saved_to)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
-from thespian.actors import Actor, WakeupMessage
+from thespian.actors import Actor, ActorExitRequest, WakeupMessage
 from thespian.system import simpleSystemBase
 
 from nbstage.actors import thespian_tweaks
@@ -83,3 +83,12 @@ def test_pending_timers_live_in_a_heap_and_fire_in_due_order(system) -> None:
     system.run()
     assert system.collect() == ["ring", "ring", "ring"]
     assert system.seconds_to_next_timer() > 3000
+
+
+def test_the_actors_still_running_are_known_until_they_exit(system) -> None:
+    assert system.live_actors() == []
+    first, _ = system.create(Echoer), system.create(Echoer)
+    assert system.live_actors() == ["Echoer", "Echoer"]
+    system.post(first, ActorExitRequest())
+    system.run()
+    assert system.live_actors() == ["Echoer"]

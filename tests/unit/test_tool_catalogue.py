@@ -20,7 +20,7 @@ SPEC_TOOLS = {
     "list_active_notebooks": set(),
     "connect_notebook": {"path", "notebook_id"},
     "create_notebook": {"runtime", "working_dir", "ephemeral"},
-    "save_notebook": {"path"},
+    "save_notebook": {"path", "overwrite"},
     "disconnect_notebook": {"notebook_id"},
     "get_cell": {"cell_id", "full_output"},
     "get_all_cells": {"format", "start", "count", "include_outputs"},

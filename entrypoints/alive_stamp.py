@@ -1,0 +1,39 @@
+"""``daemon.alive`` in the state dir: which daemon incarnation runs there, and when it was
+last seen alive (the file's mtime, touched at every heartbeat and once more at stop).
+
+A daemon reads the one it replaces before writing its own, so it can tell an execution
+lost with its predecessor, and when (``actors/executions.py`` ``stored_execution``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import orjson
+
+from nbstage.protocol.rooms import DaemonRun, EarlierDaemon
+
+ALIVE_FILE = "daemon.alive"
+
+
+def take_over(state_dir: Path, run: DaemonRun) -> EarlierDaemon | None:
+    """Blocking: the earlier incarnation's stamp, if there is one, then this one's."""
+    path = state_dir / ALIVE_FILE
+    earlier = None
+    with contextlib.suppress(OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        seen = orjson.loads(path.read_bytes())
+        earlier = EarlierDaemon(
+            DaemonRun(seen["pid"], seen["started_at"]), path.stat().st_mtime_ns / 1e9
+        )
+    temp = path.with_suffix(".tmp")
+    temp.write_bytes(orjson.dumps({"pid": run.pid, "started_at": run.started_at}))
+    os.replace(temp, path)
+    return earlier
+
+
+def touch(state_dir: Path) -> None:
+    """Blocking: this incarnation is alive now."""
+    with contextlib.suppress(OSError):
+        os.utime(state_dir / ALIVE_FILE)
