@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import KernelspecInfo
@@ -24,6 +26,8 @@ from nbstage.protocol.replies import CellSummary, CellView
 
 CELL_TYPES = ("code", "markdown", "raw")
 PREVIEW_CHARS = 120
+PATTERN_TIMEOUT_SECS = 0.5
+"""How long one replace_regex may search a cell: it runs in the Room's mailbox."""
 
 _VALID_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _LEADING_SPACE = re.compile(r"\s*")
@@ -254,9 +258,17 @@ class Document:
 
     def replace_regex(self, cell_id: str, pattern: str, content: str) -> Cell:
         """Replace the one match of ``pattern`` (re.MULTILINE); ``content`` is a template."""
-        regex = _compile(pattern)
+        compiled = _compile(pattern)
         cell = self.cell(cell_id)
-        found = list(regex.finditer(cell.source))
+        try:
+            found = list(compiled.finditer(cell.source, timeout=PATTERN_TIMEOUT_SECS))
+        except TimeoutError:
+            raise NbstageError(
+                ErrorCode.BAD_PATTERN,
+                f"The pattern took longer than {PATTERN_TIMEOUT_SECS} s on cell "
+                f"{_clip(cell_id)}, so nothing was replaced. Make it simpler (nested "
+                "repeats such as (a+)+ backtrack without end) or use replace_match.",
+            ) from None
         _require_one(len(found), cell_id, "pattern", "Make the pattern more specific")
         hit = found[0]
         replacement = _expand(hit, content)
@@ -397,20 +409,20 @@ def _require_one(count: int, cell_id: str, what: str, narrow: str) -> None:
         )
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> regex.Pattern:
     try:
-        return re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
+        return regex.compile(pattern, regex.MULTILINE)
+    except regex.error as exc:
         raise NbstageError(
             ErrorCode.BAD_PATTERN,
             f"The pattern is not a valid Python regular expression ({exc}). Fix it and retry.",
         ) from None
 
 
-def _expand(hit: re.Match[str], template: str) -> str:
+def _expand(hit: regex.Match, template: str) -> str:
     try:
         return hit.expand(template)
-    except (re.error, IndexError) as exc:
+    except (regex.error, IndexError) as exc:
         raise NbstageError(
             ErrorCode.BAD_PATTERN,
             f"The replacement content is not a valid template ({exc}). Refer to groups as "

@@ -250,3 +250,26 @@ def test_a_reply_over_the_frame_limit_becomes_result_too_large_and_mcp_pages(
             assert "was not sent" in texts_of(result)[0]
 
     run_bounded(body, budget=120)
+
+
+# --- §3 patterns ---------------------------------------------------------------------------
+
+
+def test_a_pathological_pattern_is_refused_and_the_notebook_stays_usable(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        async with mcp_client(daemon, MODE, cwd=tmp_path) as client:
+            await ok(client, "create_notebook")
+            made = await ok(client, "create_cell", source="a" * 40 + "b")
+            for pattern in (r"^(a+)+$", r"(a|a)+$"):
+                result = await client.call_tool(
+                    "replace_regex",
+                    {"cell_id": made["cell_id"], "pattern": pattern, "content": "x"},
+                )
+                assert result.is_error, texts_of(result)
+                assert result.structured_content["code"] in ("no_match", "bad_pattern")
+            cell = await ok(client, "get_cell", cell_id=made["cell_id"])
+            assert cell["cell"]["source"] == "a" * 40 + "b"
+
+    run_bounded(body, budget=60)

@@ -379,6 +379,27 @@ def test_replace_regex_refuses_and_leaves_the_source(pattern, content, error, ph
     assert doc.revision == 0
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param(r"^(a+)+$", id="nested repeats, which the regex engine cuts short"),
+        pytest.param(r"(a|a)+$", id="overlapping alternation, which needs the time limit"),
+    ],
+)
+def test_replace_regex_on_a_pathological_pattern_answers_within_its_limit(pattern):
+    doc = doc_with(code("a", "a" * 40 + "b"))
+    with pytest.raises(NbstageError) as refused:
+        doc.replace_regex("a", pattern, "x")
+    assert refused.value.code in (ErrorCode.NO_MATCH, ErrorCode.BAD_PATTERN)
+    assert doc.cells[0].source == "a" * 40 + "b"
+
+
+def test_replace_regex_that_runs_out_of_time_says_so():
+    doc = doc_with(code("a", "a" * 40 + "b"))
+    with raises(ErrorCode.BAD_PATTERN, "took longer than"):
+        doc.replace_regex("a", r"(a|a)+$", "x")
+
+
 # outputs
 
 
