@@ -78,3 +78,24 @@ def admit_attach(
         "persisted copy (ephemeral notebooks end with the daemon). "
         "Create a new one or open a path.",
     )
+
+
+def refuse_beyond_limits(
+    resident: int, started_by_connection: int, max_rooms: int, per_connection: int
+) -> Refuse | None:
+    """A new room is refused once the daemon holds ``max_rooms``, or once this
+    connection has started ``per_connection`` that are still resident."""
+    if resident >= max_rooms:
+        held = f"The daemon already holds {resident} notebooks, its limit (max_rooms)."
+    elif started_by_connection >= per_connection:
+        held = (
+            f"This client already opened {started_by_connection} notebooks, its limit "
+            "(max_rooms_per_connection)."
+        )
+    else:
+        return None
+    return Refuse(
+        ErrorCode.TOO_MANY_ROOMS,
+        f"{held} Disconnect from notebooks you no longer need, or ask the operator to "
+        "free some with `nbstage admin evict ID`.",
+    )

@@ -25,6 +25,7 @@ from nbstage.actors.admission import (
     StartNewRoom,
     admit_attach,
     admit_open,
+    refuse_beyond_limits,
 )
 from nbstage.actors.base import NbActor
 from nbstage.actors.create_keys import CreateKeys, JoinMade, WaitForFirst
@@ -122,6 +123,8 @@ class RoomEntry:
     """Admissions that arrived while the room was closing; replayed once it is gone or kept."""
     evicted_by: list[Origin] = field(default_factory=list)
     """Operators waiting for this room's eviction to finish."""
+    started_by: int | None = None
+    """The client connection whose create, open or attach started the room."""
 
     @property
     def reserved(self) -> bool:
@@ -417,10 +420,21 @@ class Daemon(NbActor):
             case JoinResident(notebook_id):
                 self._join(self.rooms[notebook_id], origin, peer_label, created=False)
             case StartNewRoom(notebook_id, source, path):
+                self._refuse_beyond_limits(origin)
                 entry = self._start_room(
                     notebook_id, source, path, ephemeral, kernelspec, working_dir, content
                 )
+                entry.started_by = origin.conn
                 self._join(entry, origin, peer_label, created=source is RoomSource.NEW)
+
+    def _refuse_beyond_limits(self, origin: Origin) -> None:
+        settings = self.config.settings
+        mine = sum(1 for entry in self.rooms.values() if entry.started_by == origin.conn)
+        refusal = refuse_beyond_limits(
+            len(self.rooms), mine, settings.max_rooms, settings.max_rooms_per_connection
+        )
+        if refusal is not None:
+            raise NbstageError(refusal.code, refusal.message)
 
     def _join(self, entry: RoomEntry, origin: Origin, peer_label: str, created: bool) -> None:
         entry.joins_sent += 1

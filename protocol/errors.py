@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     NO_MATCH = "no_match"
     AMBIGUOUS_MATCH = "ambiguous_match"
     BAD_PATTERN = "bad_pattern"
+    TOO_MANY_ROOMS = "too_many_rooms"
     NOT_A_PEER = "not_a_peer"
     SAVE_FAILED = "save_failed"
     NO_PATH = "no_path"

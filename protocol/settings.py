@@ -25,6 +25,10 @@ class Settings:
     (a stat); 0 leaves it to the check every save makes."""
     execution_retention: int = 1000
     """How many finished execution records executions/ keeps."""
+    max_rooms: int = 128
+    """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
+    max_rooms_per_connection: int = 48
+    """Resident rooms one client connection may have started."""
 
 
 _ENV_NAMES = {
@@ -37,6 +41,8 @@ _ENV_NAMES = {
     "autosave_max_delay_secs": "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS",
     "file_check_secs": "NBSTAGE_FILE_CHECK_SECS",
     "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
+    "max_rooms": "NBSTAGE_MAX_ROOMS",
+    "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
 }
 
 

@@ -25,7 +25,7 @@ import nbformat
 import orjson
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonError
+from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
 from nbstage.protocol.frames import MAX_FRAME_BYTES, recv_frame
 from nbstage.protocol.paths import PATH_MAX
 from tests.conftest import FAST_SETTINGS
@@ -273,3 +273,28 @@ def test_a_pathological_pattern_is_refused_and_the_notebook_stays_usable(
             assert cell["cell"]["source"] == "a" * 40 + "b"
 
     run_bounded(body, budget=60)
+
+
+# --- §3 resident rooms ---------------------------------------------------------------------
+
+
+def test_rooms_beyond_the_limits_are_refused_by_name(tmp_path: Path) -> None:
+    limits = {"NBSTAGE_MAX_ROOMS": "3", "NBSTAGE_MAX_ROOMS_PER_CONNECTION": "2"}
+    with (
+        daemon_running(tmp_path / "state", limits) as daemon,
+        DaemonClient(daemon.paths.socket) as first,
+        DaemonClient(daemon.paths.socket) as second,
+    ):
+        for _ in range(2):
+            first.request("create", runtime=None)
+        with pytest.raises(DaemonError) as mine:
+            first.request("create", runtime=None)
+        assert mine.value.code == "too_many_rooms"
+        assert "max_rooms_per_connection" in str(mine.value)
+        assert "nbstage admin evict" in str(mine.value)
+        second.request("create", runtime=None)
+        with pytest.raises(DaemonError) as full:
+            second.request("create", runtime=None)
+        assert full.value.code == "too_many_rooms"
+        assert "(max_rooms)" in str(full.value)
+        assert len(first.request("list_rooms")["rooms"]) == 3

@@ -11,6 +11,7 @@ from nbstage.actors.admission import (
     StartNewRoom,
     admit_attach,
     admit_open,
+    refuse_beyond_limits,
 )
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.rooms import RoomSource
@@ -204,3 +205,27 @@ def test_a_refused_open_points_at_creating_and_saving() -> None:
     assert isinstance(admission, Refuse)
     assert "create_notebook" in admission.message
     assert "save_notebook" in admission.message
+
+
+# --- limits on resident rooms ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("resident", "mine", "phrase"),
+    [
+        pytest.param(0, 0, None, id="an empty daemon admits"),
+        pytest.param(2, 1, None, id="below both limits admits"),
+        pytest.param(4, 0, "(max_rooms)", id="the daemon is full"),
+        pytest.param(5, 0, "(max_rooms)", id="beyond the daemon's limit"),
+        pytest.param(3, 2, "(max_rooms_per_connection)", id="this client is at its limit"),
+        pytest.param(4, 2, "(max_rooms)", id="both: the daemon's limit is named"),
+    ],
+)
+def test_refuse_beyond_limits(resident: int, mine: int, phrase: str | None) -> None:
+    refusal = refuse_beyond_limits(resident, mine, max_rooms=4, per_connection=2)
+    if phrase is None:
+        assert refusal is None
+        return
+    assert refusal.code is ErrorCode.TOO_MANY_ROOMS
+    assert phrase in refusal.message
+    assert "nbstage admin evict" in refusal.message
