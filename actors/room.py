@@ -1092,7 +1092,9 @@ class Room(NbActor):
         self.kernel_state = KernelState.NONE
         self.kernel_pid = None
         self.kernel_actor_pid = None
-        self._fail_live_executions(ExecutionStatus.ERROR, f"kernel stopped: {reason}")
+        self._fail_live_executions(
+            ExecutionStatus.ERROR, f"kernel stopped: {reason}; run the cell again"
+        )
         self._report_status()
 
     def _from_current_kernel(self, sender: ActorAddress) -> bool:

@@ -111,6 +111,8 @@ class SessionManager(NbActor):
         self.supervisor: ActorAddress | None = None
         self.link: DaemonLink | None = None
         self.baseline_version: str | None = None
+        self.next_result_lines: list[str] = []
+        """Lines for the next finished tool call, whichever it is (a lost kernel)."""
         self.requested_runtimes: dict[str, str] = {}
         """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
         self.state = SessionState()
@@ -465,7 +467,8 @@ class SessionManager(NbActor):
         self.calls.pop(call_id, None)
         self.rereads.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
-        lines = self.notices.pop(call_id, None)
+        lines = [*self.next_result_lines, *self.notices.pop(call_id, [])]
+        self.next_result_lines = []
         if lines:
             result = {**result, "content": [*map(text_content, lines), *result["content"]]}
         self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
@@ -504,6 +507,8 @@ class SessionManager(NbActor):
                     self._answer_session_call(call_id, result)
                 case sessions.Refuse(call_id, message):
                     self._finish(call_id, tool_error(message))
+                case sessions.TellNextResult(line):
+                    self.next_result_lines.append(line)
                 case sessions.RetryRecoveryLater(after):
                     self.wakeupAfter(timedelta(seconds=after), payload=RetryRecovery())
         if self.deferred and (self.state.active is not None or not self._rejoining()):

@@ -94,6 +94,9 @@ class SessionState:
     """What to rejoin after the daemon came back, until it works or proves impossible."""
     recovery_delay: float = FIRST_RECOVERY_DELAY
     """How long the next failed rejoin waits before it is tried again (doubling)."""
+    lost_kernel_of: str | None = None
+    """The notebook whose session a new daemon incarnation ended: its rejoin gets a new
+    kernel, and the agent is told so once."""
 
 
 # --- events -------------------------------------------------------------------------------
@@ -186,12 +189,19 @@ class Refuse:
 
 
 @dataclass(frozen=True, slots=True)
+class TellNextResult:
+    """A line for the next tool result, whichever tool it is."""
+
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
 class RetryRecoveryLater:
     after: float
     """Seconds: 0.2 after the first failed rejoin, doubling to 5 while they keep failing."""
 
 
-Action = Join | Leave | Answer | Refuse | RetryRecoveryLater
+Action = Join | Leave | Answer | Refuse | RetryRecoveryLater | TellNextResult
 
 
 def decide(state: SessionState, event: object) -> tuple[SessionState, list[Action]]:
@@ -277,12 +287,22 @@ def _install(
     while len(parked) > MAX_PARKED:
         evicted, parked = parked[0], parked[1:]
         actions.append(Leave(evicted.notebook_id, evicted.peer_id))
-    state = replace(state, active=new, parked=parked, drop=None, recovery=None)
+    if activation.background and state.lost_kernel_of == new.notebook_id:
+        actions.append(TellNextResult(kernel_lost_line(new)))
+    state = replace(state, active=new, parked=parked, drop=None, recovery=None, lost_kernel_of=None)
     result = _result(
         new, event.details, resumed=resumed_from is not None, switched_from=switched_from
     )
     actions += [Answer(w, result) for w in activation.waiters]
     return state, actions
+
+
+def kernel_lost_line(session: Session) -> str:
+    return (
+        f"[nbstage] The daemon restarted, so {session.path or session.notebook_id} was "
+        "reopened with a new kernel: variables from before are gone; run the cells you "
+        "need again."
+    )
 
 
 def _result(
@@ -381,11 +401,20 @@ def _incarnation_seen(
         state = _adopt(state, current)
     recovery = state.recovery or event.handoff_target
     active = state.active
+    lost_kernel_of = state.lost_kernel_of
     if active is not None and active.incarnation != current:
         recovery = event.handoff_target or _target_of(active)
+        lost_kernel_of = active.notebook_id
         active = None
     parked = tuple(s for s in state.parked if s.incarnation == current)
-    state = replace(state, incarnation=current, active=active, parked=parked, recovery=recovery)
+    state = replace(
+        state,
+        incarnation=current,
+        active=active,
+        parked=parked,
+        recovery=recovery,
+        lost_kernel_of=lost_kernel_of,
+    )
     if state.pending is not None and state.pending.background:
         state = _supersede(state)
     return _recover(state)

@@ -61,6 +61,10 @@ log = logging.getLogger("nbstage.supervisor")
 
 PROGRESS_EVERY = timedelta(seconds=4)
 CALL_WAIT_LIMIT = timedelta(seconds=30)
+KERNEL_RENEWED_BY_UPGRADE = (
+    "[nbstage] The upgraded daemon reopens the notebook with a new kernel: variables from "
+    "before are gone; run the cells you need again."
+)
 
 
 def _id_key(request_id: Any) -> str:
@@ -102,6 +106,7 @@ class ProxySupervisor(NbActor):
         self.tools: list[dict[str, Any]] = []
         self.cached_tools: list[dict[str, Any]] = []
         self.banner: str | None = None
+        self.banner_note: str | None = None
         self.handoff_to: tuple[str, str] | None = None
 
     # --- start and stop -------------------------------------------------------------------
@@ -231,8 +236,9 @@ class ProxySupervisor(NbActor):
 
     def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
         if self.banner is not None:
-            result = {**result, "content": [mcp.text_content(self.banner), *result["content"]]}
-            self.banner = None
+            lines = [self.banner] if self.banner_note is None else [self.banner, self.banner_note]
+            result = {**result, "content": [*map(mcp.text_content, lines), *result["content"]]}
+            self.banner = self.banner_note = None
         decorated = self._decorate(result, call.version, "tools/call")
         self._send_mcp(jsonrpc.Response(call.request_id, decorated))
 
@@ -314,9 +320,14 @@ class ProxySupervisor(NbActor):
             else:
                 call.sent_to = None
 
-    def _plan_restart(self, decision: restart_policy.Decision, banner: str) -> None:
-        suffix = ", rejoin requested" if self.target.value else ""
-        self.banner = banner + suffix
+    def _plan_restart(
+        self, decision: restart_policy.Decision, banner: str, when_rejoining: str | None = None
+    ) -> None:
+        """The banner opens the next result; ``when_rejoining`` follows it if a notebook is
+        to be rejoined."""
+        rejoining = bool(self.target.value)
+        self.banner = banner + (", rejoin requested" if rejoining else "")
+        self.banner_note = when_rejoining if rejoining else None
         match decision:
             case restart_policy.RestartAfter(delay):
                 self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
@@ -346,14 +357,17 @@ class ProxySupervisor(NbActor):
             self._child_lost(msg.generation, f"process {msg.pid} exited ({msg.exit_code})")
 
     def _child_HandoffRequested(self, msg: HandoffRequested) -> None:
-        self._hand_off(f"[nbstage] Daemon upgraded ({msg.from_version} → {msg.to_version})")
+        self._hand_off(
+            f"[nbstage] Daemon upgraded ({msg.from_version} → {msg.to_version})",
+            KERNEL_RENEWED_BY_UPGRADE,
+        )
 
-    def _hand_off(self, banner: str) -> None:
+    def _hand_off(self, banner: str, when_rejoining: str | None = None) -> None:
         self._stop_child()
         self.ready = False
         self._requeue_or_fail_calls()
         self.restart, decision = restart_policy.handoff(self.restart)
-        self._plan_restart(decision, banner)
+        self._plan_restart(decision, banner, when_rejoining)
 
     def _reconnect(self, call_id: str, call: PendingCall) -> None:
         self._stop_child()

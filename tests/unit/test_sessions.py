@@ -34,7 +34,9 @@ from nbstage.actors.sessions import (
     Session,
     SessionState,
     Target,
+    TellNextResult,
     decide,
+    kernel_lost_line,
     no_session_message,
 )
 
@@ -104,6 +106,10 @@ def disconnect(call_id: str, notebook_id: str | None = None) -> DisconnectReques
 
 def seen(incarnation: Any, handoff_target: Target | None = None) -> IncarnationSeen:
     return IncarnationSeen(incarnation, handoff_target)
+
+
+def told_kernel_lost(session: Session) -> TellNextResult:
+    return TellNextResult(kernel_lost_line(session))
 
 
 def leave(session: Session) -> Leave:
@@ -509,7 +515,7 @@ STEPS = [
     pytest.param(
         (N1,),
         [seen(I2), joined(2, N2)],
-        [[Join(2, recovery_of("N"))], []],
+        [[Join(2, recovery_of("N"))], [told_kernel_lost(N2)]],
         N2,
         (),
         id="restart_without_disconnect_event: a new incarnation removes the old handle "
@@ -526,7 +532,7 @@ STEPS = [
     pytest.param(
         (A1, N1),
         [seen(I2), joined(3, N2)],
-        [[Join(3, recovery_of("N"))], []],
+        [[Join(3, recovery_of("N"))], [told_kernel_lost(N2)]],
         N2,
         (),
         id="stale_parked_removed_not_recovered: parked handles of the old incarnation go "
@@ -535,7 +541,12 @@ STEPS = [
     pytest.param(
         (N1,),
         [seen(I2), seen(I3), joined(2, N2), joined(3, N3)],
-        [[Join(2, recovery_of("N"))], [Join(3, recovery_of("N"))], [leave(N2)], []],
+        [
+            [Join(2, recovery_of("N"))],
+            [Join(3, recovery_of("N"))],
+            [leave(N2)],
+            [told_kernel_lost(N3)],
+        ],
         N3,
         (),
         id="another restart during a rejoin supersedes it and rejoins the newest daemon",
@@ -543,7 +554,12 @@ STEPS = [
     pytest.param(
         (N1,),
         [seen(I2), failed(2), RecoveryDue(), joined(3, N2)],
-        [[Join(2, recovery_of("N"))], [RetryRecoveryLater(0.2)], [Join(3, recovery_of("N"))], []],
+        [
+            [Join(2, recovery_of("N"))],
+            [RetryRecoveryLater(0.2)],
+            [Join(3, recovery_of("N"))],
+            [told_kernel_lost(N2)],
+        ],
         N2,
         (),
         id="a transient rejoin failure keeps the target and tries again when recovery is due",
@@ -570,7 +586,7 @@ STEPS = [
             [Join(2, recovery_of("N"))],
             [RetryRecoveryLater(0.2)],
             [Join(3, recovery_of("N"))],
-            [],
+            [told_kernel_lost(N2)],
             [Join(4, recovery_of("N"))],
             [RetryRecoveryLater(0.2)],
         ],
