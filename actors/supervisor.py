@@ -28,6 +28,7 @@ from thespian.actors import ActorAddress, WakeupMessage
 from nbstage.actors import restart_policy, restart_target
 from nbstage.actors.base import NbActor
 from nbstage.protocol import jsonrpc, mcp, tools
+from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.mcp import is_modern_version
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
@@ -65,6 +66,22 @@ KERNEL_RENEWED_BY_UPGRADE = (
     "[nbstage] The upgraded daemon reopens the notebook with a new kernel: variables from "
     "before are gone; run the cells you need again."
 )
+
+
+def _argument_refusal(name: str, arguments: object) -> str | None:
+    """Arguments refused before they reach the session child: any nested too deep, and
+    any for reconnect, which the supervisor carries out itself."""
+    if tools.nested_deeper_than(arguments, tools.MAX_ARGUMENT_DEPTH):
+        return (
+            f"Invalid arguments for {name}: nested more than {tools.MAX_ARGUMENT_DEPTH} "
+            "levels deep."
+        )
+    if name == "reconnect":
+        try:
+            tools.TOOLS_BY_NAME[name].parse(arguments)
+        except NbstageError as exc:
+            return f"Invalid arguments for reconnect: {exc.message}"
+    return None
 
 
 def _id_key(request_id: Any) -> str:
@@ -165,10 +182,16 @@ class ProxySupervisor(NbActor):
             )
             self._send_mcp(error)
             return
+        arguments = params.get("arguments")
+        refusal = _argument_refusal(name, arguments)
+        if refusal is not None:
+            result = self._decorate(mcp.tool_error(refusal), dispatch.version, "tools/call")
+            self._send_mcp(jsonrpc.Response(request.id, result))
+            return
         call = PendingCall(
             request.id,
             name,
-            params.get("arguments"),
+            arguments,
             f"{self.entrypoint}:{_id_key(request.id)}",
             dispatch.version,
             dispatch.progress_token,

@@ -403,6 +403,25 @@ RECONNECT = ToolSpec(
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in (*TOOLS, RECONNECT)}
 
+MAX_ARGUMENT_DEPTH = 64
+"""No tool takes arguments nested deeper; the frames to the session child could not
+carry arguments nested past about 250 levels."""
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether lists and objects inside ``value`` go more than ``limit`` levels deep."""
+    level = [value]
+    for _ in range(limit + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return False
+    return True
+
 
 def builtin_tool_list() -> list[dict[str, Any]]:
     return [t.to_mcp() for t in (*TOOLS, RECONNECT)]

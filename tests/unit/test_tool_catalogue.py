@@ -14,7 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.tools import RECONNECT, TOOLS, TOOLS_BY_NAME, ToolSpec, builtin_tool_list
+from nbstage.protocol.tools import (
+    RECONNECT,
+    TOOLS,
+    TOOLS_BY_NAME,
+    ToolSpec,
+    builtin_tool_list,
+    nested_deeper_than,
+)
 
 SPEC_TOOLS = {
     "list_active_notebooks": set(),
@@ -305,3 +312,26 @@ def test_parse_answers_any_json_with_a_value_or_a_bad_request(
         assert outcome.message
     else:
         assert isinstance(outcome, spec.args)
+
+
+def _nested(depth: int) -> object:
+    value: object = 0
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "deeper"),
+    [
+        pytest.param(None, 0, False, id="a scalar has no depth"),
+        pytest.param({}, 0, False, id="an empty object has nothing inside"),
+        pytest.param({"a": 1}, 0, True, id="one level is deeper than none"),
+        pytest.param({"a": 1}, 1, False, id="one level is within one"),
+        pytest.param(_nested(64), 64, False, id="64 levels are within the limit"),
+        pytest.param(_nested(65), 64, True, id="65 levels are past it"),
+        pytest.param([1, [2, [3]]], 2, True, id="lists count as levels too"),
+    ],
+)
+def test_nested_deeper_than(value: object, limit: int, deeper: bool) -> None:
+    assert nested_deeper_than(value, limit) is deeper
