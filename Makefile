@@ -7,9 +7,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE_DIR ?= $(CURDIR)/.state
 
-.PHONY: install run daemon test lint format bench demo clean
+.PHONY: install bytecode run daemon test lint format bench demo clean
 
 install: $(STAMP)
+
+# Every daemon, client, session child and kernel is a fresh Python process. Where
+# PYTHONDONTWRITEBYTECODE is set (CI images set it), each would compile nbstage's
+# sources again; compiling them once here spares every one of them that work.
+bytecode: install
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q actors entrypoints protocol
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,14 +25,14 @@ $(STAMP): setup.cfg pyproject.toml
 
 # The main job: the MCP server on stdio (it starts the daemon if none runs), with its
 # state in .state/. From a terminal it first prints how to add it to Claude Code and Codex.
-run: install
+run: bytecode
 	@$(BIN)/nbstage mcp --state-dir $(STATE_DIR)
 
 # The daemon alone, in the foreground.
-daemon: install
+daemon: bytecode
 	$(BIN)/nbstage daemon start --foreground --state-dir $(STATE_DIR)
 
-test: install
+test: bytecode
 	$(BIN)/python -m pytest -q
 
 lint: install

@@ -90,6 +90,7 @@ from nbstage.protocol.rooms import (
     JoinRoom,
     PathBound,
     PathClaimed,
+    PathRecorded,
     PathRefused,
     PathReleased,
     ReopenRoom,
@@ -387,19 +388,19 @@ class Daemon(NbActor):
         if not done.ok:
             log.warning("warming the notebook and kernel imports failed: %s", done.error)
 
-    def _bind(self, notebook_id: str, path: str) -> None:
+    def _bind(self, stored: BindingStored) -> None:
         """Record id ↔ path on the registry's lane; admission reads ``by_path`` first, so a
         binding still being written is never missed."""
         registry = self.registry
-        self.offload(
-            BindingStored(notebook_id, path), lambda: registry.bind(notebook_id, path), "registry"
-        )
+        self.offload(stored, lambda: registry.bind(stored.notebook_id, stored.path), "registry")
 
     def _binding_stored(self, done: BlockingWorkDone) -> None:
+        stored: BindingStored = done.token
         if not done.ok:
-            log.error(
-                "could not record %s at %s: %s", done.token.notebook_id, done.token.path, done.error
-            )
+            log.error("could not record %s at %s: %s", stored.notebook_id, stored.path, done.error)
+        if stored.room is not None and stored.origin is not None:
+            problem = None if done.ok else f"the registry could not record the path: {done.error}"
+            self.send(stored.room, PathRecorded(stored.path, stored.origin, problem))
 
     def _registry_closed(self, done: BlockingWorkDone) -> None:
         self.send(self.edge, DaemonStopped(self.stopping.closed))
@@ -483,7 +484,7 @@ class Daemon(NbActor):
             entry.starting = False
             entry.pid = msg.pid
             if entry.path is not None:
-                self._bind(msg.notebook_id, entry.path)
+                self._bind(BindingStored(msg.notebook_id, entry.path))
             self.send(
                 self.edge,
                 RoomEventOccurred(EventKind.CREATED, msg.notebook_id, {"path": entry.path}),
@@ -520,13 +521,14 @@ class Daemon(NbActor):
     def receiveMsg_PathBound(self, msg: PathBound, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         if entry is None:
+            self.send(sender, PathRecorded(msg.path, msg.origin, "the room is closing"))
             return
         if entry.path is not None and entry.path != msg.path:
             self.by_path.pop(entry.path, None)
         entry.path = msg.path
         entry.ephemeral = False
         self.by_path[msg.path] = msg.notebook_id
-        self._bind(msg.notebook_id, msg.path)
+        self._bind(BindingStored(msg.notebook_id, msg.path, sender, msg.origin))
 
     def receiveMsg_PathReleased(self, msg: PathReleased, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)

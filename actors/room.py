@@ -144,6 +144,7 @@ from nbstage.protocol.rooms import (
     JoinRoom,
     PathBound,
     PathClaimed,
+    PathRecorded,
     PathRefused,
     PathReleased,
     ReopenRoom,
@@ -867,12 +868,17 @@ class Room(NbActor):
             self.send(self.daemon, PathReleased(self.notebook_id, token.path))
             self.fail(token.origin, save_error(done.error))
             return
-        self.send(self.daemon, PathBound(self.notebook_id, token.path))
+        self.send(self.daemon, PathBound(self.notebook_id, token.path, token.origin))
         self.path = token.path
         self.ephemeral = False
         self._arm_file_check()
-        self._answer_save(token, done)
         self._report_status()
+
+    def receiveMsg_PathRecorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
+        """The new path's save is answered once the Daemon holds the binding on disk."""
+        if msg.problem is not None:
+            log.error("%s saved at %s, but %s", self.notebook_id, msg.path, msg.problem)
+        self.answer(msg.origin, NotebookSaved(self.notebook_id, msg.path))
 
     # --- the file on disk -----------------------------------------------------------------
 

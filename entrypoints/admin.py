@@ -520,12 +520,12 @@ def run_reap(admin: Admin, args: list[str]) -> Outcome:
         return Outcome(answer, "reaped no rooms: none is idle past the reaper's limits")
     if reaped:
         text = f"reaped {plural(len(reaped), 'room')}: {', '.join(reaped)}"
-        lines = [textwrap.fill(text, admin.width, subsequent_indent="  ")]
+        lines = [fit_message(text, admin.width)]
     else:
         lines = ["reaped no rooms"]
     if kept:
         head = f"kept {plural(len(kept), 'room')}, because saving before removal failed:"
-        lines.append(textwrap.fill(head, admin.width, subsequent_indent="  "))
+        lines.append(fit_message(head, admin.width))
     for room in kept:
         text = f"{room['notebook_id']}: {kept_text(room)}"
         wrapped = textwrap.fill(
@@ -583,6 +583,7 @@ def run_help(admin: Admin, args: list[str]) -> Outcome:
             f"  {usages[c.name].ljust(pad)}{c.summary}",
             admin.width,
             subsequent_indent=" " * (pad + 2),
+            break_on_hyphens=False,
         )
         for c in chosen
     ]

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import psutil
@@ -74,8 +75,11 @@ def run_foreground(paths: StatePaths) -> None:
         os.close(lock_fd)
 
 
-def start_background(paths: StatePaths) -> tuple[dict[str, Any], bool]:
-    """Start a detached daemon unless one runs; return (status, started_now)."""
+def start_background(
+    paths: StatePaths, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], bool]:
+    """Start a detached daemon unless one runs; return (status, started_now). ``env``
+    (default: this process's) is the daemon's environment, and so its settings'."""
     status = query_status(paths)
     if status is not None:
         return status, False
@@ -96,6 +100,7 @@ def start_background(paths: StatePaths) -> tuple[dict[str, Any], bool]:
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,
+            env=env,
             start_new_session=True,
         )
     threading.Thread(target=proc.wait, name="reap-daemon", daemon=True).start()

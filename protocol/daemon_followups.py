@@ -5,6 +5,7 @@ timer payload and the tokens of the blocking work it hands to the edge.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.requests import CreateNotebook
@@ -25,8 +26,13 @@ class KernelspecResolved:
 
 @dataclass(frozen=True, slots=True)
 class BindingStored:
+    """Offload token: id ↔ path is in the registry. ``room`` and ``origin`` name the Room
+    and the save call waiting for that, when one waits."""
+
     notebook_id: str
     path: str
+    room: Any = None
+    origin: Origin | None = None
 
 
 @dataclass(frozen=True, slots=True)

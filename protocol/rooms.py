@@ -161,10 +161,22 @@ class PathRefused:
 
 @dataclass(frozen=True, slots=True)
 class PathBound:
-    """The Room wrote its file at a claimed path: the Daemon records the binding."""
+    """The Room wrote its file at a claimed path: the Daemon records the binding, and
+    says PathRecorded once it is on disk, so the save is answered only after that."""
 
     notebook_id: str
     path: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class PathRecorded:
+    """The registry holds ``path`` ↔ the Room's id: an agent told of the save can rely on
+    the id after a SIGKILL. ``problem`` says why the binding could not be written."""
+
+    path: str
+    origin: Origin
+    problem: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,9 @@ from typing import Any
 
 import psutil
 
+from nbstage.entrypoints import daemon_control
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
-from nbstage.entrypoints.statedir import StatePaths, client_paths
+from nbstage.entrypoints.statedir import StatePaths, client_paths, state_paths
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
 
@@ -52,10 +53,18 @@ def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
     return found
 
 
+def cli_env(state_dir: Path, env: dict[str, str] | None) -> dict[str, str]:
+    """The environment an nbstage command of a test runs with."""
+    return {**os.environ, "NBSTAGE_STATE_DIR": str(state_dir), **(env or {})}
+
+
 def run_cli(*args: str, state_dir: Path, env: dict[str, str] | None = None, timeout: float = 90):
-    full_env = {**os.environ, "NBSTAGE_STATE_DIR": str(state_dir), **(env or {})}
     return subprocess.run(
-        [*NBSTAGE, *args], env=full_env, capture_output=True, text=True, timeout=timeout
+        [*NBSTAGE, *args],
+        env=cli_env(state_dir, env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -76,17 +85,17 @@ class RunningDaemon:
         return self.request("status")
 
     def stop(self) -> None:
-        result = run_cli("daemon", "stop", state_dir=self.paths.root, env=self.env)
-        assert result.returncode == 0, result.stderr
+        """What `nbstage daemon stop` does, in this process (the CLI has its own tests)."""
+        daemon_control.stop(state_paths(self.paths.root))
 
     def kill(self) -> None:
         os.kill(self.pid, 9)
 
 
 def start_daemon(state_dir: Path, env: dict[str, str] | None = None) -> RunningDaemon:
+    """What `nbstage daemon start` does, in this process, so a test pays for no CLI."""
     env = env or {}
-    result = run_cli("daemon", "start", state_dir=state_dir, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
+    daemon_control.start_background(state_paths(state_dir), cli_env(state_dir, env))
     paths = client_paths(state_dir)
     with DaemonClient(paths.socket) as client:
         pid = client.request("identity")["pid"]
@@ -185,14 +194,24 @@ class McpClientSession:
         self.server_pid: int | None = None
 
     async def __aenter__(self) -> Any:
+        import anyio
+
         await self.client.__aenter__()
+        # Popen returns once exec has closed its error pipe, which is before the kernel
+        # has set up the new image's environment: for a moment the tag cannot be read.
+        self.server_pid = await anyio.to_thread.run_sync(
+            wait_until, self._tagged_child, 10, "the nbstage mcp process of this client"
+        )
+        return self.client
+
+    def _tagged_child(self) -> int | None:
         for child in psutil.Process().children():
             try:
                 if child.environ().get("NBSTAGE_TEST_CLIENT_TAG") == self.tag:
-                    self.server_pid = child.pid
+                    return child.pid
             except psutil.Error:
                 continue
-        return self.client
+        return None
 
     async def __aexit__(self, *exc_info: Any) -> None:
         import anyio

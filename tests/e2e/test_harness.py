@@ -140,7 +140,7 @@ def test_a_failing_step_says_what_it_expected_and_what_came_back(tmp_path: Path)
     result, report = run_reported(write_script(tmp_path, FAILING), tmp_path / "report.json")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = lines_of(result)
-    assert lines[-1] == "4 passed, 3 failed"
+    assert lines[-1] == "4 passed, 3 failed", result.stdout + result.stderr
     wrong = lines[1]
     assert wrong.startswith("FAIL   2  alice create_cell ")
     assert "expected text containing '43'; got is_error=false, text='" in wrong

@@ -21,7 +21,7 @@ from nbstage.protocol.requests import (
     SaveNotebook,
     ShutdownKernelNow,
 )
-from nbstage.protocol.rooms import ClaimPath, PathClaimed, PathRefused
+from nbstage.protocol.rooms import ClaimPath, PathBound, PathClaimed, PathRecorded, PathRefused
 from tests.unit.test_room_races import NOTEBOOK, answer_to, join, kernel_pids, start_room
 
 # --- the create book ------------------------------------------------------------------
@@ -145,6 +145,10 @@ def save_twice_at_once(bench, tmp_path, key: str) -> tuple[object, str, ClaimPat
 def test_a_save_repeated_while_it_runs_claims_and_writes_once(bench, tmp_path) -> None:
     room, target, claim = save_twice_at_once(bench, tmp_path, "call-2")
     bench.send(room, PathClaimed(claim.path, claim.origin))
+    bound = bench.run_until(lambda: bench.seen_of(PathBound))[0]
+    early = [a for a in bench.seen_of(RequestAnswered) if a.origin.request_id in ("first", "retry")]
+    assert not early, "answered before the path was recorded"
+    bench.send(room, PathRecorded(bound.path, bound.origin, None))
     first, retry = answers(bench, "first", "retry")
     assert first == retry == {"notebook_id": NOTEBOOK, "path": target}
     bench.send(room, keyed(3, "late", SaveNotebook(NOTEBOOK, target, key="call-2")))

@@ -21,6 +21,7 @@ from thespian.actors import ActorAddress
 
 from nbstage.actors.daemon import Daemon
 from nbstage.actors.registry import Registry
+from nbstage.protocol.daemon_followups import BindingStored
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RoomResident
 from nbstage.protocol.offload import BlockingWorkRequested
 from nbstage.protocol.requests import (
@@ -51,7 +52,10 @@ NOBODY_S_KERNEL = {"kernelspec": {"name": "nosuch", "display_name": "x", "langua
 
 @dataclass(frozen=True)
 class HoldAppends:
-    """From now on the journal appends wait until ``ReleaseAppends``."""
+    """From now on the offloaded work whose token is a ``kind`` (by default, the journal
+    appends) waits until ``ReleaseAppends``."""
+
+    kind: type = JournalAppended
 
 
 @dataclass(frozen=True)
@@ -62,21 +66,21 @@ class ReleaseAppends:
 class HoldingRecorder(Recorder):
     def __init__(self) -> None:
         super().__init__()
-        self.holding = False
+        self.holding: type | None = None
         self.held: list[BlockingWorkRequested] = []
 
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
         if isinstance(msg, HoldAppends):
-            self.holding = True
+            self.holding = msg.kind
         elif isinstance(msg, ReleaseAppends):
-            self.holding = False
+            self.holding = None
             held, self.held = self.held, []
             for request in held:
                 self.send(request.reply_to, run_inline(request))
         elif (
             isinstance(msg, BlockingWorkRequested)
-            and self.holding
-            and isinstance(msg.token, JournalAppended)
+            and self.holding is not None
+            and isinstance(msg.token, self.holding)
         ):
             self.seen.append(msg)
             self.held.append(msg)
@@ -132,6 +136,10 @@ def notices_of(bench: ActorBench, request_id: str) -> tuple[str, ...]:
 
 def room_of(bench: ActorBench, notebook_id: str) -> ActorAddress:
     return [m.address for m in bench.seen_of(RoomResident) if m.notebook_id == notebook_id][-1]
+
+
+def held_work(bench: ActorBench, kind: type) -> list[BlockingWorkRequested]:
+    return [m for m in bench.seen_of(BlockingWorkRequested) if isinstance(m.token, kind)]
 
 
 def held_appends(bench: ActorBench) -> list[BlockingWorkRequested]:
@@ -248,3 +256,28 @@ def test_an_edit_whose_journal_write_fails_is_still_answered_and_saved_as_before
     assert any("could not journal edit 1" in r.getMessage() for r in caplog.records)
     ask(bench, room, "save", SaveNotebook(notebook_id))
     assert ["".join(c["source"]) for c in orjson.loads(path.read_bytes())["cells"]] == ["x = 1"]
+
+
+def test_a_save_to_a_new_path_is_answered_only_once_the_registry_holds_its_binding(
+    bench: ActorBench, tmp_path: Path
+) -> None:
+    """Otherwise a SIGKILL just after the answer leaves a file the next daemon opens under
+    a new id, and the id the agent was given names nothing."""
+    state = tmp_path / "state"
+    state.mkdir()
+    daemon = start_daemon(bench, state)
+    made = ask(bench, daemon, "create", CreateNotebook(runtime=None, ephemeral=False))
+    notebook_id = made["notebook_id"]
+    room = room_of(bench, notebook_id)
+    target = tmp_path / "saved.ipynb"
+
+    bench.system.tell(bench.recorder, HoldAppends(BindingStored))
+    bench.send(room, ClientRequest(Origin(1, "save"), SaveNotebook(notebook_id, str(target))))
+    bench.run_until(lambda: held_work(bench, BindingStored))
+    assert target.exists()
+    assert not answered(bench, "save")
+    assert Registry(state / "registry.sqlite3").id_for(str(target)) is None
+
+    bench.system.tell(bench.recorder, ReleaseAppends())
+    assert answer(bench, "save")["path"] == str(target)
+    assert Registry(state / "registry.sqlite3").id_for(str(target)) == notebook_id
