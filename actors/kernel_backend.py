@@ -26,6 +26,7 @@ from nbstage.actors.kernel_files import pipe_socket
 from nbstage.protocol.kernels import KernelspecInfo
 
 NO_HISTORY = "--HistoryManager.enabled=False"
+LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
 
 
 def installed_kernelspecs() -> dict[str, KernelspecInfo]:
@@ -101,8 +102,9 @@ class JupyterBackend:
         self._kc: Any = None
         self._kernel_dir = kernel_dir
         argv = self._km.kernel_spec.argv
-        if "ipykernel_launcher" in argv:
-            argv[argv.index("ipykernel_launcher")] = "nbstage.actors.kernel_launcher"
+        at = argv.index("ipykernel_launcher") if "ipykernel_launcher" in argv else -1
+        if at > 0 and argv[at - 1] == "-m":
+            argv[at - 1 : at + 1] = [str(LAUNCHER)]
         argv.append(NO_HISTORY)
 
     @property

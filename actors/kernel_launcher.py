@@ -3,8 +3,11 @@
 ipykernel forwards output from forked child processes through a PULL socket it
 binds on ``tcp://127.0.0.1`` (``IOPubThread._setup_pipe_in``), whatever transport
 the kernel itself uses. nbstage promises that nothing listens on TCP, so kernels
-start through this module (``python -m nbstage.actors.kernel_launcher -f FILE``),
-which binds that pipe in the kernel's private directory instead.
+start through this file (``python …/kernel_launcher.py -f FILE``), which binds that
+pipe in the kernel's private directory instead.
+
+It is run by its path, not as a module of nbstage, and imports nothing of nbstage: a
+kernel may run in an environment that has ipykernel and not nbstage.
 
 It replaces two private ipykernel methods; ``tests/unit/test_kernel_launcher.py``
 fails loudly if their names or roles change.
@@ -74,8 +77,15 @@ def _exit_with(owner_pid: int) -> None:
     os._exit(1)
 
 
+def without_dir(paths: list[str], folder: str) -> list[str]:
+    """``paths`` less ``folder``. Run as a file, this file's folder comes first on
+    sys.path, where nbstage's actor modules would shadow the user's (``import journal``)."""
+    return [path for path in paths if os.path.abspath(path or os.curdir) != folder]
+
+
 def main() -> None:
     global _CONNECTION_FILE
+    sys.path[:] = without_dir(sys.path, os.path.dirname(os.path.abspath(__file__)))
     owner = os.environ.get(OWNER_PID_ENV)
     if owner:
         threading.Thread(target=_exit_with, args=(int(owner),), daemon=True).start()

@@ -58,7 +58,7 @@ def kernel_processes(daemon: RunningDaemon) -> list[int]:
     return [
         proc.pid
         for proc in processes_of_daemon(daemon.pid)
-        if "nbstage.actors.kernel_launcher" in proc.cmdline()
+        if any(part.endswith("kernel_launcher.py") for part in proc.cmdline())
     ]
 
 

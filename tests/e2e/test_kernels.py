@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
+from nbstage.actors.kernel_backend import LAUNCHER
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
 from nbstage.entrypoints.statedir import state_paths
 from tests.conftest import FAST_SETTINGS
@@ -106,6 +107,26 @@ def errors_of(execution: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # --- outputs ------------------------------------------------------------------------------
+
+
+def test_the_kernel_runs_the_launcher_by_its_path_and_cannot_import_nbstage_s_modules(
+    daemon: RunningDaemon,
+) -> None:
+    """The launcher file works in an environment without nbstage; run by its path, it
+    must not leave its folder (nbstage's actors, journal.py among them) on the path."""
+    probe = (
+        "import importlib.util, sys\n"
+        "print(sys.argv[0].rsplit('/', 1)[-1], importlib.util.find_spec('journal'),"
+        " '' in sys.path)"
+    )
+    with daemon.client() as client:
+        nid = client.request("create")["notebook_id"]
+        ran = run_cell(client, nid, probe)
+        command = psutil.Process(room_view(daemon, nid)["kernel_pid"]).cmdline()
+    assert ran["status"] == "done", ran
+    assert ran["outputs"][0]["text"] == "kernel_launcher.py None True\n"
+    assert str(LAUNCHER) in command
+    assert "-m" not in command
 
 
 def test_values_prints_images_and_exceptions_come_back_as_nbformat_outputs(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import pytest
 from ipykernel.iostream import IOPubThread
@@ -32,3 +34,29 @@ def test_the_connection_file_is_read_from_the_kernelspec_argv(argv, expected) ->
 
 def test_the_pipe_lives_beside_the_connection_file() -> None:
     assert kernel_launcher._pipe_address("/k/dir/c.json").startswith("ipc:///k/dir/pipe-")
+
+
+def test_the_launcher_imports_nothing_of_nbstage_so_any_environment_with_ipykernel_runs_it():
+    tree = ast.parse(Path(kernel_launcher.__file__).read_text())
+    imported = [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    ]
+    imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    assert imported, "the scan found the launcher's imports"
+    assert not [name for name in imported if name.split(".")[0] == "nbstage"]
+
+
+@pytest.mark.parametrize(
+    ("paths", "kept"),
+    [
+        pytest.param(["/n/actors", "/lib", ""], ["/lib", ""], id="the launcher's folder goes"),
+        pytest.param(["/n/actors/", "/lib"], ["/lib"], id="spelled with a slash"),
+        pytest.param(["/lib", "/n/actors/x"], ["/lib", "/n/actors/x"], id="others stay"),
+        pytest.param([], [], id="empty"),
+    ],
+)
+def test_the_launcher_takes_its_own_folder_off_the_kernels_path(paths, kept) -> None:
+    assert kernel_launcher.without_dir(paths, "/n/actors") == kept
