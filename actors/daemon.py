@@ -291,14 +291,18 @@ class Daemon(NbActor):
     def _open(self, origin: Origin, req: OpenNotebook) -> None:
         self._refuse_while_stopping()
         path = absolute_notebook_path(req.path)
+        registered = self.registry.id_for(path)
         admission = admit_open(
-            self.by_path,
-            path,
-            Path(path).is_file(),
-            self.registry.id_for(path),
-            str(uuid.uuid4()),
+            self.by_path, path, Path(path).is_file(), registered, str(uuid.uuid4())
         )
-        self._carry_out(origin, admission, req.peer_label, ephemeral=False, kernelspec=None)
+        self._carry_out(
+            origin,
+            admission,
+            req.peer_label,
+            ephemeral=False,
+            kernelspec=None,
+            unbound=registered is None,
+        )
 
     def _attach(self, origin: Origin, req: AttachNotebook) -> None:
         self._refuse_while_stopping()
@@ -398,7 +402,7 @@ class Daemon(NbActor):
         stored: BindingStored = done.token
         if not done.ok:
             log.error("could not record %s at %s: %s", stored.notebook_id, stored.path, done.error)
-        if stored.room is not None and stored.origin is not None:
+        if stored.room is not None:
             problem = None if done.ok else f"the registry could not record the path: {done.error}"
             self.send(stored.room, PathRecorded(stored.path, stored.origin, problem))
 
@@ -414,7 +418,10 @@ class Daemon(NbActor):
         kernelspec: KernelspecInfo | None,
         working_dir: str | None = None,
         content: bytes | None = None,
+        unbound: bool = False,
     ) -> None:
+        """``unbound``: the registry has no binding for the path yet, so the new room
+        answers nobody until the Daemon has recorded it."""
         match admission:
             case Refuse(code, message):
                 raise NbstageError(code, message)
@@ -423,7 +430,14 @@ class Daemon(NbActor):
             case StartNewRoom(notebook_id, source, path):
                 self._refuse_beyond_limits(origin)
                 entry = self._start_room(
-                    notebook_id, source, path, ephemeral, kernelspec, working_dir, content
+                    notebook_id,
+                    source,
+                    path,
+                    ephemeral,
+                    kernelspec,
+                    working_dir,
+                    content,
+                    unbound and path is not None,
                 )
                 entry.started_by = origin.conn
                 self._join(entry, origin, peer_label, created=source is RoomSource.NEW)
@@ -450,6 +464,7 @@ class Daemon(NbActor):
         kernelspec: KernelspecInfo | None,
         working_dir: str | None,
         content: bytes | None = None,
+        binding_pending: bool = False,
     ) -> RoomEntry:
         address = self.createActor(Room)
         entry = RoomEntry(address, path, ephemeral)
@@ -473,8 +488,11 @@ class Daemon(NbActor):
                 content=content,
                 run=cfg.run,
                 earlier=cfg.earlier,
+                binding_pending=binding_pending,
             ),
         )
+        if binding_pending:
+            self._bind(BindingStored(notebook_id, path, address))
         self.send(self.edge, RoomResident(notebook_id, address))
         return entry
 
@@ -483,8 +501,6 @@ class Daemon(NbActor):
         if entry is not None:
             entry.starting = False
             entry.pid = msg.pid
-            if entry.path is not None:
-                self._bind(BindingStored(msg.notebook_id, entry.path))
             self.send(
                 self.edge,
                 RoomEventOccurred(EventKind.CREATED, msg.notebook_id, {"path": entry.path}),

@@ -265,7 +265,7 @@ class Room(NbActor):
         self.saved_revision = self.doc.revision
         if msg.source is not RoomSource.NEW:
             self.held_joins = []
-            self.start_reads = 2 if self._journalled else 1
+            self.start_reads = (2 if self._journalled else 1) + int(msg.binding_pending)
             self._read_kernelspecs()
             if self._journalled:
                 self._read_journal()
@@ -875,10 +875,14 @@ class Room(NbActor):
         self._report_status()
 
     def receiveMsg_PathRecorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
-        """The new path's save is answered once the Daemon holds the binding on disk."""
+        """An open or a save to a new path is answered once the Daemon holds the binding on
+        disk; a binding that could not be written is logged and the answer goes out."""
         if msg.problem is not None:
-            log.error("%s saved at %s, but %s", self.notebook_id, msg.path, msg.problem)
-        self.answer(msg.origin, NotebookSaved(self.notebook_id, msg.path))
+            log.error("%s at %s: %s", self.notebook_id, msg.path, msg.problem)
+        if msg.origin is None:
+            self._start_read_done()
+        else:
+            self.answer(msg.origin, NotebookSaved(self.notebook_id, msg.path))
 
     # --- the file on disk -----------------------------------------------------------------
 

@@ -26,8 +26,8 @@ class KernelspecResolved:
 
 @dataclass(frozen=True, slots=True)
 class BindingStored:
-    """Offload token: id ↔ path is in the registry. ``room`` and ``origin`` name the Room
-    and the save call waiting for that, when one waits."""
+    """Offload token: id ↔ path is in the registry. ``room`` names the Room waiting for
+    that, when one waits: to answer the save call ``origin``, or (no origin) to start."""
 
     notebook_id: str
     path: str

@@ -90,6 +90,9 @@ class StartRoom:
     room empty (SPEC §14 check_and_load_atomic)."""
     run: DaemonRun = DaemonRun(0, 0.0)
     earlier: EarlierDaemon | None = None
+    binding_pending: bool = False
+    """The path is not in the registry yet: the Daemon is recording it and says
+    PathRecorded when done, and until then the Room answers no join."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,11 +174,12 @@ class PathBound:
 
 @dataclass(frozen=True, slots=True)
 class PathRecorded:
-    """The registry holds ``path`` ↔ the Room's id: an agent told of the save can rely on
-    the id after a SIGKILL. ``problem`` says why the binding could not be written."""
+    """The registry holds ``path`` ↔ the Room's id: an agent told of the save, or of the
+    open (``origin`` None: the Room held its joins for this), can rely on the id after a
+    SIGKILL. ``problem`` says why the binding could not be written."""
 
     path: str
-    origin: Origin
+    origin: Origin | None
     problem: str | None
 
 

@@ -281,3 +281,25 @@ def test_a_save_to_a_new_path_is_answered_only_once_the_registry_holds_its_bindi
     bench.system.tell(bench.recorder, ReleaseAppends())
     assert answer(bench, "save")["path"] == str(target)
     assert Registry(state / "registry.sqlite3").id_for(str(target)) == notebook_id
+
+
+def test_an_open_of_a_new_path_is_answered_only_once_the_registry_holds_its_binding(
+    bench: ActorBench, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    daemon = start_daemon(bench, state)
+    path = notebook_file(tmp_path / "opened.ipynb")
+
+    bench.system.tell(bench.recorder, HoldAppends(BindingStored))
+    bench.send(daemon, ClientRequest(Origin(1, "open"), OpenNotebook(str(path))))
+    bench.run_until(lambda: held_work(bench, BindingStored))
+    assert not answered(bench, "open")
+
+    bench.system.tell(bench.recorder, ReleaseAppends())
+    notebook_id = answer(bench, "open")["notebook_id"]
+    assert Registry(state / "registry.sqlite3").id_for(str(path)) == notebook_id
+    after_a_crash = start_daemon(bench, state)
+    again = ask(bench, after_a_crash, "again", OpenNotebook(str(path)))
+    assert again["notebook_id"] == notebook_id
+    assert len(held_work(bench, BindingStored)) == 1, "a known path is not recorded again"
