@@ -96,6 +96,12 @@ def bench() -> Iterator[ActorBench]:
     bench.close()
 
 
+def state_dir(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    state.mkdir()
+    return state
+
+
 def start_daemon(bench: ActorBench, state: Path) -> ActorAddress:
     before = len(bench.seen_of(DaemonStarted))
     address = bench.create(Daemon)
@@ -164,8 +170,7 @@ def notebook_file(path: Path) -> Path:
 def test_an_edit_is_answered_only_once_its_journal_record_is_written(
     bench: ActorBench, tmp_path: Path
 ) -> None:
-    state = tmp_path / "state"
-    state.mkdir()
+    state = state_dir(tmp_path)
     daemon = start_daemon(bench, state)
     path = notebook_file(tmp_path / "n.ipynb")
     joined = ask(bench, daemon, "open", OpenNotebook(str(path)))
@@ -192,8 +197,7 @@ def test_an_edit_is_answered_only_once_its_journal_record_is_written(
 def test_a_daemon_started_over_the_same_state_dir_finds_the_acknowledged_edits(
     bench: ActorBench, tmp_path: Path
 ) -> None:
-    state = tmp_path / "state"
-    state.mkdir()
+    state = state_dir(tmp_path)
     first = start_daemon(bench, state)
 
     path = notebook_file(tmp_path / "file.ipynb")
@@ -263,8 +267,7 @@ def test_a_save_to_a_new_path_is_answered_only_once_the_registry_holds_its_bindi
 ) -> None:
     """Otherwise a SIGKILL just after the answer leaves a file the next daemon opens under
     a new id, and the id the agent was given names nothing."""
-    state = tmp_path / "state"
-    state.mkdir()
+    state = state_dir(tmp_path)
     daemon = start_daemon(bench, state)
     made = ask(bench, daemon, "create", CreateNotebook(runtime=None, ephemeral=False))
     notebook_id = made["notebook_id"]
@@ -286,8 +289,7 @@ def test_a_save_to_a_new_path_is_answered_only_once_the_registry_holds_its_bindi
 def test_an_open_of_a_new_path_is_answered_only_once_the_registry_holds_its_binding(
     bench: ActorBench, tmp_path: Path
 ) -> None:
-    state = tmp_path / "state"
-    state.mkdir()
+    state = state_dir(tmp_path)
     daemon = start_daemon(bench, state)
     path = notebook_file(tmp_path / "opened.ipynb")
 
