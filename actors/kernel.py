@@ -103,7 +103,7 @@ def _make_backend(msg: StartKernel) -> Any:
     from nbstage.actors.kernel_backend import JupyterBackend
 
     kernel_id = f"{msg.notebook_id[:8]}-{secrets.token_hex(3)}"
-    return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id)
+    return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id, msg.state_dir)
 
 
 class Kernel(NbActor):

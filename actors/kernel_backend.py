@@ -7,6 +7,7 @@ Only Kernel actor processes import this module, because jupyter_client is heavy.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import zmq
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from nbstage.actors import environments
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
     KernelEvent,
@@ -24,6 +26,8 @@ from nbstage.actors.kernel_backend_events import (
 )
 from nbstage.actors.kernel_files import pipe_socket
 from nbstage.protocol.kernels import KernelspecInfo
+
+log = logging.getLogger("nbstage.kernel")
 
 NO_HISTORY = "--HistoryManager.enabled=False"
 LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
@@ -91,7 +95,9 @@ class JupyterBackend:
     input history on disk: IPython would otherwise write every cell's source to
     ``~/.ipython/profile_default/history.sqlite``, outside the private state dir."""
 
-    def __init__(self, kernel_name: str, kernel_dir: Path, kernel_id: str) -> None:
+    def __init__(
+        self, kernel_name: str, kernel_dir: Path, kernel_id: str, state_dir: str | None = None
+    ) -> None:
         kernel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._km = KernelManager(
             kernel_name=kernel_name,
@@ -103,9 +109,25 @@ class JupyterBackend:
         self._kernel_dir = kernel_dir
         argv = self._km.kernel_spec.argv
         at = argv.index("ipykernel_launcher") if "ipykernel_launcher" in argv else -1
+        self.env: Path | None = None
+        self.env_problem: str | None = None
         if at > 0 and argv[at - 1] == "-m":
             argv[at - 1 : at + 1] = [str(LAUNCHER)]
+            if state_dir is not None:
+                self._use_pool_env(argv, state_dir, kernel_id)
         argv.append(NO_HISTORY)
+
+    def _use_pool_env(self, argv: list[str], state_dir: str, kernel_id: str) -> None:
+        """Run this ipykernel in a fresh pool environment. Without one (uv could not build
+        the template), it runs in nbstage's own, and ``env_problem`` says why."""
+        try:
+            template = environments.ensure_template(environments.envs_dir(state_dir))
+        except environments.EnvironmentUnavailable as exc:
+            self.env_problem = str(exc)
+            log.warning("kernel %s runs in nbstage's own environment: %s", kernel_id, exc)
+            return
+        self.env = environments.take_pool_env(template, state_dir, kernel_id)
+        argv[0] = str(environments.env_python(self.env))
 
     @property
     def pid(self) -> int | None:
@@ -172,3 +194,5 @@ class JupyterBackend:
         self._km.cleanup_resources()
         if pid is not None:
             pipe_socket(self._kernel_dir, pid).unlink(missing_ok=True)
+        if self.env is not None:
+            environments.remove_env(self.env)

@@ -1091,6 +1091,7 @@ class Room(NbActor):
                 cfg.working_dir,
                 self.edge,
                 cfg.kernel_backend,
+                cfg.state_dir,
             ),
         )
 

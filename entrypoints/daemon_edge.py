@@ -24,6 +24,7 @@ import orjson
 import psutil
 from thespian.actors import ActorExitRequest
 
+from nbstage.actors import environments
 from nbstage.actors.kernel_files import sweep_kernel_dir
 from nbstage.entrypoints import alive_stamp
 from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
@@ -146,6 +147,9 @@ class Edge:
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stop_requested.set)
         earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
+        self._envs = asyncio.create_task(
+            self._prepare_envs(environments.pool_envs(self.paths.root))
+        )
         await self._start_actors(earlier)
         server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
         os.chmod(self.paths.socket, 0o600)
@@ -167,6 +171,12 @@ class Edge:
         await asyncio.gather(*self._serving, return_exceptions=True)
         if _identity_of(self.paths.socket) == self._socket_identity:
             self.paths.socket.unlink()
+
+    async def _prepare_envs(self, stale: list[Path]) -> None:
+        try:
+            await asyncio.to_thread(environments.prepare_envs, self.paths.root, stale)
+        except environments.EnvironmentUnavailable as exc:
+            log.warning("no pool environment for kernels: %s", exc)
 
     @property
     def _run(self) -> DaemonRun:

@@ -55,6 +55,9 @@ class StartKernel:
     edge: Any
     backend: str = "jupyter"
     """"jupyter" for a real kernel; tests of the Room may name an in-memory one."""
+    state_dir: str | None = None
+    """Where a Python kernel's pool environment goes (actors/environments.py); None runs
+    it with the kernelspec's own Python, which only in-process tests do."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from nbstage.actors.environments import ENVS_DIR_ENV
 from tests.support import RunningDaemon, daemon_running
 
 FAST_SETTINGS = {
@@ -13,6 +15,15 @@ FAST_SETTINGS = {
     "NBSTAGE_AUTOSAVE_DELAY_SECS": "0.3",
     "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS": "1.0",
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_kernel_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every daemon of the run copies its kernels' environments from one template, built
+    once with uv by the first kernel that needs it, instead of each building its own."""
+    os.environ[ENVS_DIR_ENV] = str(tmp_path_factory.mktemp("envs"))
+    yield
+    del os.environ[ENVS_DIR_ENV]
 
 
 @pytest.fixture

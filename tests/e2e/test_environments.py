@@ -1,0 +1,59 @@
+"""Kernels run in a pool environment of their own, never in nbstage's venv (issue 12).
+
+The template they are copied from is built once per test run, with real uv
+(tests/conftest.py points NBSTAGE_ENVS_DIR at a directory the whole run shares).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from nbstage.actors.environments import envs_dir, pool_dir, site_packages, template_name
+from tests.support import RunningDaemon, pid_gone, room_view, run_cell, wait_until
+
+
+def nbstage_packages() -> str:
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "list", "--format=freeze"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return listed.stdout
+
+
+def printed(execution: dict) -> str:
+    assert execution["status"] == "done", execution
+    return "".join(out.get("text", "") for out in execution["outputs"])
+
+
+def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
+    daemon: RunningDaemon,
+) -> None:
+    before = nbstage_packages()
+    with daemon.client() as client:
+        nid = client.request("create")["notebook_id"]
+        prefix = printed(run_cell(client, nid, "import sys; print(sys.prefix)")).strip()
+        pool = pool_dir(daemon.paths.root)
+        assert Path(prefix).parent == pool, prefix
+        assert Path(prefix) != Path(sys.prefix)
+
+        install = "%pip install --quiet --disable-pip-version-check six"
+        printed(run_cell(client, nid, install, wait_secs=180))
+        where = printed(run_cell(client, nid, "import six; print(six.__file__)"))
+        assert where.startswith(prefix), where
+        kernel_pid = room_view(daemon, nid)["kernel_pid"]
+
+        client.request("restart_kernel", notebook_id=nid)
+        kept = printed(run_cell(client, nid, "import six, sys; print(sys.prefix)")).strip()
+        assert kept == prefix, "a restart keeps the kernel's environment"
+    assert nbstage_packages() == before, "nbstage's own venv is unchanged"
+    template = envs_dir(daemon.paths.root) / template_name()
+    assert (site_packages(template) / "ipykernel").is_dir()
+    assert not list(site_packages(template).glob("six*")), "the template is unchanged"
+
+    daemon.stop()
+    wait_until(lambda: pid_gone(kernel_pid), 15, "the first kernel to be gone")
+    assert not Path(prefix).exists(), "a kernel's environment goes with it"
