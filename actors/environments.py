@@ -134,3 +134,26 @@ def prepare_envs(state_dir: str | Path, stale: list[Path]) -> None:
     for env in stale:
         remove_env(env)
     ensure_template(envs_dir(state_dir))
+
+
+def _size(env: Path) -> int:
+    total = 0
+    for folder, _, files in os.walk(env):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def describe_envs(state_dir: str | Path) -> list[dict[str, object]]:
+    """Every template and pool venv of this state dir: kind, path, bytes on disk and the
+    time it was last changed (a pool venv's is its kernel's start). Blocking: it walks
+    the files, which is why only the admin console asks."""
+    root = envs_dir(state_dir)
+    found = [("template", root / template_name())]
+    found += [("pool", env) for env in pool_envs(state_dir)]
+    return [
+        {"kind": kind, "path": str(env), "bytes": _size(env), "changed": env.stat().st_mtime}
+        for kind, env in found
+        if env.is_dir()
+    ]

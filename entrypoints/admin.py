@@ -567,6 +567,30 @@ def run_log(admin: Admin, args: list[str]) -> Outcome:
     return Outcome(answer, "\n".join(lines) if lines else "The daemon's log is empty.")
 
 
+def run_envs(admin: Admin, args: list[str]) -> Outcome:
+    from nbstage.actors.environments import describe_envs
+
+    envs = describe_envs(admin.paths.root)
+    if not envs:
+        return Outcome({"envs": envs}, "No kernel environments yet: the first kernel makes them.")
+    columns = [
+        Column("KIND"),
+        Column("SIZE", right=True),
+        Column("CHANGED"),
+        Column("PATH", keep="tail", min_width=12),
+    ]
+    rows = [
+        [
+            env["kind"],
+            f"{env['bytes'] / 2**20:.1f} MB",
+            datetime.fromtimestamp(env["changed"]).strftime("%Y-%m-%d %H:%M"),
+            env["path"],
+        ]
+        for env in envs
+    ]
+    return Outcome({"envs": envs}, table(columns, rows, admin.width))
+
+
 def run_help(admin: Admin, args: list[str]) -> Outcome:
     if args:
         command = COMMANDS.get(ALIASES.get(args[0], args[0]))
@@ -611,6 +635,7 @@ COMMANDS: dict[str, Command] = {
             "shutdown-kernel", "ID", "stop a room's kernel; the room stays", run_shutdown_kernel
         ),
         Command("reap", "", "run the ghost-room reaper now", run_reap),
+        Command("envs", "", "the kernels' template and pool venvs, sizes, last change", run_envs),
         Command("log", "[N]", f"the daemon's newest N log lines ({DEFAULT_LOG_LINES})", run_log),
         Command("help", "[COMMAND]", "this list, or one command's usage", run_help),
         Command("quit", "", "leave the console (also exit, or Ctrl-D)", run_quit),

@@ -6,12 +6,13 @@ The template they are copied from is built once per test run, with real uv
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from nbstage.actors.environments import envs_dir, pool_dir, site_packages, template_name
-from tests.support import RunningDaemon, pid_gone, room_view, run_cell, wait_until
+from tests.support import RunningDaemon, pid_gone, room_view, run_cell, run_cli, wait_until
 
 
 def nbstage_packages() -> str:
@@ -49,6 +50,15 @@ def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
         client.request("restart_kernel", notebook_id=nid)
         kept = printed(run_cell(client, nid, "import six, sys; print(sys.prefix)")).strip()
         assert kept == prefix, "a restart keeps the kernel's environment"
+
+        listed = run_cli("admin", "envs", "--json", state_dir=daemon.paths.root)
+        assert listed.returncode == 0, listed.stderr
+        envs = {env["path"]: env for env in json.loads(listed.stdout)["envs"]}
+        assert envs[prefix]["kind"] == "pool"
+        assert envs[prefix]["bytes"] > 0
+        shown = run_cli("admin", "envs", state_dir=daemon.paths.root, env={"COLUMNS": "80"})
+        assert shown.stdout.splitlines()[0].split() == ["KIND", "SIZE", "CHANGED", "PATH"]
+        assert [line.split()[0] for line in shown.stdout.splitlines()[1:]] == ["template", "pool"]
     assert nbstage_packages() == before, "nbstage's own venv is unchanged"
     template = envs_dir(daemon.paths.root) / template_name()
     assert (site_packages(template) / "ipykernel").is_dir()
