@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,21 @@ FAST_SETTINGS = {
     "NBSTAGE_AUTOSAVE_DELAY_SECS": "0.3",
     "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS": "1.0",
 }
+
+
+@contextmanager
+def daemon_of_a_module() -> Iterator[RunningDaemon]:
+    """A daemon a whole module shares, with Jupyter dirs of its own: the per-test
+    isolation (``_isolated_jupyter``) does not reach a module-scoped fixture."""
+    with tempfile.TemporaryDirectory(prefix="nbs-") as tmp:
+        env = {
+            **FAST_SETTINGS,
+            "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter-runtime",
+            "IPYTHONDIR": f"{tmp}/ipython",
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        with daemon_running(Path(tmp) / "state", env) as daemon:
+            yield daemon
 
 
 @pytest.fixture(scope="session", autouse=True)

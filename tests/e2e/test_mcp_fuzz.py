@@ -53,8 +53,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.tools import TOOLS_BY_NAME, AllCellsFormat
-from tests.conftest import FAST_SETTINGS
-from tests.support import NBSTAGE, RunningDaemon, daemon_running, processes_of_daemon, wait_until
+from tests.conftest import daemon_of_a_module
+from tests.support import NBSTAGE, RunningDaemon, processes_of_daemon, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -179,15 +179,8 @@ class StdioServer:
 
 @pytest.fixture(scope="module")
 def fuzz_daemon() -> Iterator[RunningDaemon]:
-    with tempfile.TemporaryDirectory(prefix="nbs-") as tmp:
-        env = {
-            **FAST_SETTINGS,
-            "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter-runtime",
-            "IPYTHONDIR": f"{tmp}/ipython",
-            "JUPYTER_PLATFORM_DIRS": "1",
-        }
-        with daemon_running(Path(tmp) / "state", env) as daemon:
-            yield daemon
+    with daemon_of_a_module() as daemon:
+        yield daemon
 
 
 @pytest.fixture(scope="module")

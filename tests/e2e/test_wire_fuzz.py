@@ -25,12 +25,10 @@ import contextlib
 import dataclasses
 import socket
 import struct
-import tempfile
 import types
 import typing
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -40,8 +38,8 @@ from hypothesis import strategies as st
 
 from nbstage.protocol.frames import MAX_FRAME_BYTES
 from nbstage.protocol.requests import REQUEST_TYPES
-from tests.conftest import FAST_SETTINGS
-from tests.support import RunningDaemon, daemon_running
+from tests.conftest import daemon_of_a_module
+from tests.support import RunningDaemon
 
 pytestmark = pytest.mark.e2e
 
@@ -71,15 +69,8 @@ INT64 = st.integers(min_value=-(2**63), max_value=2**64 - 1)
 
 @pytest.fixture(scope="module")
 def fuzz_daemon() -> Iterator[RunningDaemon]:
-    with tempfile.TemporaryDirectory(prefix="nbs-") as tmp:
-        env = {
-            **FAST_SETTINGS,
-            "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter-runtime",
-            "IPYTHONDIR": f"{tmp}/ipython",
-            "JUPYTER_PLATFORM_DIRS": "1",
-        }
-        with daemon_running(Path(tmp) / "state", env) as daemon:
-            yield daemon
+    with daemon_of_a_module() as daemon:
+        yield daemon
 
 
 @pytest.fixture(scope="module")
