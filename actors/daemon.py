@@ -564,6 +564,7 @@ class Daemon(NbActor):
             KernelState(status.kernel_status) if status else KernelState.NONE,
             status.kernel_pid if status else None,
             status.kernelspec if status else None,
+            status.environment if status else None,
         )
 
     def _list_rooms(self, origin: Origin, req: ListRooms) -> None:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import copy
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import regex
 
+from nbstage.actors.dependencies import with_dependencies
 from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import KernelspecInfo
@@ -276,6 +278,11 @@ class Document:
         return cell
 
     # Outputs
+
+    def set_dependencies(self, deps: Sequence[str]) -> None:
+        """Set the inline dependencies (``metadata.runt.uv.dependencies``)."""
+        self.metadata = with_dependencies(self.metadata, deps)
+        self._touch()
 
     def set_outputs(self, cell_id: str, outputs: list[dict], execution_count: int | None) -> None:
         cell = self._code_cell(cell_id)

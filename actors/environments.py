@@ -13,6 +13,12 @@ Issue 12's first part (docs/notes/environments.md has the plan and its numbers).
   ``%pip install`` writes there, and a package installed there shadows the template's.
   pip never uninstalls a package outside the running environment ("Not uninstalling
   … outside environment"), so an upgrade in a kernel leaves the template as it was.
+- **An inline environment** is a full venv for one set of inline dependencies, cached in
+  ``envs_dir`` under the set's fingerprint and built like the template (one build at a
+  time per fingerprint, ready only once its marker is written). Each use touches
+  ``.nbstage-used``; the daemon removes those unused for ``UNUSED_FOR`` as it starts.
+- **A project** runs its kernel through ``uv run --project``, which keeps the project's
+  own ``.venv`` and ``uv.lock`` in the project directory (``project_argv``).
 
 Everything here blocks (uv, file copies). It runs on a Kernel actor's blocking lane,
 never in a mailbox.
@@ -26,18 +32,26 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import venv
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 ENVS_DIR_ENV = "NBSTAGE_ENVS_DIR"
 POOL = "pool"
 READY = ".nbstage-ready"
+USED = ".nbstage-used"
 BASE_PACKAGES = ("ipykernel", "pip")
 TEMPLATE_LINK = "_nbstage_template.pth"
+TEMPLATE_PREFIX = "template-py"
+UNUSED_FOR = 30 * 24 * 3600.0
+ERROR_TAIL = 2000
+
+OnLine = Callable[[str], None]
 
 
 class EnvironmentUnavailable(Exception):
-    """The template could not be built (no uv, no network, a failed install): uv's words."""
+    """An environment could not be built (no uv, no network, a failed install): uv's words."""
 
 
 def envs_dir(state_dir: str | Path, environ: dict[str, str] | None = None) -> Path:
@@ -51,7 +65,7 @@ def pool_dir(state_dir: str | Path) -> Path:
 
 
 def template_name(version: tuple[int, int] = sys.version_info[:2]) -> str:
-    return f"template-py{version[0]}.{version[1]}"
+    return f"{TEMPLATE_PREFIX}{version[0]}.{version[1]}"
 
 
 def env_python(env: Path) -> Path:
@@ -66,41 +80,173 @@ def _uv() -> str:
     return find_uv_bin()
 
 
-def _run(command: list[str]) -> None:
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip()
-        raise EnvironmentUnavailable(f"{' '.join(command[:3])} failed: {said[-2000:]}")
+def _run(command: Sequence[str], on_line: OnLine | None = None) -> None:
+    """Run ``command``, handing each non-empty line it prints to ``on_line`` as it comes.
+    On failure, raise with the tail of what it printed."""
+    tail = ""
+    try:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        )
+    except OSError as exc:
+        raise EnvironmentUnavailable(f"{' '.join(command[:3])} failed: {exc}") from exc
+    with process:
+        assert process.stdout is not None
+        try:
+            for raw in process.stdout:
+                line = raw.rstrip("\r\n")
+                if not line:
+                    continue
+                tail = f"{tail}{line}\n"[-ERROR_TAIL:]
+                if on_line is not None:
+                    on_line(line)
+        except BaseException:
+            process.kill()
+            raise
+    if process.returncode != 0:
+        raise EnvironmentUnavailable(f"{' '.join(command[:3])} failed: {tail.strip()}")
+
+
+@contextlib.contextmanager
+def _locked(root: Path, name: str) -> Iterator[None]:
+    """Hold the exclusive lock that serialises building and removing ``root / name``."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(root / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _build_once(env: Path, packages: Sequence[str], on_line: OnLine | None) -> bool:
+    """Make ``env`` a ready venv holding ``BASE_PACKAGES`` and ``packages``, compiled, unless
+    it is one already; True if this call built it. A build that fails leaves nothing."""
+    if (env / READY).exists():
+        return False
+    with _locked(env.parent, env.name):
+        if (env / READY).exists():
+            return False
+        remove_env(env)
+        uv = _uv()
+        try:
+            _run([uv, "venv", "--python", sys.executable, str(env)], on_line)
+            python = str(env_python(env))
+            install = [uv, "pip", "install", "--compile-bytecode", "--python", python]
+            _run([*install, *BASE_PACKAGES, *packages], on_line)
+        except BaseException:
+            remove_env(env)
+            raise
+        (env / READY).touch()
+    return True
 
 
 def ensure_template(root: Path) -> Path:
     """The compiled template venv in ``root``, built first if it is not there yet."""
     template = root / template_name()
-    if (template / READY).exists():
-        return template
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(root / f".{template.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (template / READY).exists():
-            return template
-        shutil.rmtree(template, ignore_errors=True)
-        uv = _uv()
-        _run([uv, "venv", "--quiet", "--python", sys.executable, str(template)])
-        python = str(env_python(template))
-        _run(
-            [
-                uv,
-                "pip",
-                "install",
-                "--quiet",
-                "--compile-bytecode",
-                "--python",
-                python,
-                *BASE_PACKAGES,
-            ]
-        )
-        (template / READY).touch()
+    _build_once(template, (), None)
     return template
+
+
+def _check_fingerprint(fingerprint: str) -> None:
+    if (
+        not fingerprint
+        or fingerprint.startswith((".", TEMPLATE_PREFIX))
+        or fingerprint == POOL
+        or Path(fingerprint).name != fingerprint
+    ):
+        raise ValueError(f"not an inline environment's fingerprint: {fingerprint!r}")
+
+
+def ensure_inline_env(
+    root: Path,
+    fingerprint: str,
+    requirements: Sequence[str],
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[Path, bool]:
+    """The environment of one inline dependency set, ``root / fingerprint``, built first
+    (with uv's progress lines handed to ``on_line``) if it is not ready yet. Returns it and
+    whether this call built it; concurrent callers, in any process, share one build."""
+    _check_fingerprint(fingerprint)
+    env = root / fingerprint
+    if (env / READY).exists():
+        with contextlib.suppress(FileNotFoundError):
+            mark_used(env)
+            return env, False
+    built = _build_once(env, requirements, on_line)
+    mark_used(env)
+    return env, built
+
+
+def mark_used(env: Path) -> None:
+    (env / USED).touch()
+
+
+def last_used(env: Path) -> float:
+    """When ``env`` was last used: its use stamp, else when it was made ready, else its
+    directory's change."""
+    for marker in (env / USED, env / READY):
+        with contextlib.suppress(FileNotFoundError):
+            return marker.stat().st_mtime
+    return env.stat().st_mtime
+
+
+def install_into(
+    env: Path, requirements: Sequence[str], on_line: Callable[[str], None] | None = None
+) -> None:
+    _run([_uv(), "pip", "install", "--python", str(env_python(env)), *requirements], on_line)
+
+
+def uninstall_from(env: Path, names: Sequence[str]) -> None:
+    """Uninstall ``names`` from ``env``; uv skips, with a warning, those not installed."""
+    _run([_uv(), "pip", "uninstall", "--python", str(env_python(env)), *names])
+
+
+def project_argv(project: Path, launcher: Path) -> list[str]:
+    """The start of the command that runs ``launcher`` in ``project``'s own environment
+    (uv makes ``project/.venv`` and ``project/uv.lock``), with ipykernel layered on."""
+    return [_uv(), "run", "--project", str(project), "--with", "ipykernel", "python", str(launcher)]
+
+
+def inline_envs(root: Path) -> list[Path]:
+    """Every ready inline environment in ``root``."""
+    with contextlib.suppress(FileNotFoundError):
+        return sorted(
+            env
+            for env in root.iterdir()
+            if env.name != POOL
+            and not env.name.startswith(TEMPLATE_PREFIX)
+            and (env / READY).exists()
+        )
+    return []
+
+
+def envs_to_collect(
+    envs: Sequence[tuple[str, float]], in_use: Collection[str], now: float, max_age: float
+) -> list[str]:
+    """The fingerprints, of ``(fingerprint, last used)`` pairs, whose environments should
+    go: not in use, and unused for ``max_age`` or longer."""
+    return [
+        fingerprint
+        for fingerprint, used in envs
+        if fingerprint not in in_use and now - used >= max_age
+    ]
+
+
+def collect_envs(root: Path, in_use: Collection[str], now: float, max_age: float) -> list[Path]:
+    """Remove the inline environments of ``root`` that ``envs_to_collect`` picks, each under
+    its build lock and only if it still qualifies then. Returns those removed."""
+    found = [(env.name, last_used(env)) for env in inline_envs(root)]
+    removed = []
+    for fingerprint in envs_to_collect(found, in_use, now, max_age):
+        env = root / fingerprint
+        with _locked(root, fingerprint):
+            try:
+                still = envs_to_collect([(fingerprint, last_used(env))], in_use, now, max_age)
+            except FileNotFoundError:
+                continue
+            if still:
+                (env / READY).unlink(missing_ok=True)
+                remove_env(env)
+                removed.append(env)
+    return removed
 
 
 def site_packages(env: Path) -> Path:
@@ -129,11 +275,16 @@ def pool_envs(state_dir: str | Path) -> list[Path]:
 
 
 def prepare_envs(state_dir: str | Path, stale: list[Path]) -> None:
-    """The daemon's start-up work, off its loop: remove ``stale``, then build the template
-    so that the first kernel does not wait for it."""
+    """The daemon's start-up work, off its loop: remove ``stale``, build the template so
+    that the first kernel does not wait for it, and remove the inline environments unused
+    for ``UNUSED_FOR`` (no room is open yet, so none is in use)."""
     for env in stale:
         remove_env(env)
-    ensure_template(envs_dir(state_dir))
+    root = envs_dir(state_dir)
+    try:
+        ensure_template(root)
+    finally:
+        collect_envs(root, set(), time.time(), UNUSED_FOR)
 
 
 def _size(env: Path) -> int:
@@ -146,14 +297,27 @@ def _size(env: Path) -> int:
 
 
 def describe_envs(state_dir: str | Path) -> list[dict[str, object]]:
-    """Every template and pool venv of this state dir: kind, path, bytes on disk and the
-    time it was last changed (a pool venv's is its kernel's start). Blocking: it walks
-    the files, which is why only the admin console asks."""
+    """Every template, pool and inline venv of this state dir: kind, path, bytes on disk,
+    the time it was last changed (a pool venv's is its kernel's start) and last used (an
+    inline venv's use stamp, the others' change); an inline venv's row also has its
+    fingerprint. Blocking: it walks the files, which is why only the admin console asks."""
     root = envs_dir(state_dir)
     found = [("template", root / template_name())]
     found += [("pool", env) for env in pool_envs(state_dir)]
-    return [
-        {"kind": kind, "path": str(env), "bytes": _size(env), "changed": env.stat().st_mtime}
-        for kind, env in found
-        if env.is_dir()
-    ]
+    found += [("inline", env) for env in inline_envs(root)]
+    rows: list[dict[str, object]] = []
+    for kind, env in found:
+        if not env.is_dir():
+            continue
+        changed = env.stat().st_mtime
+        row: dict[str, object] = {
+            "kind": kind,
+            "path": str(env),
+            "bytes": _size(env),
+            "changed": changed,
+            "last_used": changed,
+        }
+        if kind == "inline":
+            row |= {"fingerprint": env.name, "last_used": last_used(env)}
+        rows.append(row)
+    return rows

@@ -13,6 +13,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from nbstage.actors.dependencies import read_dependencies, with_dependencies
 from nbstage.actors.document import Document
 from nbstage.protocol.replies import CellCreated, CellDeleted, CellMoved, CellUpdated
 
@@ -27,6 +28,10 @@ def delete(cell_id: str) -> dict[str, Any]:
 
 def move(cell_id: str, index: int) -> dict[str, Any]:
     return {"op": "move", "cell_id": cell_id, "index": index}
+
+
+def dependencies(deps: list[str]) -> dict[str, Any]:
+    return {"op": "dependencies", "dependencies": deps}
 
 
 def mutation_record(doc: Document, result: object) -> dict[str, Any] | None:
@@ -63,7 +68,10 @@ def apply_records(notebook: dict[str, Any], records: list[dict[str, Any]]) -> Re
     cells: list[dict[str, Any]] = notebook.setdefault("cells", [])
     applied = skipped = 0
     for record in records:
-        outcome = _apply(cells, record)
+        if record.get("op") == "dependencies":
+            outcome = _set_dependencies(notebook, record.get("dependencies"))
+        else:
+            outcome = _apply(cells, record)
         if outcome is None:
             skipped += 1
         elif outcome:
@@ -103,6 +111,17 @@ def _apply(cells: list[dict[str, Any]], record: dict[str, Any]) -> bool | None:
             cells.insert(to, cell)
             return to != at
     return None
+
+
+def _set_dependencies(notebook: dict[str, Any], deps: object) -> bool | None:
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        return None
+    metadata = notebook.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    if list(read_dependencies(metadata)) == deps:
+        return False
+    notebook["metadata"] = with_dependencies(metadata, deps)
+    return True
 
 
 def _index(cells: list[dict[str, Any]], cell_id: object) -> int | None:

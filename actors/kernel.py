@@ -103,7 +103,17 @@ def _make_backend(msg: StartKernel) -> Any:
     from nbstage.actors.kernel_backend import JupyterBackend
 
     kernel_id = f"{msg.notebook_id[:8]}-{secrets.token_hex(3)}"
-    return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id, msg.state_dir)
+    if msg.state_dir is None:
+        return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id)
+    from nbstage.actors.kernel_environment import place_kernel
+
+    state_dir = msg.state_dir
+    return JupyterBackend(
+        msg.kernel_name,
+        Path(msg.kernel_dir),
+        kernel_id,
+        lambda: place_kernel(msg.environment, state_dir, kernel_id),
+    )
 
 
 class Kernel(NbActor):
@@ -245,7 +255,9 @@ class Kernel(NbActor):
             self.send(self.room, KernelRestarted(self.restart_origin, self.backend.pid))
             self.restart_origin = None
         else:
-            self.send(self.room, KernelReady(self.backend.pid, os.getpid()))
+            placement = self.backend.placement
+            view = placement.view if placement is not None else None
+            self.send(self.room, KernelReady(self.backend.pid, os.getpid(), view))
         self._next()
 
     def _finish_or_flush(self) -> None:

@@ -8,6 +8,7 @@ Only Kernel actor processes import this module, because jupyter_client is heavy.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from nbstage.actors.kernel_backend_events import (
     OutputEmitted,
     ReplyReceived,
 )
+from nbstage.actors.kernel_environment import Placement
 from nbstage.actors.kernel_files import pipe_socket
 from nbstage.protocol.kernels import KernelspecInfo
 
@@ -88,6 +90,14 @@ def _shell_event(msg: dict[str, Any]) -> ReplyReceived:
     )
 
 
+def _run_in(argv: list[str], launcher_at: int, placement: Placement) -> None:
+    """Point the kernel's command line (``python LAUNCHER -f …``) at the placement."""
+    if placement.project is not None:
+        argv[: launcher_at + 1] = environments.project_argv(placement.project, LAUNCHER)
+    elif placement.python is not None:
+        argv[0] = str(placement.python)
+
+
 class JupyterBackend:
     """One real kernel through jupyter_client, over IPC sockets in a private dir.
 
@@ -96,8 +106,14 @@ class JupyterBackend:
     ``~/.ipython/profile_default/history.sqlite``, outside the private state dir."""
 
     def __init__(
-        self, kernel_name: str, kernel_dir: Path, kernel_id: str, state_dir: str | None = None
+        self,
+        kernel_name: str,
+        kernel_dir: Path,
+        kernel_id: str,
+        place: Callable[[], Placement] | None = None,
     ) -> None:
+        """``place`` chooses the environment (kernel_environment.py); it is asked only
+        for a Python kernel that ipykernel runs."""
         kernel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._km = KernelManager(
             kernel_name=kernel_name,
@@ -109,25 +125,13 @@ class JupyterBackend:
         self._kernel_dir = kernel_dir
         argv = self._km.kernel_spec.argv
         at = argv.index("ipykernel_launcher") if "ipykernel_launcher" in argv else -1
-        self.env: Path | None = None
-        self.env_problem: str | None = None
+        self.placement: Placement | None = None
         if at > 0 and argv[at - 1] == "-m":
             argv[at - 1 : at + 1] = [str(LAUNCHER)]
-            if state_dir is not None:
-                self._use_pool_env(argv, state_dir, kernel_id)
+            if place is not None:
+                self.placement = place()
+                _run_in(argv, at - 1, self.placement)
         argv.append(NO_HISTORY)
-
-    def _use_pool_env(self, argv: list[str], state_dir: str, kernel_id: str) -> None:
-        """Run this ipykernel in a fresh pool environment. Without one (uv could not build
-        the template), it runs in nbstage's own, and ``env_problem`` says why."""
-        try:
-            template = environments.ensure_template(environments.envs_dir(state_dir))
-        except environments.EnvironmentUnavailable as exc:
-            self.env_problem = str(exc)
-            log.warning("kernel %s runs in nbstage's own environment: %s", kernel_id, exc)
-            return
-        self.env = environments.take_pool_env(template, state_dir, kernel_id)
-        argv[0] = str(environments.env_python(self.env))
 
     @property
     def pid(self) -> int | None:
@@ -194,5 +198,5 @@ class JupyterBackend:
         self._km.cleanup_resources()
         if pid is not None:
             pipe_socket(self._kernel_dir, pid).unlink(missing_ok=True)
-        if self.env is not None:
-            environments.remove_env(self.env)
+        if self.placement is not None and self.placement.owned is not None:
+            environments.remove_env(self.placement.owned)

@@ -1,7 +1,9 @@
-"""The daemon's registry: UUID↔path bindings and persisted untitled notebooks.
+"""The daemon's registry: UUID↔path bindings, persisted untitled notebooks, and the
+inline dependency sets trusted for each path (keyed by their fingerprint).
 
 A small sqlite database in the state dir. The Daemon actor owns the bindings;
-a Room writes only its own untitled row. WAL mode lets both processes use it.
+a Room writes only its own untitled row and the trust rows of its path. WAL mode lets
+both processes use it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bindings (
     notebook_id TEXT PRIMARY KEY,
     path TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS trusted_deps (
+    path TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    trusted_at REAL NOT NULL,
+    PRIMARY KEY (path, fingerprint)
 );
 CREATE TABLE IF NOT EXISTS untitled (
     notebook_id TEXT PRIMARY KEY,
@@ -54,6 +62,18 @@ class Registry:
             )
             self._db.execute("INSERT INTO bindings VALUES (?, ?)", (notebook_id, path))
             self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
+
+    def trusted_fingerprints(self, path: str) -> set[str]:
+        """The dependency sets nbstage wrote or an agent approved for the notebook at path."""
+        rows = self._db.execute("SELECT fingerprint FROM trusted_deps WHERE path = ?", (path,))
+        return {row[0] for row in rows}
+
+    def trust(self, path: str, fingerprint: str) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO trusted_deps VALUES (?, ?, ?)",
+                (path, fingerprint, time.time()),
+            )
 
     def load_untitled(self, notebook_id: str) -> bytes | None:
         row = self._db.execute(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sqlite3
 import time
 import uuid
 from collections import OrderedDict
@@ -38,6 +39,8 @@ import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
 
 from nbstage.actors import (
+    dependencies,
+    environments,
     executions,
     journal,
     lifetime,
@@ -58,6 +61,7 @@ from nbstage.protocol.codec import from_wire
 from nbstage.protocol.edge import EventKind, KernelProcessEnded, Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
+    EnvironmentView,
     ExecutionFinished,
     ExecutionsCancelled,
     ExecutionStarted,
@@ -86,6 +90,11 @@ from nbstage.protocol.replies import (
     CellsShown,
     CellsSummarized,
     CellUpdated,
+    DependenciesApplied,
+    DependenciesManaged,
+    DependencyRemoval,
+    DependencySide,
+    DependencyTrust,
     ExecutionCounts,
     ExecutionReported,
     ExecutionView,
@@ -102,6 +111,7 @@ from nbstage.protocol.replies import (
     RoomLeft,
 )
 from nbstage.protocol.requests import (
+    ApplyDependencies,
     CellsFormat,
     CreateCell,
     DeleteCell,
@@ -112,6 +122,7 @@ from nbstage.protocol.requests import (
     GetExecution,
     InterruptKernel,
     LeaveRoom,
+    ManageDependencies,
     MoveCell,
     ReplaceMatch,
     ReplaceRegex,
@@ -122,6 +133,8 @@ from nbstage.protocol.requests import (
 )
 from nbstage.protocol.room_followups import (
     AutosaveDue,
+    DependenciesPrepared,
+    DependenciesRecorded,
     DiskStamp,
     ExecutionRecorded,
     FileCheckDue,
@@ -243,6 +256,13 @@ class Room(NbActor):
         """Journal work under way; the close is reported once none is left."""
         self.restored = 0
         """Journal records applied at the start: edits the last daemon acknowledged."""
+        self.trusted: set[str] = set()
+        """Fingerprints of the dependency sets approved or written for this notebook: only
+        those are built (actors/dependencies.py)."""
+        self.environment: EnvironmentView | None = None
+        """Where the running kernel's Python comes from; None while no kernel is ready."""
+        self.pending_env: list[tuple[Origin, DependenciesManaged]] = []
+        """manage_dependencies calls answered once the kernel is up in its new environment."""
 
     # --- start ----------------------------------------------------------------------------
 
@@ -297,17 +317,23 @@ class Room(NbActor):
             self.fail(join.origin, error)
 
     def _read_kernelspecs(self, restart: Origin | None = None) -> None:
-        def read() -> dict[str, KernelspecInfo]:
+        """At the start, the trusted dependency sets of the notebook's path come too."""
+        path = self.path if restart is None else None
+        where = Path(self.config.state_dir) / "registry.sqlite3"
+
+        def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
             from nbstage.actors.kernel_backend import installed_kernelspecs
 
-            return installed_kernelspecs()
+            return installed_kernelspecs(), _trusted_for(where, path)
 
         self.offload(KernelspecsRead(restart), read)
 
     def _kernelspecs_read(self, done: BlockingWorkDone) -> None:
         """A loaded notebook's kernel is chosen from its metadata (kernelspecs.py)."""
         if done.ok:
-            installed = {name: spec.language for name, spec in done.result.items()}
+            specs, trusted = done.result
+            self.trusted |= trusted
+            installed = {name: spec.language for name, spec in specs.items()}
             chosen = choose_kernelspec(self.doc.metadata, installed)
         else:
             chosen = NoKernelspec(f"The installed kernelspecs could not be read: {done.error}")
@@ -423,6 +449,7 @@ class Room(NbActor):
             "kernel_refused": self.kernel_refused,
             "cell_count": len(self.doc.cells),
             "kernel_status": self.kernel_state,
+            "environment": self.environment,
         }
 
     def _report_status(self) -> None:
@@ -439,6 +466,7 @@ class Room(NbActor):
                 self.joins_seen,
                 self.kernel_actor_pid,
                 self.kernel_name,
+                self.environment,
             ),
         )
 
@@ -463,6 +491,7 @@ class Room(NbActor):
             GetExecution: self._get_execution,
             InterruptKernel: self._once(self._interrupt),
             RestartKernel: self._once(self._restart),
+            ManageDependencies: self._once(self._manage_dependencies),
             DescribeRoom: self._describe_room,
             ShutdownKernelNow: self._shutdown_kernel,
         }
@@ -783,12 +812,16 @@ class Room(NbActor):
         target = Path(path)
         if purpose is SavePurpose.NEW_PATH:
             given, overwrite = self.save_claims.pop(origin, (path, False))
-            own = self.path
-            self.offload(
-                token,
-                lambda: persistence.save_to_new_path(Path(given), target, snapshot, own, overwrite),
-                self._lane,
-            )
+            own, registry = self.path, self.registry
+            trusted = self._trusted_fingerprint()
+
+            def save_there() -> Any:
+                saved = persistence.save_to_new_path(Path(given), target, snapshot, own, overwrite)
+                if trusted is not None:
+                    registry.trust(path, trusted)
+                return saved
+
+            self.offload(token, save_there, self._lane)
             return
         expected, explicit = self.disk_stamp, purpose is SavePurpose.REQUEST
         self.offload(
@@ -819,6 +852,8 @@ class Room(NbActor):
             JournalRead: self._journal_read,
             JournalTruncated: self._journal_truncated,
             JournalClosed: self._journal_closed,
+            DependenciesPrepared: self._dependencies_prepared,
+            DependenciesRecorded: self._dependencies_recorded,
         }
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
@@ -887,6 +922,8 @@ class Room(NbActor):
     # --- the file on disk -----------------------------------------------------------------
 
     def notices_for(self, origin: Origin) -> tuple[str, ...]:
+        if self.doc is not None:
+            self.notices.stand("dependencies", self._approval_line())
         return self.notices.take(origin.conn)
 
     def _wrote(self, stamp: DiskStamp, notebook: dict) -> None:
@@ -1082,16 +1119,19 @@ class Room(NbActor):
         self.kernel_state = KernelState.STARTING
         self.kernel_problem = None
         cfg = self.config
+        cwd = os.path.dirname(self.path) if self.path is not None else cfg.working_dir
+        deps = dependencies.read_dependencies(self.doc.metadata)
         self.send(
             self.kernel,
             StartKernel(
                 cfg.notebook_id,
                 self.kernel_name,
                 cfg.kernel_dir,
-                cfg.working_dir,
+                cwd,
                 self.edge,
                 cfg.kernel_backend,
                 cfg.state_dir,
+                dependencies.wanted_environment(deps, self.trusted, cwd),
             ),
         )
 
@@ -1103,6 +1143,7 @@ class Room(NbActor):
         self.kernel_state = KernelState.NONE
         self.kernel_pid = None
         self.kernel_actor_pid = None
+        self.environment = None
         self._fail_live_executions(
             ExecutionStatus.ERROR, f"kernel stopped: {reason}; run the cell again"
         )
@@ -1116,6 +1157,7 @@ class Room(NbActor):
             self.kernel_state = KernelState.IDLE
             self.kernel_pid = msg.pid
             self.kernel_actor_pid = msg.actor_pid
+            self.environment = msg.environment
             self._answer_restarts()
             self._report_status()
 
@@ -1352,14 +1394,190 @@ class Room(NbActor):
 
     def _fail_restarts(self) -> None:
         failure = NbstageError(ErrorCode.KERNEL_DIED, f"{self.kernel_problem} Try restart again.")
-        for origin in self.pending_restart:
+        for origin in self.pending_restart + [origin for origin, _ in self.pending_env]:
             self.fail(origin, failure)
-        self.pending_restart = []
+        self.pending_restart, self.pending_env = [], []
 
     def _answer_restarts(self) -> None:
         for origin in self.pending_restart:
             self.answer(origin, RestartCompleted(self.kernel_pid))
-        self.pending_restart = []
+        for origin, reply in self.pending_env:
+            self.answer(origin, replace(reply, environment=self.environment))
+        self.pending_restart, self.pending_env = [], []
+
+    # --- dependencies (actors/dependencies.py) --------------------------------------------
+
+    def _approval_line(self) -> str | None:
+        deps = dependencies.read_dependencies(self.doc.metadata)
+        if not deps or dependencies.fingerprint(deps) in self.trusted:
+            return None
+        return dependencies.approval_line(deps)
+
+    def _trusted_fingerprint(self) -> str | None:
+        """The notebook's dependency set, when it has one that is trusted: a save to a new
+        path carries the trust there."""
+        deps = dependencies.read_dependencies(self.doc.metadata)
+        fp = dependencies.fingerprint(deps) if deps else None
+        return fp if fp in self.trusted else None
+
+    def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
+        """Validate, then (for apply=restart or sync) do the environment work first: a
+        build that fails changes nothing. The edit itself is one room mutation."""
+        current = dependencies.read_dependencies(self.doc.metadata)
+        plan = dependencies.plan_change(
+            current, self.trusted, req.add, req.remove, req.trust, req.fingerprint
+        )
+        started = time.monotonic()
+        if req.apply is ApplyDependencies.NONE:
+            self._commit_dependencies(origin, plan, None)
+            return
+        self._require_kernel()
+        if req.apply is ApplyDependencies.RESTART:
+            work = self._build_work(plan)
+        else:
+            work = self._sync_work(plan)
+        self.offload(DependenciesPrepared(origin, plan, req.apply.value, started), work)
+
+    def _build_work(self, plan: dependencies.DependencyPlan):
+        if not plan.edit.after or not plan.trusted_after:
+            return lambda: None
+        root = environments.envs_dir(self.config.state_dir)
+        fp, reqs = plan.after_fingerprint, dependencies.normalised_set(plan.edit.after)
+        return lambda: environments.ensure_inline_env(root, fp, reqs)
+
+    def _sync_work(self, plan: dependencies.DependencyPlan):
+        env = self.environment
+        if env is None or env.source != dependencies.EnvSource.POOL or env.path is None:
+            where = env.source if env is not None else "no environment nbstage made"
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST,
+                f"apply='sync' installs into the kernel's own pool environment, and this "
+                f"kernel runs in {where}; nothing was changed. Use apply='restart'.",
+            )
+        path = Path(env.path)
+        added, removed = plan.edit.added, plan.edit.removed.removed
+
+        def sync() -> None:
+            if removed:
+                environments.uninstall_from(
+                    path, [dependencies.requirement_name(r) for r in removed]
+                )
+            if added:
+                environments.install_into(path, added)
+
+        return sync
+
+    def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
+        token: DependenciesPrepared = done.token
+        seconds = round(time.monotonic() - token.started, 3)
+        if not done.ok:
+            self.fail(
+                token.origin,
+                NbstageError(
+                    ErrorCode.BUILD_FAILED,
+                    f"Nothing was changed, and the kernel runs as before: {done.error}",
+                ),
+            )
+            return
+        current = dependencies.read_dependencies(self.doc.metadata)
+        if dependencies.fingerprint(current) != token.plan.before_fingerprint:
+            self.fail(
+                token.origin,
+                NbstageError(
+                    ErrorCode.DEPENDENCIES_CHANGED,
+                    "Dependencies changed since review, while the environment was being "
+                    "built; nothing was changed. Read them again and retry.",
+                ),
+            )
+            return
+        applied = DependenciesApplied(token.mode, True, seconds)
+        self._commit_dependencies(token.origin, token.plan, applied)
+
+    def _commit_dependencies(
+        self,
+        origin: Origin,
+        plan: dependencies.DependencyPlan,
+        applied: DependenciesApplied | None,
+    ) -> None:
+        """Apply the edit and the trust, answer once both are durable; a restart answers
+        once the kernel is up in the new environment."""
+        edit = plan.edit
+        changed = edit.after != edit.before
+        if changed:
+            self._refuse_while_closing("the dependencies were not changed")
+            self.doc.set_dependencies(edit.after)
+            self._edited()
+        newly_trusted = plan.trusted_after and plan.after_fingerprint not in self.trusted
+        if plan.trusted_after:
+            self.trusted.add(plan.after_fingerprint)
+        removal = edit.removed
+        reply = DependenciesManaged(
+            DependencySide(list(edit.before), plan.before_fingerprint),
+            DependencySide(list(edit.after), plan.after_fingerprint),
+            list(edit.added),
+            DependencyRemoval(
+                list(removal.requested), list(removal.removed), list(removal.not_found)
+            ),
+            DependencyTrust(**dependencies.trust_state(edit.after, plan.trusted_after)),
+            self.environment,
+            applied,
+        )
+        work = self._dependency_record_work(
+            edit.after if changed and self._journalled else None,
+            plan.after_fingerprint if newly_trusted and self.path is not None else None,
+        )
+        restart = applied is not None and applied.mode == ApplyDependencies.RESTART
+        self._journal_work(DependenciesRecorded(origin, reply, restart), work)
+
+    def _dependency_record_work(self, journalled: tuple[str, ...] | None, trust: str | None):
+        store, registry, notebook_id, path = None, None, self.notebook_id, self.path
+        seq, data = 0, b""
+        if journalled is not None:
+            self.journal_seq += 1
+            seq, data = self.journal_seq, orjson.dumps(journal.dependencies(list(journalled)))
+            store = self.journal_store
+        if trust is not None:
+            registry = self.registry
+
+        def record() -> None:
+            if store is not None:
+                store.append(notebook_id, seq, data)
+            if registry is not None:
+                registry.trust(path, trust)
+
+        return record
+
+    def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
+        self.journal_jobs -= 1
+        token: DependenciesRecorded = done.token
+        if not done.ok:
+            log.error("could not record the dependencies of %s: %s", self.notebook_id, done.error)
+        if not token.restart:
+            self.answer(token.origin, token.reply)
+        elif self.closing is not None:
+            self.fail(token.origin, _closing_error("the kernel was not restarted"))
+        else:
+            self.pending_env.append((token.origin, token.reply))
+            self._detach_kernel("restarted into its new environment")
+            self.life = lifetime.kernel_released(self.life)
+            self._carry_out(lifetime.kernel_wanted, self.life)
+        self._report_closed()
+
+
+def _trusted_for(registry: Path, path: str | None) -> set[str]:
+    """The dependency sets trusted for ``path``; none when the registry cannot say, so a
+    notebook's packages are never installed on a read that failed."""
+    if path is None:
+        return set()
+    try:
+        reader = Registry(registry)
+    except sqlite3.Error as exc:
+        log.warning("could not read the trusted dependencies of %s: %s", path, exc)
+        return set()
+    try:
+        return reader.trusted_fingerprints(path)
+    finally:
+        reader.close()
 
 
 def _closing_error(outcome: str) -> NbstageError:

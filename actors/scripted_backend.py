@@ -27,6 +27,7 @@ class ScriptedBackend:
         self.alive = True
         self._count = 0
         self._outbox: list[KernelEvent] = []
+        self.placement = None
 
     def start(self, working_dir: str | None) -> str:
         return self._reply_now(ok=True)

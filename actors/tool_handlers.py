@@ -21,6 +21,7 @@ from nbstage.actors.rendering import (
     render_cell,
     render_cells_json,
     render_cells_summary,
+    render_dependencies,
     render_execution,
 )
 from nbstage.protocol import tools
@@ -38,6 +39,7 @@ from nbstage.protocol.requests import (
     GetExecution,
     InterruptKernel,
     ListRooms,
+    ManageDependencies,
     MoveCell,
     ReplaceMatch,
     ReplaceRegex,
@@ -240,6 +242,32 @@ def restart_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
     return tool_result({"restarted": True}, text="The kernel restarted; its variables are gone.")
 
 
+def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) -> Handler:
+    reply = yield ManageDependencies(
+        ctx.notebook_id,
+        args.add,
+        args.remove,
+        args.trust,
+        args.dependency_fingerprint,
+        args.apply,
+        ctx.key,
+    )
+    result = to_wire(reply)
+    state = {
+        "dependencies": result["after"]["dependencies"],
+        "env_source": (result.get("environment") or {}).get("source"),
+        "fingerprint": result["after"]["fingerprint"],
+        "trust": result["trust"],
+    }
+    if args.add or args.remove or args.trust or args.apply is not tools.ApplyDependencies.NONE:
+        edit = {k: result[k] for k in ("added", "removed") if k in result}
+        before, after = result["before"]["dependencies"], state["dependencies"]
+        state = {"before": before, "after": after, **edit, **state}
+        if "apply" in result:
+            state["apply"] = result["apply"]
+    return tool_result(state, text=render_dependencies(state))
+
+
 def save_notebook(ctx: ToolContext, args: tools.SaveArgs) -> Handler:
     """The path goes to the daemon joined to the working dir but with its links unresolved:
     the daemon resolves them once and checks both the path and its target."""
@@ -261,6 +289,8 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
             "peers": [p.label for p in room.peers],
             "kernel_status": room.kernel_status,
             "kernelspec": room.kernelspec,
+            "env_source": room.environment.source if room.environment else None,
+            "fingerprint": room.environment.fingerprint if room.environment else None,
             "active": room.notebook_id == ctx.active_id,
             "parked": room.notebook_id in ctx.parked_ids,
         }
@@ -268,7 +298,8 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
     ]
     lines = [
         f"{'*' if n['active'] else ' '} {n['notebook_id']}  {n['path'] or '(untitled)'}  "
-        f"kernel {n['kernelspec'] or '-'} {n['kernel_status']}  "
+        f"kernel {n['kernelspec'] or '-'} {n['kernel_status']}"
+        f"{' in ' + n['env_source'] if n['env_source'] else ''}  "
         f"peers: {', '.join(n['peers']) or 'none'}"
         for n in notebooks
     ]
@@ -291,4 +322,5 @@ SESSION_TOOLS = {
     "replace_match": replace_match,
     "replace_regex": replace_regex,
     "save_notebook": save_notebook,
+    "manage_dependencies": manage_dependencies,
 }

@@ -45,6 +45,32 @@ class KernelspecInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class EnvironmentWanted:
+    """Where a Python kernel's environment should come from (actors/kernel_environment.py)."""
+
+    requirements: tuple[str, ...] = ()
+    """A trusted inline set, normalised; empty: a project's environment, else the pool."""
+    fingerprint: str | None = None
+    search_from: str | None = None
+    """Where the walk up to a project's ``pyproject.toml`` starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentView:
+    """Where a kernel's Python comes from, as tools and the admin console show it."""
+
+    source: str
+    """"inline", "project" or "pool"."""
+    fingerprint: str | None = None
+    """The inline environment's dependency fingerprint."""
+    project: str | None = None
+    path: str | None = None
+    """The environment's folder, when nbstage made it."""
+    problem: str | None = None
+    """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StartKernel:
     """A Kernel actor's first message."""
 
@@ -56,14 +82,16 @@ class StartKernel:
     backend: str = "jupyter"
     """"jupyter" for a real kernel; tests of the Room may name an in-memory one."""
     state_dir: str | None = None
-    """Where a Python kernel's pool environment goes (actors/environments.py); None runs
-    it with the kernelspec's own Python, which only in-process tests do."""
+    """Where a Python kernel's environments live (actors/environments.py); None runs it
+    with the kernelspec's own Python, which only in-process tests do."""
+    environment: EnvironmentWanted = EnvironmentWanted()
 
 
 @dataclass(frozen=True, slots=True)
 class KernelReady:
     pid: int | None
     actor_pid: int
+    environment: EnvironmentView | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import Any, TypedDict, TypeVar
 
 from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import ExecutionStatus, KernelState
+from nbstage.protocol.kernels import EnvironmentView, ExecutionStatus, KernelState
 from nbstage.protocol.requests import (
     AttachNotebook,
     CellsFormat,
@@ -37,6 +37,7 @@ from nbstage.protocol.requests import (
     LeaveRoom,
     ListClients,
     ListRooms,
+    ManageDependencies,
     MoveCell,
     OpenNotebook,
     ReplaceMatch,
@@ -135,6 +136,7 @@ class RoomView:
     kernel_status: KernelState
     kernel_pid: int | None
     kernelspec: str | None = None
+    environment: EnvironmentView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +216,8 @@ class NotebookFacts:
     kernel_status: KernelState
     kernel_refused: str | None = field(default=None, kw_only=True, metadata=OMIT_WHEN_NONE)
     """Why no installed kernelspec fits the notebook; the notebook can still be edited."""
+    environment: EnvironmentView | None = field(default=None, kw_only=True, metadata=OMIT_WHEN_NONE)
+    """The running kernel's environment; None while no kernel runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +383,48 @@ class RestartCompleted:
 
 
 @dataclass(frozen=True, slots=True)
+class DependencyRemoval:
+    requested: list[str]
+    removed: list[str]
+    not_found: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyTrust:
+    status: str
+    """"none" (no dependencies), "trusted" or "untrusted"."""
+    needs_approval: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DependenciesApplied:
+    mode: str
+    ok: bool
+    seconds: float
+    error: str | None = None
+    """uv's words when the build or install failed; the kernel was left as it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class DependencySide:
+    dependencies: list[str]
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class DependenciesManaged:
+    """manage_dependencies' answer. ``before`` and ``after`` are equal for a plain read."""
+
+    before: DependencySide
+    after: DependencySide
+    added: list[str]
+    removed: DependencyRemoval
+    trust: DependencyTrust
+    environment: EnvironmentView | None = None
+    apply: DependenciesApplied | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class KernelShutDown:
     kernel_pid: int | None
     """The pid of the kernel that was stopped."""
@@ -414,6 +460,7 @@ REPLY_TYPES: dict[type, type] = {
     GetExecution: ExecutionReported,
     InterruptKernel: InterruptSent,
     RestartKernel: RestartCompleted,
+    ManageDependencies: DependenciesManaged,
     ShutdownKernelNow: KernelShutDown,
 }
 """The reply each request type gets; get_cells in the json format is the one exception."""

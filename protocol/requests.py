@@ -294,6 +294,27 @@ class InterruptKernel:
     key: str | None = None
 
 
+class ApplyDependencies(StrEnum):
+    NONE = "none"
+    SYNC = "sync"
+    RESTART = "restart"
+
+
+@wire_request("manage_dependencies")
+@dataclass(frozen=True, slots=True)
+class ManageDependencies:
+    """Read, or edit and apply, the notebook's inline dependencies (actors/dependencies.py)."""
+
+    notebook_id: str
+    add: list[str]
+    remove: list[str]
+    trust: bool = False
+    fingerprint: str | None = None
+    """Refuse the edit unless the dependencies still have this fingerprint."""
+    apply: ApplyDependencies = ApplyDependencies.NONE
+    key: str | None = None
+
+
 @wire_request("restart_kernel")
 @dataclass(frozen=True, slots=True)
 class RestartKernel:

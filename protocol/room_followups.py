@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from nbstage.protocol.edge import Origin
 
@@ -162,3 +163,25 @@ class JournalTruncated:
 @dataclass(frozen=True, slots=True)
 class JournalClosed:
     """Offload token: the room's journal connection was closed at its close."""
+
+
+@dataclass(frozen=True, slots=True)
+class DependenciesPrepared:
+    """Offload token: manage_dependencies' environment work finished. ``apply=restart``
+    built the new set's environment; ``apply=sync`` installed into the running kernel's."""
+
+    origin: Origin
+    plan: Any
+    """The call's DependencyPlan (actors/dependencies.py), carried out once this is done."""
+    mode: str
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class DependenciesRecorded:
+    """Offload token: a dependency edit's journal record and trust row are durable."""
+
+    origin: Origin
+    reply: object
+    restart: bool
+    """Start the kernel again in its (new) environment before answering."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.kernels import KernelspecInfo
+from nbstage.protocol.kernels import EnvironmentView, KernelspecInfo
 from nbstage.protocol.replies import KeptRoom
 from nbstage.protocol.settings import Settings
 
@@ -137,6 +137,8 @@ class RoomStatus:
     kernel_actor_pid: int | None = None
     kernelspec: str | None = None
     """The kernelspec the room chose, None while it has none."""
+    environment: EnvironmentView | None = None
+    """None while no kernel runs."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.paths import check_paths
+from nbstage.protocol.requests import ApplyDependencies
 
 
 class Access(StrEnum):
@@ -33,7 +34,12 @@ class Access(StrEnum):
 
 
 def arg(description: str, default: Any = dataclasses.MISSING) -> Any:
-    return field(default=default, metadata={"description": description})
+    return field(default=default, metadata=described(description))
+
+
+def described(description: str) -> dict[str, str]:
+    """Field metadata for an argument whose default ``arg`` cannot give (a list, an enum)."""
+    return {"description": description}
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +172,28 @@ class ReplaceRegexArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class ManageDependenciesArgs:
+    add: list[str] = field(
+        default_factory=list, metadata=described('PEP 508 requirements to add, e.g. "pandas>=2".')
+    )
+    remove: list[str] = field(
+        default_factory=list, metadata=described("Packages to remove, by name.")
+    )
+    trust: bool = arg("Approve the notebook's dependencies, so its kernel may use them.", False)
+    dependency_fingerprint: str | None = arg(
+        "The fingerprint you last saw; the call is refused if the dependencies changed since.",
+        None,
+    )
+    apply: ApplyDependencies = field(
+        default=ApplyDependencies.NONE,
+        metadata=described(
+            "none: only edit the notebook. sync: install into the running kernel. restart: "
+            "build the environment and restart the kernel into it."
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     title: str
@@ -223,6 +251,8 @@ def _schema_of(hint: Any) -> dict[str, Any]:
         return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return {"type": "string", "enum": [member.value for member in hint]}
+    if origin is list:
+        return {"type": "array", "items": _schema_of(typing.get_args(hint)[0])}
     names = {str: "string", bool: "boolean", int: "integer", float: "number"}
     return {"type": names[hint]}
 
@@ -232,7 +262,9 @@ def input_schema(args: type) -> dict[str, Any]:
     properties, required = {}, []
     for f in dataclasses.fields(args):
         prop = {**_schema_of(hints[f.name]), "description": f.metadata.get("description", "")}
-        if f.default is dataclasses.MISSING:
+        if f.default_factory is not dataclasses.MISSING:
+            prop["default"] = f.default_factory()
+        elif f.default is dataclasses.MISSING:
             required.append(f.name)
         elif isinstance(f.default, enum.Enum):
             prop["default"] = f.default.value
@@ -377,6 +409,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         NoArgs,
         A.KERNEL_CONTROL,
         destructive=True,
+    ),
+    ToolSpec(
+        "manage_dependencies",
+        "Manage dependencies",
+        "Read or edit the notebook's inline Python dependencies (metadata.runt.uv), approve "
+        "them, and build and restart the kernel into their environment.",
+        ManageDependenciesArgs,
+        A.DOCUMENT_MUTATION,
     ),
     ToolSpec(
         "replace_match",

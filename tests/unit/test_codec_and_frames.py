@@ -100,6 +100,8 @@ def _wrong(hint: Any) -> Any:
         return "seven"
     if arm is dict or typing.get_origin(arm) is dict:
         return ["not", "an", "object"]
+    if typing.get_origin(arm) is list:
+        return "not a list"
     raise AssertionError(f"no wrong value for {hint!r}")
 
 

@@ -50,6 +50,7 @@ SPEC_TOOLS = {
         "timeout_secs",
     },
     "replace_regex": {"cell_id", "pattern", "content", "and_run", "timeout_secs"},
+    "manage_dependencies": {"add", "remove", "trust", "dependency_fingerprint", "apply"},
     "reconnect": set(),
 }
 """SPEC §4's table: every tool and the arguments it takes."""
@@ -57,7 +58,13 @@ SPEC_TOOLS = {
 ALL_SPECS = (*TOOLS, RECONNECT)
 
 # A value of the wrong JSON type for each schema type.
-WRONG_VALUE = {"string": 12, "integer": "12", "number": "1.5", "boolean": "true"}
+WRONG_VALUE = {
+    "string": 12,
+    "integer": "12",
+    "number": "1.5",
+    "boolean": "true",
+    "array": "not a list",
+}
 
 
 def spec_ids(spec: ToolSpec) -> str:
@@ -70,6 +77,12 @@ def schema_type(prop: dict[str, Any]) -> str:
         (arm,) = [arm for arm in prop["anyOf"] if arm != {"type": "null"}]
         return arm["type"]
     return prop["type"]
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 def is_nullable(hint: Any) -> bool:
@@ -129,7 +142,9 @@ def test_every_tool_is_described_for_people_and_for_programs(spec: ToolSpec) -> 
         assert schema_type(prop) in WRONG_VALUE
         if fields[name].default not in (dataclasses.MISSING, None):
             assert prop["default"] == fields[name].default
-    required = {name for name, f in fields.items() if f.default is dataclasses.MISSING}
+        if fields[name].default_factory is not dataclasses.MISSING:
+            assert prop["default"] == fields[name].default_factory()
+    required = {name for name, f in fields.items() if _default(f) is dataclasses.MISSING}
     assert set(schema.get("required", [])) == required
 
     annotations = tool["annotations"]
@@ -209,7 +224,7 @@ def test_parse_takes_the_required_arguments_and_fills_in_defaults(spec: ToolSpec
     parsed = spec.parse(given_arguments)
     assert isinstance(parsed, spec.args)
     for f in dataclasses.fields(spec.args):
-        expected = given_arguments.get(f.name, f.default)
+        expected = given_arguments.get(f.name, _default(f))
         assert getattr(parsed, f.name) == expected, f.name
 
 

@@ -1,0 +1,233 @@
+"""A notebook's inline dependencies, and where its kernel's environment comes from (pure).
+
+The dependencies are upstream's key, ``metadata.runt.uv.dependencies``: a list of PEP 508
+requirement strings. A set is named by its *fingerprint*, a hash of the normalised set and
+the Python version, so notebooks asking for the same set share one environment
+(``actors/environments.py`` builds it). Nothing here touches a file but ``find_project``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import sys
+import tomllib
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import EnvironmentWanted
+
+MAX_REQUIREMENTS = 200
+MAX_REQUIREMENT_CHARS = 1000
+
+
+class EnvSource(StrEnum):
+    INLINE = "inline"
+    PROJECT = "project"
+    POOL = "pool"
+
+
+def read_dependencies(metadata: object) -> tuple[str, ...]:
+    """The notebook's requirement strings, in order; a malformed entry reads as none."""
+    runt = metadata.get("runt") if isinstance(metadata, dict) else None
+    uv = runt.get("uv") if isinstance(runt, dict) else None
+    deps = uv.get("dependencies") if isinstance(uv, dict) else None
+    if not isinstance(deps, list):
+        return ()
+    return tuple(d for d in deps if isinstance(d, str))
+
+
+def with_dependencies(metadata: dict, deps: Sequence[str]) -> dict:
+    """A copy of ``metadata`` whose inline dependencies are ``deps``; the rest is kept."""
+    fresh = dict(metadata)
+    runt = copy.deepcopy(fresh.get("runt")) if isinstance(fresh.get("runt"), dict) else {}
+    uv = runt.get("uv") if isinstance(runt.get("uv"), dict) else {}
+    runt["uv"] = {**uv, "dependencies": list(deps)}
+    fresh["runt"] = runt
+    return fresh
+
+
+def requirement_problem(text: object) -> str | None:
+    """Why ``text`` is not a PEP 508 requirement, or None when it is one."""
+    if not isinstance(text, str):
+        return f"{text!r} is not a string"
+    if len(text) > MAX_REQUIREMENT_CHARS:
+        return f"a requirement is over {MAX_REQUIREMENT_CHARS} characters"
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        return f"{text!r} is not a PEP 508 requirement: {exc}"
+    return None
+
+
+def requirement_name(text: str) -> str:
+    try:
+        return canonicalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return text.strip().lower()
+
+
+def normalise(text: str) -> str:
+    """One spelling per requirement: canonical name, sorted extras and specifiers. A
+    string that is not a requirement (a hand-edited file) stays as it is, stripped."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return text.strip()
+    out = canonicalize_name(req.name)
+    if req.extras:
+        out += "[" + ",".join(sorted(canonicalize_name(e) for e in req.extras)) + "]"
+    if req.url:
+        out += f" @ {req.url}"
+    elif req.specifier:
+        out += ",".join(sorted(str(s) for s in req.specifier))
+    if req.marker is not None:
+        out += f" ; {req.marker}"
+    return out
+
+
+def normalised_set(deps: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({normalise(d) for d in deps}))
+
+
+def fingerprint(deps: Iterable[str], python: tuple[int, int] = sys.version_info[:2]) -> str:
+    """The name of the environment for ``deps``: equal for any order, case or repeat."""
+    text = "\n".join([f"python {python[0]}.{python[1]}", *normalised_set(deps)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    requested: tuple[str, ...]
+    removed: tuple[str, ...]
+    not_found: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyEdit:
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: Removal
+
+
+def edit_dependencies(
+    current: Sequence[str], add: Sequence[str], remove: Sequence[str]
+) -> DependencyEdit:
+    """Remove by package name, then add: a requirement for a package already listed
+    replaces that entry where it stands. Every string must be valid already."""
+    after = list(current)
+    removed: list[str] = []
+    not_found: list[str] = []
+    for text in remove:
+        name = requirement_name(text)
+        hits = [d for d in after if requirement_name(d) == name]
+        if not hits:
+            not_found.append(text)
+        removed += hits
+        after = [d for d in after if requirement_name(d) != name]
+    added: list[str] = []
+    for text in add:
+        name = requirement_name(text)
+        at = next((i for i, d in enumerate(after) if requirement_name(d) == name), None)
+        if at is None:
+            after.append(text)
+            added.append(text)
+        elif normalise(after[at]) != normalise(text):
+            after[at] = text
+            added.append(text)
+    removal = Removal(tuple(remove), tuple(removed), tuple(not_found))
+    return DependencyEdit(tuple(current), tuple(after), tuple(added), removal)
+
+
+def wanted_environment(
+    deps: Sequence[str], trusted: Collection[str], search_from: str | None
+) -> EnvironmentWanted:
+    """Inline dependencies once trusted; an untrusted set runs in the pool, never in a
+    project's environment; with none, a project found from ``search_from``, else the pool."""
+    if not deps:
+        return EnvironmentWanted(search_from=search_from)
+    fp = fingerprint(deps)
+    if fp in trusted:
+        return EnvironmentWanted(normalised_set(deps), fp)
+    return EnvironmentWanted()
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyPlan:
+    edit: DependencyEdit
+    before_fingerprint: str
+    after_fingerprint: str
+    trusted_after: bool
+    """Whether the set after the call may be built: approved now or before, or written by
+    the agent from a set that was trusted (an edit never launders an untrusted set)."""
+
+
+def plan_change(
+    current: Sequence[str],
+    trusted: Collection[str],
+    add: Sequence[str],
+    remove: Sequence[str],
+    trust: bool,
+    expected: str | None,
+) -> DependencyPlan:
+    """What a manage_dependencies call does, or NbstageError if it must change nothing."""
+    problems = [p for p in map(requirement_problem, [*add, *remove]) if p is not None]
+    if problems:
+        raise NbstageError(
+            ErrorCode.BAD_REQUIREMENT, "Nothing was changed: " + "; ".join(problems) + "."
+        )
+    before_fp = fingerprint(current)
+    if expected is not None and expected != before_fp:
+        raise NbstageError(
+            ErrorCode.DEPENDENCIES_CHANGED,
+            f"Dependencies changed since review: their fingerprint is now {before_fp}, not "
+            f"{expected}. Read them again with manage_dependencies() and retry.",
+        )
+    edit = edit_dependencies(current, add, remove)
+    after_fp = fingerprint(edit.after)
+    from_trusted = not current or before_fp in trusted
+    trusted_after = trust or after_fp in trusted or (from_trusted and edit.after != edit.before)
+    return DependencyPlan(edit, before_fp, after_fp, trusted_after)
+
+
+def find_project(start: Path, home: Path) -> Path | None:
+    """The nearest folder from ``start`` up whose ``pyproject.toml`` declares a project (a
+    ``[project]`` table: a file holding only tool settings is no environment). The walk
+    stops at a folder with ``.git``, after looking in it, and before the home folder."""
+    for folder in (start, *start.parents):
+        if folder == home:
+            return None
+        if _declares_project(folder / "pyproject.toml"):
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def _declares_project(pyproject: Path) -> bool:
+    try:
+        with pyproject.open("rb") as f:
+            return isinstance(tomllib.load(f).get("project"), dict)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+
+
+def approval_line(deps: Sequence[str]) -> str:
+    count = len(deps)
+    packages = "package" if count == 1 else "packages"
+    return (
+        f"[nbstage] this notebook asks for {count} {packages} ({', '.join(deps)}); "
+        "approve with manage_dependencies(trust=true)"
+    )
+
+
+def trust_state(deps: Sequence[str], trusted: bool) -> dict[str, object]:
+    status = "none" if not deps else "trusted" if trusted else "untrusted"
+    return {"status": status, "needs_approval": status == "untrusted"}
