@@ -1425,7 +1425,7 @@ class Room(NbActor):
         build that fails changes nothing. The edit itself is one room mutation."""
         current = dependencies.read_dependencies(self.doc.metadata)
         plan = dependencies.plan_change(
-            current, self.trusted, req.add, req.remove, req.trust, req.fingerprint
+            current, self.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
         )
         started = time.monotonic()
         if req.apply is ApplyDependencies.NONE:

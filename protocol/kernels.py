@@ -6,10 +6,11 @@ iopub message: thespian's queues are bounded, and a burst must never fill them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from nbstage.protocol.codec import OMIT_WHEN_NONE
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
 
@@ -55,18 +56,22 @@ class EnvironmentWanted:
     """Where the walk up to a project's ``pyproject.toml`` starts."""
 
 
+def _optional() -> Any:
+    return field(default=None, metadata=OMIT_WHEN_NONE)
+
+
 @dataclass(frozen=True, slots=True)
 class EnvironmentView:
     """Where a kernel's Python comes from, as tools and the admin console show it."""
 
     source: str
     """"inline", "project" or "pool"."""
-    fingerprint: str | None = None
+    fingerprint: str | None = _optional()
     """The inline environment's dependency fingerprint."""
-    project: str | None = None
-    path: str | None = None
+    project: str | None = _optional()
+    path: str | None = _optional()
     """The environment's folder, when nbstage made it."""
-    problem: str | None = None
+    problem: str | None = _optional()
     """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
 
 

@@ -309,8 +309,8 @@ class ManageDependencies:
     add: list[str]
     remove: list[str]
     trust: bool = False
-    fingerprint: str | None = None
-    """Refuse the edit unless the dependencies still have this fingerprint."""
+    dependency_fingerprint: str | None = None
+    """Refuse the call unless the dependencies still have this fingerprint."""
     apply: ApplyDependencies = ApplyDependencies.NONE
     key: str | None = None
 

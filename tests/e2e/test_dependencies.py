@@ -1,0 +1,165 @@
+"""Inline dependencies, trust, project environments and manage_dependencies (issue 12),
+through a real daemon, real kernels, real uv and real PyPI.
+
+The environments directory is shared by the whole run (tests/conftest.py), so a set built
+by one test is cached for the next; each test that needs a build of its own says so.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from nbstage.actors import dependencies
+from nbstage.actors.environments import READY, envs_dir
+from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
+from tests.support import RunningDaemon, room_view, run_cell
+
+
+def printed(execution: dict) -> str:
+    assert execution["status"] == "done", execution
+    return "".join(out.get("text", "") for out in execution["outputs"])
+
+
+def prefix_of(client: DaemonClient, nid: str) -> Path:
+    return Path(printed(run_cell(client, nid, "import sys; print(sys.prefix)")).strip())
+
+
+def manage(client: DaemonClient, nid: str, **fields) -> dict:
+    fields.setdefault("add", [])
+    fields.setdefault("remove", [])
+    return client.request("manage_dependencies", notebook_id=nid, **fields)
+
+
+def write_notebook(path: Path, deps: list[str]) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.metadata["runt"] = {"uv": {"dependencies": deps}}
+    notebook.cells.append(nbformat.v4.new_code_cell("x = 1"))
+    nbformat.write(notebook, path)
+
+
+def test_added_dependencies_are_built_shared_saved_and_reused_on_reopen(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    with daemon.client(timeout=300) as client:
+        nid = client.request("create")["notebook_id"]
+        pool_prefix = prefix_of(client, nid)
+        state = manage(client, nid)
+        assert state["after"]["dependencies"] == []
+        assert state["trust"] == {"status": "none", "needs_approval": False}
+        assert state["environment"]["source"] == "pool"
+
+        done = manage(client, nid, add=["six"], apply="restart")
+        fp = dependencies.fingerprint(["six"])
+        assert done["after"] == {"dependencies": ["six"], "fingerprint": fp}
+        assert done["added"] == ["six"]
+        assert done["trust"]["status"] == "trusted"
+        assert done["apply"]["mode"] == "restart"
+        assert done["apply"]["ok"] is True
+        assert done["environment"]["source"] == "inline"
+        assert done["environment"]["fingerprint"] == fp
+        env = envs_dir(daemon.paths.root) / fp
+        assert Path(done["environment"]["path"]) == env
+        assert prefix_of(client, nid) == env != pool_prefix
+        assert printed(run_cell(client, nid, "import six; print(six.__name__)")).strip() == "six"
+        listed = room_view(daemon, nid)
+        assert listed["environment"]["source"] == "inline"
+        assert listed["environment"]["fingerprint"] == fp
+
+        path = tmp_path / "with-six.ipynb"
+        client.request("save", notebook_id=nid, path=str(path))
+        saved = json.loads(path.read_text())
+        assert saved["metadata"]["runt"]["uv"]["dependencies"] == ["six"]
+
+        other = client.request("create")["notebook_id"]
+        shared = manage(client, other, add=["Six"], apply="restart")
+        assert shared["environment"]["path"] == str(env), "the same set shares one environment"
+        assert prefix_of(client, other) == env
+
+        built_at = (env / READY).stat().st_mtime_ns
+        client.request("evict", notebook_id=nid)
+        reopened = client.request("open", path=str(path))["notebook_id"]
+        assert prefix_of(client, reopened) == env, "nbstage wrote the set, so it is trusted"
+        assert (env / READY).stat().st_mtime_ns == built_at, "reused, not built again"
+        assert not client.notices, client.notices
+
+
+def test_a_file_with_dependencies_nbstage_did_not_write_waits_for_approval(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    path = tmp_path / "theirs.ipynb"
+    write_notebook(path, ["six"])
+    with daemon.client(timeout=300) as client:
+        nid = client.request("open", path=str(path))["notebook_id"]
+        prefix = prefix_of(client, nid)
+        line = dependencies.approval_line(["six"])
+        assert client.notices == [line]
+        assert prefix.parent.name == "pool", "an untrusted set is never installed"
+        state = manage(client, nid)
+        assert state["trust"] == {"status": "untrusted", "needs_approval": True}
+        assert state["environment"]["source"] == "pool"
+
+        approved = manage(client, nid, trust=True, apply="restart")
+        assert approved["trust"] == {"status": "trusted", "needs_approval": False}
+        assert approved["environment"]["source"] == "inline"
+        assert prefix_of(client, nid) == envs_dir(daemon.paths.root) / approved["after"][
+            "fingerprint"
+        ]
+        assert not client.notices, "the approval line is gone"
+
+
+def test_refusals_change_nothing(daemon: RunningDaemon) -> None:
+    with daemon.client(timeout=300) as client:
+        nid = client.request("create")["notebook_id"]
+        run_cell(client, nid, "1")
+        kernel_pid = room_view(daemon, nid)["kernel_pid"]
+        first = manage(client, nid)["after"]["fingerprint"]
+
+        with pytest.raises(DaemonError) as bad:
+            manage(client, nid, add=["six", "six>="])
+        assert bad.value.code == "bad_requirement"
+        assert "'six>='" in str(bad.value)
+
+        unknown = f"nbstage-no-such-package-{secrets.token_hex(4)}"
+        with pytest.raises(DaemonError) as failed:
+            manage(client, nid, add=[unknown], apply="restart")
+        assert failed.value.code == "build_failed"
+        assert unknown in str(failed.value), "uv's own words say which package"
+        assert not (envs_dir(daemon.paths.root) / dependencies.fingerprint([unknown])).exists()
+
+        with pytest.raises(DaemonError) as stale:
+            manage(client, nid, add=["six"], dependency_fingerprint="0" * 16)
+        assert stale.value.code == "dependencies_changed"
+        assert "Dependencies changed since review" in str(stale.value)
+
+        after = manage(client, nid)
+        assert after["after"] == {"dependencies": [], "fingerprint": first}
+        assert room_view(daemon, nid)["kernel_pid"] == kernel_pid, "the kernel was left alone"
+        accepted = manage(client, nid, add=["six"], dependency_fingerprint=first)
+        assert accepted["after"]["dependencies"] == ["six"]
+
+
+def test_a_notebook_in_a_project_runs_in_the_projects_environment(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".git").mkdir()
+    pyproject = '[project]\nname = "demo"\nversion = "0.1"\ndependencies = ["iniconfig"]\n'
+    (project / "pyproject.toml").write_text(pyproject)
+    path = project / "analysis.ipynb"
+    write_notebook(path, [])
+    with daemon.client(timeout=300) as client:
+        nid = client.request("open", path=str(path))["notebook_id"]
+        where = printed(run_cell(client, nid, "import iniconfig; print(iniconfig.__file__)"))
+        assert where.startswith(str(project / ".venv")), where
+        cwd = printed(run_cell(client, nid, "import os; print(os.getcwd())")).strip()
+        assert cwd == str(project), "the kernel starts in the notebook's folder"
+        listed = room_view(daemon, nid)
+        assert listed["environment"] == {"source": "project", "project": str(project)}
+    assert (project / "pyproject.toml").read_text() == pyproject, "ipykernel is not added"
