@@ -17,7 +17,18 @@ import pytest
 from nbstage.actors import dependencies
 from nbstage.actors.environments import READY, envs_dir
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
-from tests.support import RunningDaemon, room_view, run_cell
+from tests.conftest import FAST_SETTINGS
+from tests.slow_index import slow_index
+from tests.support import (
+    RunningDaemon,
+    call_ok,
+    daemon_running,
+    mcp_client,
+    room_view,
+    run_bounded,
+    run_cell,
+    texts_of,
+)
 
 
 def printed(execution: dict) -> str:
@@ -107,9 +118,9 @@ def test_a_file_with_dependencies_nbstage_did_not_write_waits_for_approval(
         approved = manage(client, nid, trust=True, apply="restart")
         assert approved["trust"] == {"status": "trusted", "needs_approval": False}
         assert approved["environment"]["source"] == "inline"
-        assert prefix_of(client, nid) == envs_dir(daemon.paths.root) / approved["after"][
-            "fingerprint"
-        ]
+        assert (
+            prefix_of(client, nid) == envs_dir(daemon.paths.root) / approved["after"]["fingerprint"]
+        )
         assert not client.notices, "the approval line is gone"
 
 
@@ -163,3 +174,53 @@ def test_a_notebook_in_a_project_runs_in_the_projects_environment(
         listed = room_view(daemon, nid)
         assert listed["environment"] == {"source": "project", "project": str(project)}
     assert (project / "pyproject.toml").read_text() == pyproject, "ipykernel is not added"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
+    state_dir: Path, tmp_path: Path, mode: str
+) -> None:
+    """A build that lasts over 5 s, because the wheel comes from an index that is slow,
+    sends progress notifications; list_active_notebooks names the environment after."""
+    name = f"nbstage-slow-{secrets.token_hex(4)}"
+    notes: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        notes.append((progress, message))
+
+    async def body(daemon: RunningDaemon) -> None:
+        async with mcp_client(daemon, mode, label="deps") as client:
+            await call_ok(client, "create_notebook")
+            state = await call_ok(client, "manage_dependencies")
+            assert state["dependencies"] == []
+            assert state["trust"] == {"status": "none", "needs_approval": False}
+            assert set(state) == {"dependencies", "env_source", "fingerprint", "trust"}
+
+            result = await client.call_tool(
+                "manage_dependencies",
+                {"add": [name], "apply": "restart"},
+                progress_callback=on_progress,
+            )
+            assert not result.is_error, texts_of(result)
+            done = result.structured_content
+            assert done["after"] == [name]
+            assert done["added"] == [name]
+            assert done["apply"]["ok"] is True
+            assert done["apply"]["seconds"] >= 5
+            assert done["env_source"] == "inline"
+            assert notes, "no progress notification during the build"
+            assert all("manage_dependencies still running" in (m or "") for _, m in notes)
+
+            made = await call_ok(client, "create_cell", source=f"import {name.replace('-', '_')}")
+            ran = await call_ok(client, "execute_cell", cell_id=made["cell_id"])
+            assert ran["execution"]["status"] == "done", ran
+            listed = await call_ok(client, "list_active_notebooks")
+            (notebook,) = listed["notebooks"]
+            assert notebook["env_source"] == "inline"
+            assert notebook["fingerprint"] == done["fingerprint"]
+
+    with (
+        slow_index(tmp_path / "index", name, seconds=6) as url,
+        daemon_running(state_dir, {**FAST_SETTINGS, "UV_INDEX": url}) as daemon,
+    ):
+        run_bounded(body, daemon, budget=240)
