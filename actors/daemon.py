@@ -18,6 +18,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
 
+from nbstage.actors import environments
 from nbstage.actors.admission import (
     AttachFacts,
     JoinResident,
@@ -42,6 +43,7 @@ from nbstage.actors.registry import Registry
 from nbstage.actors.room import Room
 from nbstage.protocol.daemon_followups import (
     BindingStored,
+    EnvironmentsSwept,
     ImportsWarmed,
     KernelspecResolved,
     ReapDue,
@@ -61,6 +63,7 @@ from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     ActorRole,
     ActorTree,
+    EnvironmentsCollected,
     KeptRoom,
     KernelNode,
     PeerView,
@@ -73,6 +76,7 @@ from nbstage.protocol.replies import (
 )
 from nbstage.protocol.requests import (
     AttachNotebook,
+    CollectEnvironments,
     CreateNotebook,
     EvictRoom,
     GetActorTree,
@@ -186,6 +190,7 @@ class Daemon(NbActor):
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         if isinstance(msg.payload, ReapDue):
             self._reap()
+            self._sweep_environments(None, environments.UNUSED_FOR)
             self._schedule_reaper()
         else:
             self.wakeupAfter(CHILD_CHECK_TICK)
@@ -205,6 +210,43 @@ class Daemon(NbActor):
         for notebook_id in chosen:
             self._close_room(notebook_id, CloseReason.REAPED)
         return chosen
+
+    def _sweep_environments(self, origin: Origin | None, older_than: float) -> None:
+        """Remove inline environments unused for ``older_than`` seconds that no open
+        room's kernel runs in; the files are removed on the edge, one sweep at a time."""
+        in_use = tuple(
+            sorted(
+                {
+                    entry.status.environment.fingerprint
+                    for entry in self.rooms.values()
+                    if entry.status is not None
+                    and entry.status.environment is not None
+                    and entry.status.environment.fingerprint is not None
+                }
+            )
+        )
+        root = environments.envs_dir(self.config.state_dir)
+        self.offload(
+            EnvironmentsSwept(origin, in_use),
+            lambda: environments.collect_envs(root, in_use, time.time(), older_than),
+            "environments",
+        )
+
+    def _collect_environments(self, origin: Origin, req: CollectEnvironments) -> None:
+        self._sweep_environments(origin, max(0.0, req.older_than_secs))
+
+    def _environments_swept(self, done: BlockingWorkDone) -> None:
+        token: EnvironmentsSwept = done.token
+        if not done.ok:
+            log.warning("the environment sweep failed: %s", done.error)
+            if token.origin is not None:
+                self.fail(token.origin, NbstageError(ErrorCode.INTERNAL, str(done.error)))
+            return
+        removed = [str(path) for path in done.result]
+        if removed:
+            log.info("removed %d unused environments: %s", len(removed), ", ".join(removed))
+        if token.origin is not None:
+            self.answer(token.origin, EnvironmentsCollected(removed, list(token.kept)))
 
     def _run_reaper(self, origin: Origin, req: RunReaper) -> None:
         chosen = self._reap()
@@ -241,6 +283,7 @@ class Daemon(NbActor):
             ListRooms: self._list_rooms,
             GetStatus: self._status,
             RunReaper: self._run_reaper,
+            CollectEnvironments: self._collect_environments,
             EvictRoom: self._evict,
             GetActorTree: self._tree,
         }
@@ -386,6 +429,7 @@ class Daemon(NbActor):
             BindingStored: self._binding_stored,
             RegistryClosed: self._registry_closed,
             ImportsWarmed: self._imports_warmed,
+            EnvironmentsSwept: self._environments_swept,
         }
 
     def _imports_warmed(self, done: BlockingWorkDone) -> None:

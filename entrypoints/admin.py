@@ -259,6 +259,8 @@ def check_arguments(command: Command, args: list[str]) -> None:
         ok = len(args) == 1
     elif command.args == "[N]":
         ok = len(args) == 0 or (len(args) == 1 and args[0].isdigit() and int(args[0]) > 0)
+    elif command.args == "[DAYS]":
+        ok = len(args) == 0 or (len(args) == 1 and args[0].isdigit())
     elif command.args == "[COMMAND]":
         ok = len(args) <= 1
     else:
@@ -344,6 +346,12 @@ def run_room(admin: Admin, args: list[str]) -> Outcome:
     ]
     pairs += [(f"  {peer['peer_id']}", peer["label"], "head") for peer in room["peers"]]
     pairs += [("  live", execution_id, "head") for execution_id in executions["live"]]
+    env = room.get("environment")
+    if env is not None:
+        detail = env.get("fingerprint") or env.get("project") or env.get("path")
+        text = f"{env['source']}{', ' + detail if detail else ''}"
+        at = [k for k, _, _ in pairs].index("kernel") + 1
+        pairs[at:at] = [("environment", text, "tail")]
     if room.get("kept"):
         key = "save failed"
         key_width = max(len(key), *(len(k) for k, _, _ in pairs))
@@ -576,19 +584,32 @@ def run_envs(admin: Admin, args: list[str]) -> Outcome:
     columns = [
         Column("KIND"),
         Column("SIZE", right=True),
-        Column("CHANGED"),
+        Column("USED"),
         Column("PATH", keep="tail", min_width=12),
     ]
     rows = [
         [
             env["kind"],
             f"{env['bytes'] / 2**20:.1f} MB",
-            datetime.fromtimestamp(env["changed"]).strftime("%Y-%m-%d %H:%M"),
+            datetime.fromtimestamp(env["last_used"]).strftime("%Y-%m-%d %H:%M"),
             env["path"],
         ]
         for env in envs
     ]
     return Outcome({"envs": envs}, table(columns, rows, admin.width))
+
+
+def run_gc_envs(admin: Admin, args: list[str]) -> Outcome:
+    days = int(args[0]) if args else 0
+    answer = admin.request("gc_envs", older_than_secs=days * 86400.0)
+    removed, kept = answer["removed"], answer["kept"]
+    unused = f"unused for {plural(days, 'day')}" if days else "unused"
+    text = (
+        f"removed {plural(len(removed), 'environment')} {unused}"
+        + (f": {', '.join(removed)}" if removed else "")
+        + (f"; kept {plural(len(kept), 'in use')}: {', '.join(kept)}" if kept else "")
+    )
+    return Outcome(answer, fit_message(text, admin.width))
 
 
 def run_help(admin: Admin, args: list[str]) -> Outcome:
@@ -635,7 +656,10 @@ COMMANDS: dict[str, Command] = {
             "shutdown-kernel", "ID", "stop a room's kernel; the room stays", run_shutdown_kernel
         ),
         Command("reap", "", "run the ghost-room reaper now", run_reap),
-        Command("envs", "", "the kernels' template and pool venvs, sizes, last change", run_envs),
+        Command("envs", "", "the kernels' environments, their sizes and last use", run_envs),
+        Command(
+            "gc-envs", "[DAYS]", "remove inline environments no room uses (idle DAYS)", run_gc_envs
+        ),
         Command("log", "[N]", f"the daemon's newest N log lines ({DEFAULT_LOG_LINES})", run_log),
         Command("help", "[COMMAND]", "this list, or one command's usage", run_help),
         Command("quit", "", "leave the console (also exit, or Ctrl-D)", run_quit),

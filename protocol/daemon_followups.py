@@ -17,6 +17,15 @@ class ReapDue:
 
 
 @dataclass(frozen=True, slots=True)
+class EnvironmentsSwept:
+    """Offload token: unused inline environments were removed, for ``origin`` (an admin's
+    gc-envs) or for the reaper's sweep (None)."""
+
+    origin: Origin | None
+    kept: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class KernelspecResolved:
     """Offload token: the installed kernelspecs were read, to resolve a create's runtime."""
 

@@ -20,6 +20,7 @@ from nbstage.protocol.kernels import EnvironmentView, ExecutionStatus, KernelSta
 from nbstage.protocol.requests import (
     AttachNotebook,
     CellsFormat,
+    CollectEnvironments,
     CreateCell,
     CreateNotebook,
     DeleteCell,
@@ -155,6 +156,14 @@ class KeptRoom:
     """Why the save or flush failed."""
     at: float
     """Wall-clock time of the failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentsCollected:
+    removed: list[str]
+    """The folders removed."""
+    kept: list[str]
+    """The fingerprints kept because an open room's kernel runs there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,6 +449,7 @@ REPLY_TYPES: dict[type, type] = {
     GetLog: LogTail,
     ListRooms: RoomsListed,
     RunReaper: RoomsReaped,
+    CollectEnvironments: EnvironmentsCollected,
     EvictRoom: RoomEvicted,
     GetActorTree: ActorTree,
     OpenNotebook: NotebookJoined,

@@ -90,6 +90,15 @@ class RunReaper:
     """Run the ghost-room reaper now; answers with the rooms it chose."""
 
 
+@wire_request("gc_envs")
+@dataclass(frozen=True, slots=True)
+class CollectEnvironments:
+    """Remove the inline environments no open room uses, last used ``older_than_secs`` ago
+    or longer (0: every unused one)."""
+
+    older_than_secs: float = 0.0
+
+
 @wire_request("tree")
 @dataclass(frozen=True, slots=True)
 class GetActorTree:

@@ -27,6 +27,7 @@ from tests.support import (
     room_view,
     run_bounded,
     run_cell,
+    run_cli,
     texts_of,
 )
 
@@ -224,3 +225,36 @@ def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
         daemon_running(state_dir, {**FAST_SETTINGS, "UV_INDEX": url}) as daemon,
     ):
         run_bounded(body, daemon, budget=240)
+
+
+def test_the_operator_sees_environments_and_removes_the_unused_ones(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """With an environments folder of its own: gc-envs would empty the shared one."""
+    root = tmp_path / "envs"
+    with daemon_running(state_dir, {**FAST_SETTINGS, "NBSTAGE_ENVS_DIR": str(root)}) as daemon:
+        with daemon.client(timeout=300) as client:
+            nid = client.request("create")["notebook_id"]
+            fp = manage(client, nid, add=["six"], apply="restart")["after"]["fingerprint"]
+        unused = root / ("f" * 16)
+        unused.mkdir()
+        (unused / READY).touch()
+
+        def admin(*args: str):
+            wide = {**daemon.env, "COLUMNS": "400"}
+            ran = run_cli("admin", *args, state_dir=daemon.paths.root, env=wide)
+            assert ran.returncode == 0, ran.stderr
+            return ran.stdout
+
+        envs = json.loads(admin("envs", "--json"))["envs"]
+        inline = {env["fingerprint"]: env for env in envs if env["kind"] == "inline"}
+        assert set(inline) == {fp, "f" * 16}
+        assert inline[fp]["bytes"] > inline["f" * 16]["bytes"]
+        room = admin("room", nid[:8])
+        assert f"environment  inline, {fp}" in room, room
+
+        assert admin("gc-envs") == (
+            f"removed 1 environment unused: {unused}; kept 1 in use: {fp}\n"
+        )
+        assert not unused.exists()
+        assert (root / fp / READY).exists()

@@ -57,7 +57,7 @@ def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
         assert envs[prefix]["kind"] == "pool"
         assert envs[prefix]["bytes"] > 0
         shown = run_cli("admin", "envs", state_dir=daemon.paths.root, env={"COLUMNS": "80"})
-        assert shown.stdout.splitlines()[0].split() == ["KIND", "SIZE", "CHANGED", "PATH"]
+        assert shown.stdout.splitlines()[0].split() == ["KIND", "SIZE", "USED", "PATH"]
         assert [line.split()[0] for line in shown.stdout.splitlines()[1:]] == ["template", "pool"]
     assert nbstage_packages() == before, "nbstage's own venv is unchanged"
     template = envs_dir(daemon.paths.root) / template_name()
