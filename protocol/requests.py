@@ -8,7 +8,7 @@ by the Daemon or by the socket edge itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -315,8 +315,8 @@ class ManageDependencies:
     """Read, or edit and apply, the notebook's inline dependencies (actors/dependencies.py)."""
 
     notebook_id: str
-    add: list[str]
-    remove: list[str]
+    add: list[str] = field(default_factory=list)
+    remove: list[str] = field(default_factory=list)
     trust: bool = False
     dependency_fingerprint: str | None = None
     """Refuse the call unless the dependencies still have this fingerprint."""

@@ -51,6 +51,7 @@ SESSION_TOOL_CALLS: dict[str, dict[str, Any]] = {
     "replace_match": {"cell_id": "c1", "match": "a", "content": "b"},
     "replace_regex": {"cell_id": "c1", "pattern": "a", "content": "b"},
     "save_notebook": {"path": "somewhere.ipynb"},
+    "manage_dependencies": {},
 }
 
 
@@ -393,6 +394,8 @@ def test_every_notebook_tool_on_one_notebook(daemon: RunningDaemon, mode: str) -
                         "peers": ["tester"],
                         "kernel_status": listing["notebooks"][0]["kernel_status"],
                         "kernelspec": "python3",
+                        "env_source": "pool",
+                        "fingerprint": None,
                         "active": True,
                         "parked": False,
                     }

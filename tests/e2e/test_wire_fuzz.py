@@ -243,6 +243,9 @@ def _accepts(hint: Any, value: Any) -> bool:
             return True
         if (arm is dict or typing.get_origin(arm) is dict) and isinstance(value, dict):
             return True
+        if typing.get_origin(arm) is list and isinstance(value, list):
+            (item,) = typing.get_args(arm)
+            return all(_accepts(item, v) for v in value)
     return False
 
 
@@ -464,7 +467,8 @@ def test_a_field_of_the_wrong_type_gets_a_bad_request_and_the_connection_stays_o
         assert error is not None, "the daemon closed the connection"
         assert (error["type"], error["id"]) == ("error", payload["id"])
         assert error["error"]["code"] == "bad_request"
-        assert f"'{field_name}'" in error["error"]["message"]
+        message = error["error"]["message"]
+        assert f"'{field_name}'" in message or f"'{field_name}[" in message, message
         follow_up_id = "after-the-error" if payload["id"] != "after-the-error" else 0
         conn.send_frame({"v": 1, "type": "identity", "id": follow_up_id}, generated=False)
         answer = conn.read_frame()

@@ -106,7 +106,11 @@ def _wrong(hint: Any) -> Any:
 
 
 def _required(cls: type) -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+    return [
+        f
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
 
 
 def _minimal(cls: type) -> Any:
