@@ -449,7 +449,7 @@ class Room(NbActor):
             "kernel_refused": self.kernel_refused,
             "cell_count": len(self.doc.cells),
             "kernel_status": self.kernel_state,
-            "environment": self.environment,
+            "environment": self.environment or self._planned_environment(),
         }
 
     def _report_status(self) -> None:
@@ -1413,6 +1413,17 @@ class Room(NbActor):
             return None
         return dependencies.approval_line(deps)
 
+    def _planned_environment(self) -> EnvironmentView | None:
+        """Before the kernel is up: where its dependencies put it, if they decide."""
+        deps = dependencies.read_dependencies(self.doc.metadata)
+        if not deps:
+            return None
+        fp = dependencies.fingerprint(deps)
+        if fp in self.trusted:
+            return EnvironmentView(dependencies.EnvSource.INLINE.value, fp)
+        waiting = "its dependencies wait for approval (manage_dependencies(trust=true))"
+        return EnvironmentView(dependencies.EnvSource.POOL.value, problem=waiting)
+
     def _trusted_fingerprint(self) -> str | None:
         """The notebook's dependency set, when it has one that is trusted: a save to a new
         path carries the trust there."""
@@ -1446,24 +1457,31 @@ class Room(NbActor):
         return lambda: environments.ensure_inline_env(root, fp, reqs)
 
     def _sync_work(self, plan: dependencies.DependencyPlan):
+        """Install the whole set into the running pool kernel's own venv, and uninstall
+        what the call removed; refused where that would touch what is not the kernel's."""
         env = self.environment
-        if env is None or env.source != dependencies.EnvSource.POOL or env.path is None:
-            where = env.source if env is not None else "no environment nbstage made"
+        if not plan.trusted_after:
+            problem = "its dependencies are not approved; add trust=true"
+        elif env is None:
+            problem = "the kernel is still starting; try again in a moment"
+        elif env.source != dependencies.EnvSource.POOL or env.path is None:
+            problem = f"the kernel runs in a shared {env.source} environment; use apply='restart'"
+        else:
+            problem = None
+        if problem is not None:
             raise NbstageError(
-                ErrorCode.BAD_REQUEST,
-                f"apply='sync' installs into the kernel's own pool environment, and this "
-                f"kernel runs in {where}; nothing was changed. Use apply='restart'.",
+                ErrorCode.BAD_REQUEST, f"apply='sync' was refused, so nothing changed: {problem}."
             )
         path = Path(env.path)
-        added, removed = plan.edit.added, plan.edit.removed.removed
+        wanted, removed = plan.edit.after, plan.edit.removed.removed
 
         def sync() -> None:
             if removed:
                 environments.uninstall_from(
                     path, [dependencies.requirement_name(r) for r in removed]
                 )
-            if added:
-                environments.install_into(path, added)
+            if wanted:
+                environments.install_into(path, wanted)
 
         return sync
 

@@ -592,14 +592,19 @@ class SessionManager(NbActor):
 
 def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """connect_notebook's structuredContent, and its words on cells and kernel."""
-    hidden = ("ephemeral", "runtime", "kernel_refused")
+    hidden = ("ephemeral", "runtime", "kernel_refused", "environment")
     structured = {k: v for k, v in result.items() if k not in hidden}
     structured["kernelspec"] = result.get("runtime")
+    environment = result.get("environment") or {}
+    structured["env_source"] = environment.get("source")
+    structured["fingerprint"] = environment.get("fingerprint")
     cells = f"{result['cell_count']} cells"
     if result.get("kernel_refused"):
         structured["kernel_refused"] = result["kernel_refused"]
         return structured, f"({cells}, no kernel). {result['kernel_refused']}"
     kernel = " ".join(str(v) for v in (result.get("runtime"), result["kernel_status"]) if v)
+    if environment:
+        kernel += f" in the {environment['source']} environment"
     return structured, f"({cells}, kernel {kernel})."
 
 

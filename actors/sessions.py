@@ -319,8 +319,9 @@ def _result(
     }
     if switched_from is not None:
         result["switched_from"] = switched_from
-    if details.get("kernel_refused"):
-        result["kernel_refused"] = details["kernel_refused"]
+    for optional in ("kernel_refused", "environment"):
+        if details.get(optional):
+            result[optional] = details[optional]
     return result
 
 

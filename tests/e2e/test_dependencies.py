@@ -258,3 +258,43 @@ def test_the_operator_sees_environments_and_removes_the_unused_ones(
         )
         assert not unused.exists()
         assert (root / fp / READY).exists()
+
+
+def test_an_agent_sees_the_approval_line_and_syncs_the_approved_set_into_its_kernel(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    path = tmp_path / "shared.ipynb"
+    write_notebook(path, ["iniconfig"])
+    line = dependencies.approval_line(["iniconfig"])
+
+    async def body() -> None:
+        async with mcp_client(daemon, "2026-07-28", label="syncer") as client:
+            connected = await client.call_tool("connect_notebook", {"path": str(path)})
+            assert connected.structured_content["env_source"] == "pool"
+            assert "in the pool environment" in texts_of(connected)[0]
+            made = await call_ok(client, "create_cell", source="import sys; print(sys.prefix)")
+            ran = await client.call_tool("execute_cell", {"cell_id": made["cell_id"]})
+            assert line in texts_of(ran), texts_of(ran)
+            prefix = ran.structured_content["execution"]["outputs"][0]["text"].strip()
+            kernel_pid = room_view(daemon, connected.structured_content["notebook_id"])[
+                "kernel_pid"
+            ]
+
+            refused = await client.call_tool("manage_dependencies", {"apply": "sync"})
+            assert refused.is_error
+            assert any("not approved" in text for text in texts_of(refused)), texts_of(refused)
+
+            synced = await call_ok(client, "manage_dependencies", trust=True, apply="sync")
+            assert synced["trust"] == {"status": "trusted", "needs_approval": False}
+            assert synced["apply"]["ok"] is True
+            assert synced["env_source"] == "pool", "sync leaves the kernel where it runs"
+            probe = "import iniconfig; print(iniconfig.__file__)"
+            check = await call_ok(client, "create_cell", source=probe, and_run=True)
+            where = check["execution"]["outputs"][0]["text"]
+            assert where.startswith(prefix), where
+            listed = room_view(daemon, connected.structured_content["notebook_id"])
+            assert listed["kernel_pid"] == kernel_pid, "no restart"
+            again = await client.call_tool("execute_cell", {"cell_id": made["cell_id"]})
+            assert line not in texts_of(again)
+
+    run_bounded(body, budget=180)
