@@ -33,6 +33,7 @@ from nbstage.actors.daemon_link import (
 )
 from nbstage.protocol.frames import WIRE_VERSION, decode_body
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
+from nbstage.protocol.room_followups import JournalAppended
 
 
 @dataclass(frozen=True)
@@ -227,3 +228,41 @@ class FakeDaemon:
         """The daemon end of ``link`` went away; its owner hears it as the edge reports it."""
         self.dropped.add(link)
         self.bench.send(self.opened()[link], DaemonLinkClosed(link, reason))
+
+
+@dataclass(frozen=True)
+class HoldAppends:
+    """Tell a HoldingRecorder: from now on the offloaded work whose token is a ``kind``
+    (by default, the journal appends) waits until ``ReleaseAppends``."""
+
+    kind: type = JournalAppended
+
+
+@dataclass(frozen=True)
+class ReleaseAppends:
+    """Carry out the held appends, in order, and hold no more."""
+
+
+class HoldingRecorder(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding: type | None = None
+        self.held: list[BlockingWorkRequested] = []
+
+    def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
+        if isinstance(msg, HoldAppends):
+            self.holding = msg.kind
+        elif isinstance(msg, ReleaseAppends):
+            self.holding = None
+            held, self.held = self.held, []
+            for request in held:
+                self.send(request.reply_to, run_inline(request))
+        elif (
+            isinstance(msg, BlockingWorkRequested)
+            and self.holding is not None
+            and isinstance(msg.token, self.holding)
+        ):
+            self.seen.append(msg)
+            self.held.append(msg)
+        else:
+            super().receiveMessage(msg, sender)

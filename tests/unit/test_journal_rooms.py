@@ -10,8 +10,6 @@ The notebooks name a kernelspec nobody has, so no kernel starts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +36,7 @@ from nbstage.protocol.requests import (
 from nbstage.protocol.room_followups import JournalAppended, SaveFinished
 from nbstage.protocol.rooms import DaemonStarted, StartDaemon
 from nbstage.protocol.settings import Settings
-from tests.unit.actor_harness import ActorBench, Recorder, run_inline
+from tests.unit.actor_harness import ActorBench, HoldAppends, ReleaseAppends
 
 NO_AUTOSAVE = Settings(
     autosave_delay_secs=3600.0,
@@ -50,50 +48,9 @@ NO_AUTOSAVE = Settings(
 NOBODY_S_KERNEL = {"kernelspec": {"name": "nosuch", "display_name": "x", "language": "nosuch"}}
 
 
-@dataclass(frozen=True)
-class HoldAppends:
-    """From now on the offloaded work whose token is a ``kind`` (by default, the journal
-    appends) waits until ``ReleaseAppends``."""
-
-    kind: type = JournalAppended
-
-
-@dataclass(frozen=True)
-class ReleaseAppends:
-    """Carry out the held appends, in order, and hold no more."""
-
-
-class HoldingRecorder(Recorder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.holding: type | None = None
-        self.held: list[BlockingWorkRequested] = []
-
-    def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
-        if isinstance(msg, HoldAppends):
-            self.holding = msg.kind
-        elif isinstance(msg, ReleaseAppends):
-            self.holding = None
-            held, self.held = self.held, []
-            for request in held:
-                self.send(request.reply_to, run_inline(request))
-        elif (
-            isinstance(msg, BlockingWorkRequested)
-            and self.holding is not None
-            and isinstance(msg.token, self.holding)
-        ):
-            self.seen.append(msg)
-            self.held.append(msg)
-        else:
-            super().receiveMessage(msg, sender)
-
-
 @pytest.fixture
-def bench() -> Iterator[ActorBench]:
-    bench = ActorBench()
-    bench.recorder = bench.system.createActor(HoldingRecorder)
-    yield bench
-    bench.close()
+def bench(holding_bench: ActorBench) -> ActorBench:
+    return holding_bench
 
 
 def state_dir(tmp_path: Path) -> Path:

@@ -1,0 +1,137 @@
+"""manage_dependencies in one Room (simpleSystemBase), with the order of its messages
+driven by the test: an environment build is held, and its outcome injected, so what
+happens meanwhile is decided by mailbox order and nothing else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nbstage.actors import dependencies
+from nbstage.actors.environments import EnvironmentUnavailable
+from nbstage.actors.kernelspecs import PYTHON3
+from nbstage.actors.room import Room
+from nbstage.protocol.edge import (
+    ClientRequest,
+    KernelProcessStarted,
+    Origin,
+    RequestAnswered,
+    RequestFailed,
+)
+from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.requests import ApplyDependencies, ManageDependencies
+from nbstage.protocol.room_followups import DependenciesPrepared
+from nbstage.protocol.rooms import JoinRoom, RoomSource, StartRoom
+from nbstage.protocol.settings import Settings
+from tests.unit.actor_harness import ActorBench, HoldAppends
+
+NOTEBOOK = "nb-deps"
+
+
+@pytest.fixture
+def bench(holding_bench: ActorBench) -> ActorBench:
+    return holding_bench
+
+
+def joined_room(bench: ActorBench, tmp_path: Path):
+    room = bench.create(Room)
+    start = StartRoom(
+        NOTEBOOK,
+        RoomSource.NEW,
+        None,
+        False,
+        PYTHON3,
+        None,
+        str(tmp_path),
+        str(tmp_path / "kernels"),
+        Settings(keep_alive_secs=3600.0),
+        bench.recorder,
+        kernel_backend="scripted",
+    )
+    bench.send(room, start)
+    bench.send(room, JoinRoom(Origin(1, "join"), "tester", False, 1))
+    outcome(bench, "join")
+    bench.run_until(lambda: bench.seen_of(KernelProcessStarted))
+    return room
+
+
+def outcome(bench: ActorBench, request_id: str):
+    def find():
+        for msg in bench.seen():
+            answer = isinstance(msg, RequestAnswered | RequestFailed)
+            if answer and msg.origin.request_id == request_id:
+                return msg
+        return None
+
+    return bench.run_until(find)
+
+
+def manage(bench: ActorBench, room, request_id: str, **fields) -> None:
+    bench.send(room, ClientRequest(Origin(1, request_id), ManageDependencies(NOTEBOOK, **fields)))
+
+
+def current(bench: ActorBench, room, request_id: str) -> dict:
+    manage(bench, room, request_id)
+    return outcome(bench, request_id).result()["after"]
+
+
+def held_build(bench: ActorBench):
+    return bench.run_until(
+        lambda: [
+            m for m in bench.seen() if isinstance(getattr(m, "token", None), DependenciesPrepared)
+        ]
+    )[0]
+
+
+def test_an_edit_while_the_build_runs_wins_and_the_build_changes_nothing(
+    bench: ActorBench, tmp_path: Path
+) -> None:
+    room = joined_room(bench, tmp_path)
+    kernels = len(bench.seen_of(KernelProcessStarted))
+    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
+    manage(bench, room, "build", add=["six"], apply=ApplyDependencies.RESTART)
+    build = held_build(bench)
+
+    manage(bench, room, "edit", add=["numpy"])
+    assert outcome(bench, "edit").result()["after"]["dependencies"] == ["numpy"]
+    bench.send(room, BlockingWorkDone(build.token, (tmp_path / "built", True)))
+
+    refused = outcome(bench, "build")
+    assert isinstance(refused, RequestFailed)
+    assert refused.code == "dependencies_changed"
+    assert "Dependencies changed since review" in refused.message
+    assert current(bench, room, "read")["dependencies"] == ["numpy"]
+    assert len(bench.seen_of(KernelProcessStarted)) == kernels, "the kernel was not replaced"
+
+
+def test_a_failed_build_answers_uvs_words_and_changes_nothing(
+    bench: ActorBench, tmp_path: Path
+) -> None:
+    room = joined_room(bench, tmp_path)
+    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
+    manage(bench, room, "build", add=["nosuch"], apply=ApplyDependencies.RESTART)
+    build = held_build(bench)
+    said = EnvironmentUnavailable("uv pip install failed: No solution found: nosuch")
+    bench.send(room, BlockingWorkDone(build.token, error=said))
+
+    refused = outcome(bench, "build")
+    assert isinstance(refused, RequestFailed)
+    assert refused.code == "build_failed"
+    assert "No solution found: nosuch" in refused.message
+    assert current(bench, room, "read") == {
+        "dependencies": [],
+        "fingerprint": dependencies.fingerprint([]),
+    }
+
+
+def test_a_repeated_key_is_answered_once_and_edits_once(bench: ActorBench, tmp_path: Path) -> None:
+    room = joined_room(bench, tmp_path)
+    manage(bench, room, "first", add=["six"], key="k1")
+    manage(bench, room, "again", add=["six"], key="k1")
+    first, again = outcome(bench, "first").result(), outcome(bench, "again").result()
+    assert first == again
+    assert first["added"] == ["six"]
+    manage(bench, room, "other", add=["six>=1"], key="k2")
+    assert outcome(bench, "other").result()["before"]["dependencies"] == ["six"]
