@@ -1509,7 +1509,10 @@ class Room(NbActor):
             )
             return
         applied = DependenciesApplied(token.mode, True, seconds)
-        self._commit_dependencies(token.origin, token.plan, applied)
+        try:
+            self._commit_dependencies(token.origin, token.plan, applied)
+        except NbstageError as exc:
+            self.fail(token.origin, exc)
 
     def _commit_dependencies(
         self,
