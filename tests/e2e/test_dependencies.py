@@ -8,14 +8,16 @@ by one test is cached for the next; each test that needs a build of its own says
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from nbstage.actors import dependencies
-from nbstage.actors.environments import READY, envs_dir
+from nbstage.actors.environments import READY, USED, envs_dir
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
 from tests.slow_index import slow_index
@@ -177,12 +179,12 @@ def test_a_notebook_in_a_project_runs_in_the_projects_environment(
     assert (project / "pyproject.toml").read_text() == pyproject, "ipykernel is not added"
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
-    state_dir: Path, tmp_path: Path, mode: str
+    state_dir: Path, tmp_path: Path
 ) -> None:
     """A build that lasts over 5 s, because the wheel comes from an index that is slow,
-    sends progress notifications; list_active_notebooks names the environment after."""
+    sends progress notifications; list_active_notebooks names the environment after.
+    Legacy handshake here; the approval test below speaks 2026-07-28."""
     name = f"nbstage-slow-{secrets.token_hex(4)}"
     notes: list[tuple[float, str | None]] = []
 
@@ -190,7 +192,7 @@ def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
         notes.append((progress, message))
 
     async def body(daemon: RunningDaemon) -> None:
-        async with mcp_client(daemon, mode, label="deps") as client:
+        async with mcp_client(daemon, "legacy", label="deps") as client:
             await call_ok(client, "create_notebook")
             state = await call_ok(client, "manage_dependencies")
             assert state["dependencies"] == []
@@ -228,36 +230,40 @@ def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
 
 
 def test_the_operator_sees_environments_and_removes_the_unused_ones(
-    state_dir: Path, tmp_path: Path
+    daemon: RunningDaemon,
 ) -> None:
-    """With an environments folder of its own: gc-envs would empty the shared one."""
-    root = tmp_path / "envs"
-    with daemon_running(state_dir, {**FAST_SETTINGS, "NBSTAGE_ENVS_DIR": str(root)}) as daemon:
-        with daemon.client(timeout=300) as client:
-            nid = client.request("create")["notebook_id"]
-            fp = manage(client, nid, add=["six"], apply="restart")["after"]["fingerprint"]
-        unused = root / ("f" * 16)
-        unused.mkdir()
-        (unused / READY).touch()
+    """In the run's shared environments folder, so only what is two days old goes."""
+    with daemon.client(timeout=300) as client:
+        nid = client.request("create")["notebook_id"]
+        fp = manage(client, nid, add=["six"], apply="restart")["after"]["fingerprint"]
+    root = envs_dir(daemon.paths.root)
+    unused = root / ("f" * 16)
+    unused.mkdir()
+    (unused / READY).touch()
+    two_days_ago = time.time() - 2 * 86400
+    for env in (unused, root / fp):
+        (env / USED).touch()
+        os.utime(env / USED, (two_days_ago, two_days_ago))
 
-        def admin(*args: str):
-            wide = {**daemon.env, "COLUMNS": "400"}
-            ran = run_cli("admin", *args, state_dir=daemon.paths.root, env=wide)
-            assert ran.returncode == 0, ran.stderr
-            return ran.stdout
+    def admin(*args: str):
+        wide = {**daemon.env, "COLUMNS": "400"}
+        ran = run_cli("admin", *args, state_dir=daemon.paths.root, env=wide)
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout
 
-        envs = json.loads(admin("envs", "--json"))["envs"]
-        inline = {env["fingerprint"]: env for env in envs if env["kind"] == "inline"}
-        assert set(inline) == {fp, "f" * 16}
-        assert inline[fp]["bytes"] > inline["f" * 16]["bytes"]
-        room = admin("room", nid[:8])
-        assert f"environment  inline, {fp}" in room, room
+    envs = json.loads(admin("envs", "--json"))["envs"]
+    inline = {env["fingerprint"]: env for env in envs if env["kind"] == "inline"}
+    assert {fp, "f" * 16} <= set(inline)
+    assert inline[fp]["bytes"] > inline["f" * 16]["bytes"]
+    assert inline[fp]["last_used"] == pytest.approx(two_days_ago, abs=1)
+    room = admin("room", nid[:8])
+    assert f"environment  inline, {fp}" in room, room
 
-        assert admin("gc-envs") == (
-            f"removed 1 environment unused: {unused}; kept 1 in use: {fp}\n"
-        )
-        assert not unused.exists()
-        assert (root / fp / READY).exists()
+    assert admin("gc-envs", "1") == (
+        f"removed 1 environment unused for 1 day: {unused}; kept 1 in use: {fp}\n"
+    )
+    assert not unused.exists()
+    assert (root / fp / READY).exists(), "an open room's environment stays"
 
 
 def test_an_agent_sees_the_approval_line_and_syncs_the_approved_set_into_its_kernel(
