@@ -18,7 +18,7 @@ from thespian.actors import ActorAddress, ActorTypeDispatcher
 from nbstage.protocol.codec import dumps
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
+from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
 log = logging.getLogger("nbstage.actors")
 
@@ -58,13 +58,26 @@ class NbActor(ActorTypeDispatcher):
         """Lines for the agent that the answer to ``origin`` carries (see RequestAnswered)."""
         return ()
 
-    def offload(self, token: Any, work: Callable[[], Any], lane: str | None = None) -> None:
-        """Run ``work`` off the loop; ``BlockingWorkDone(token, …)`` comes back to this actor."""
-        self.send(self.edge, BlockingWorkRequested(token, work, self.myAddress, lane))
+    def offload(
+        self, token: Any, work: Callable[..., Any], lane: str | None = None, reports: bool = False
+    ) -> None:
+        """Run ``work`` off the loop; ``BlockingWorkDone(token, …)`` comes back to this actor.
+        With ``reports``, the work is called with ``report(line)``, whose lines come back
+        first as WorkProgressed, to ``progress_handlers``."""
+        self.send(self.edge, BlockingWorkRequested(token, work, self.myAddress, lane, reports))
 
     def work_handlers(self) -> dict[type, Callable[[BlockingWorkDone], None]]:
         """What to do when offloaded work finishes, by the type of its token."""
         return {}
+
+    def progress_handlers(self) -> dict[type, Callable[[Any, str], None]]:
+        """What to do with a line that offloaded work reported, by the type of its token."""
+        return {}
+
+    def receiveMsg_WorkProgressed(self, msg: WorkProgressed, sender: ActorAddress) -> None:
+        handler = self.progress_handlers().get(type(msg.token))
+        if handler is not None:
+            handler(msg.token, msg.line)
 
     def receiveMsg_BlockingWorkDone(self, msg: BlockingWorkDone, sender: ActorAddress) -> None:
         handler = self.work_handlers().get(type(msg.token))

@@ -30,6 +30,7 @@ import sqlite3
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -58,7 +59,13 @@ from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
-from nbstage.protocol.edge import EventKind, KernelProcessEnded, Origin, RoomEventOccurred
+from nbstage.protocol.edge import (
+    EventKind,
+    KernelProcessEnded,
+    Origin,
+    RequestProgressed,
+    RoomEventOccurred,
+)
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     EnvironmentView,
@@ -1447,14 +1454,22 @@ class Room(NbActor):
             work = self._build_work(plan)
         else:
             work = self._sync_work(plan)
-        self.offload(DependenciesPrepared(origin, plan, req.apply.value, started), work)
+        token = DependenciesPrepared(origin, plan, req.apply.value, started)
+        self.offload(token, work, reports=True)
+
+    def progress_handlers(self):
+        return {DependenciesPrepared: self._dependencies_progressed}
+
+    def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
+        self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
 
     def _build_work(self, plan: dependencies.DependencyPlan):
+        """Work that takes ``report(line)``: uv's lines go to the caller as progress."""
         if not plan.edit.after or not plan.trusted_after:
-            return lambda: None
+            return lambda report: None
         root = environments.envs_dir(self.config.state_dir)
         fp, reqs = plan.after_fingerprint, dependencies.normalised_set(plan.edit.after)
-        return lambda: environments.ensure_inline_env(root, fp, reqs)
+        return lambda report: environments.ensure_inline_env(root, fp, reqs, report)
 
     def _sync_work(self, plan: dependencies.DependencyPlan):
         """Install the whole set into the running pool kernel's own venv, and uninstall
@@ -1475,13 +1490,13 @@ class Room(NbActor):
         path = Path(env.path)
         wanted, removed = plan.edit.after, plan.edit.removed.removed
 
-        def sync() -> None:
+        def sync(report: Callable[[str], None]) -> None:
             if removed:
                 environments.uninstall_from(
                     path, [dependencies.requirement_name(r) for r in removed]
                 )
             if wanted:
-                environments.install_into(path, wanted)
+                environments.install_into(path, wanted, report)
 
         return sync
 

@@ -74,6 +74,7 @@ from nbstage.protocol.supervision import (
     TargetChange,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallProgressed,
     ToolCallRequested,
 )
 from nbstage.protocol.watching import (
@@ -297,6 +298,11 @@ class SessionManager(NbActor):
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)
         if frame is None:
+            return
+        if frame["type"] == "progress":
+            call_id = self.call_of.get(frame.get("id"))
+            if call_id is not None and isinstance(frame.get("message"), str):
+                self.send(self.supervisor, ToolCallProgressed(call_id, frame["message"]))
             return
         waiting = self.waiting.pop(frame.get("id"), None)
         if waiting is None:

@@ -51,6 +51,7 @@ from nbstage.protocol.supervision import (
     ToolCacheChanged,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallProgressed,
     ToolCallRequested,
     ToolListChanged,
     ToSessionChild,
@@ -101,6 +102,8 @@ class PendingCall:
     sent_to: int | None = None
     """The child generation it was sent to, or None while it waits for a child."""
     started: float = field(default_factory=time.monotonic)
+    progress_sent: int = 0
+    """Progress notifications sent for it; each one's value is the next count."""
 
 
 class ProxySupervisor(NbActor):
@@ -246,6 +249,18 @@ class ProxySupervisor(NbActor):
 
     def _child_RestartTargetChanged(self, msg: RestartTargetChanged) -> None:
         self.target = restart_target.after_change(self.target, msg)
+
+    def _progress(self, call: PendingCall, message: str) -> None:
+        call.progress_sent += 1
+        notification = mcp.progress_notification(
+            call.progress_token, call.progress_sent, message=message
+        )
+        self._send_mcp(notification)
+
+    def _child_ToolCallProgressed(self, msg: ToolCallProgressed) -> None:
+        call = self.calls.get(msg.call_id)
+        if call is not None and call.progress_token is not None and call.sent_to == self.generation:
+            self._progress(call, msg.message)
 
     def _child_ToolCallFinished(self, msg: ToolCallFinished) -> None:
         call = self.calls.get(msg.call_id)
@@ -411,8 +426,7 @@ class ProxySupervisor(NbActor):
             case ProgressDue(call_id, beat) if call_id in self.calls:
                 call = self.calls[call_id]
                 elapsed = time.monotonic() - call.started
-                note = f"{call.name} still running after {elapsed:.0f} s"
-                self._send_mcp(mcp.progress_notification(call.progress_token, beat, message=note))
+                self._progress(call, f"{call.name} still running after {elapsed:.0f} s")
                 self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id, beat + 1))
             case CallWaitExpired(call_id) if call_id in self.calls:
                 call = self.calls[call_id]

@@ -39,6 +39,7 @@ from nbstage.protocol.edge import (
     Origin,
     RequestAnswered,
     RequestFailed,
+    RequestProgressed,
     RoomEventOccurred,
     RoomGone,
     RoomResident,
@@ -232,6 +233,8 @@ class Edge:
                 self._answer(message)
             case RequestFailed(origin, code, text, notices):
                 self._reply(origin, _error_frame(origin.request_id, code, text, notices))
+            case RequestProgressed(origin, text):
+                self._progress(origin, text)
             case RoomEventOccurred(kind, notebook_id, detail):
                 self._broadcast(
                     {"type": "event", "event": {"kind": kind, "notebook_id": notebook_id, **detail}}
@@ -293,6 +296,12 @@ class Edge:
             except FrameTooLarge as exc:
                 frame = too_large_frame(origin.request_id, exc.size)
             conn.send_raw(frame)
+
+    def _progress(self, origin: Origin, message: str) -> None:
+        """A ``progress`` frame for a request still pending; one answered gets none."""
+        conn = self.connections.get(origin.conn)
+        if conn is not None and origin in self.pending:
+            conn.send({"id": origin.request_id, "type": "progress", "message": message[:2000]})
 
     def _reply(self, origin: Origin, frame: dict[str, Any]) -> None:
         self.pending.pop(origin, None)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
+from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
 log = logging.getLogger("nbstage.offload")
 
@@ -39,8 +40,17 @@ class OffloadRunner:
     async def _run(self, request: BlockingWorkRequested, previous: asyncio.Future | None) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
+        work = request.work
+        if request.reports:
+            loop = asyncio.get_running_loop()
+
+            def report(line: str) -> None:
+                progressed = WorkProgressed(request.token, line)
+                loop.call_soon_threadsafe(self._tell, request.reply_to, progressed)
+
+            work = functools.partial(request.work, report)
         try:
-            result = await asyncio.to_thread(request.work)
+            result = await asyncio.to_thread(work)
         except Exception as exc:
             log.warning("blocking work %r failed: %s", request.token, exc)
             done = BlockingWorkDone(request.token, error=exc)

@@ -50,6 +50,15 @@ class RequestAnswered:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestProgressed:
+    """A line about a request still under way (a build's output); the edge writes it as a
+    ``progress`` frame with the request's id, before the answer."""
+
+    origin: Origin
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class RequestFailed:
     """The request was refused; the edge writes it as a DaemonRefused error frame."""
 

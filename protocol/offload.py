@@ -20,9 +20,20 @@ from typing import Any
 class BlockingWorkRequested:
     token: Any
     """What the work is about, as the asking actor wants it back (a small dataclass)."""
-    work: Callable[[], Any]
+    work: Callable[..., Any]
     reply_to: Any
     lane: str | None = None
+    reports: bool = False
+    """The work takes one argument, ``report(line)``: each line comes back to the actor
+    as WorkProgressed while the work runs (a build's own output, say)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkProgressed:
+    """A line that work still under way reported; it always arrives before its Done."""
+
+    token: Any
+    line: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from nbstage.protocol.supervision import (
     StopSessionManager,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallProgressed,
     ToolCallRequested,
 )
 
@@ -38,6 +39,7 @@ TO_CHILD = (SessionConfig, ToolCallRequested, ToolCallCancelled, StopSessionMana
 FROM_CHILD = (
     SessionManagerReady,
     ToolCallFinished,
+    ToolCallProgressed,
     ActiveSessionChanged,
     RestartTargetChanged,
     HandoffRequested,

@@ -164,6 +164,15 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallProgressed:
+    """Session child → supervisor: a line about a call still under way (uv's output
+    during a build), sent on as an MCP progress notification when the call has a token."""
+
+    call_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class McpResultToSend:
     """Write a JSON-RPC response whose result is already encoded."""
 

@@ -183,7 +183,8 @@ def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
     state_dir: Path, tmp_path: Path
 ) -> None:
     """A build that lasts over 5 s, because the wheel comes from an index that is slow,
-    sends progress notifications; list_active_notebooks names the environment after.
+    sends progress notifications, uv's own lines among them; list_active_notebooks names
+    the environment after.
     Legacy handshake here; the approval test below speaks 2026-07-28."""
     name = f"nbstage-slow-{secrets.token_hex(4)}"
     notes: list[tuple[float, str | None]] = []
@@ -211,8 +212,12 @@ def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
             assert done["apply"]["ok"] is True
             assert done["apply"]["seconds"] >= 5
             assert done["env_source"] == "inline"
-            assert notes, "no progress notification during the build"
-            assert all("manage_dependencies still running" in (m or "") for _, m in notes)
+            messages = [message or "" for _, message in notes]
+            assert any("manage_dependencies still running" in m for m in messages), messages
+            uv_lines = [m for m in messages if m.startswith("uv: ")]
+            assert any(name in line for line in uv_lines), messages
+            values = [progress for progress, _ in notes]
+            assert values == sorted(set(values)), "progress only goes up"
 
             made = await call_ok(client, "create_cell", source=f"import {name.replace('-', '_')}")
             ran = await call_ok(client, "execute_cell", cell_id=made["cell_id"])
