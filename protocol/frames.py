@@ -1,7 +1,10 @@
 """The daemon's wire format: a 4-byte big-endian length, then one orjson object.
 
 Every frame is an object carrying ``v`` (the wire version), ``type`` and ``id``.
-Nothing else is accepted and nothing is ever unpickled.
+Nothing else is accepted and nothing is ever unpickled. A client sends requests (their
+``type`` is a request's wire name); the daemon answers each with one ``result`` or
+``error`` frame of the same ``id``, which a ``progress`` frame (``message``: a line about
+the work under way) may precede, and sends ``event`` and heartbeat frames to watchers.
 """
 
 from __future__ import annotations
