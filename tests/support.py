@@ -53,6 +53,16 @@ def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
     return found
 
 
+def tcp_listeners(processes: list[psutil.Process]) -> list[str]:
+    """Every TCP port these processes listen on, as "name pid address"."""
+    return [
+        f"{proc.name()} {proc.pid} {conn.laddr}"
+        for proc in processes
+        for conn in proc.net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN
+    ]
+
+
 def cli_env(state_dir: Path, env: dict[str, str] | None) -> dict[str, str]:
     """The environment an nbstage command of a test runs with."""
     return {**os.environ, "NBSTAGE_STATE_DIR": str(state_dir), **(env or {})}

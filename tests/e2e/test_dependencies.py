@@ -26,10 +26,12 @@ from tests.support import (
     call_ok,
     daemon_running,
     mcp_client,
+    processes_of_daemon,
     room_view,
     run_bounded,
     run_cell,
     run_cli,
+    tcp_listeners,
     texts_of,
 )
 
@@ -81,6 +83,7 @@ def test_added_dependencies_are_built_shared_saved_and_reused_on_reopen(
         assert Path(done["environment"]["path"]) == env
         assert prefix_of(client, nid) == env != pool_prefix
         assert printed(run_cell(client, nid, "import six; print(six.__name__)")).strip() == "six"
+        assert tcp_listeners(processes_of_daemon(daemon.pid)) == [], "nor does an inline one"
         listed = room_view(daemon, nid)
         assert listed["environment"]["source"] == "inline"
         assert listed["environment"]["fingerprint"] == fp
@@ -176,6 +179,7 @@ def test_a_notebook_in_a_project_runs_in_the_projects_environment(
         assert cwd == str(project), "the kernel starts in the notebook's folder"
         listed = room_view(daemon, nid)
         assert listed["environment"] == {"source": "project", "project": str(project)}
+        assert tcp_listeners(processes_of_daemon(daemon.pid)) == [], "uv run keeps it off TCP"
     assert (project / "pyproject.toml").read_text() == pyproject, "ipykernel is not added"
 
 

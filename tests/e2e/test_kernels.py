@@ -32,6 +32,7 @@ from tests.support import (
     processes_of_daemon,
     room_view,
     run_cell,
+    tcp_listeners,
     wait_until,
 )
 
@@ -429,13 +430,7 @@ def test_kernel_connection_files_are_private_and_nothing_listens_on_tcp(
 
         family = processes_of_daemon(daemon.pid)
         assert pid in {proc.pid for proc in family}
-        for proc in family:
-            listening = [
-                conn
-                for conn in proc.net_connections(kind="inet")
-                if conn.status == psutil.CONN_LISTEN
-            ]
-            assert listening == [], f"{proc.name()} pid {proc.pid} listens on {listening}"
+        assert tcp_listeners(family) == []
     stop_and_prove_no_kernel_left(daemon, seen)
 
 
