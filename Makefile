@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python bench/mcp_roundtrip.py
 	$(BIN)/python bench/recovery.py
 	$(BIN)/python bench/many_clients.py --clients 32
+	$(BIN)/python bench/environments.py
 
 demo: install
 	$(BIN)/nbstage harness examples/two-agents.toml
