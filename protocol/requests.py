@@ -8,6 +8,7 @@ by the Daemon or by the socket edge itself.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -18,6 +19,8 @@ from nbstage.protocol.paths import check_paths
 
 REQUEST_TYPES: dict[str, type] = {}
 WIRE_NAMES: dict[type, str] = {}
+REQUEST_FIELDS: dict[type, frozenset[str]] = {}
+ENVELOPE = ("v", "type", "id")
 _R = TypeVar("_R", bound=type)
 
 
@@ -25,20 +28,30 @@ def wire_request(name: str):
     def register(cls: _R) -> _R:
         REQUEST_TYPES[name] = cls
         WIRE_NAMES[cls] = name
+        REQUEST_FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
         return cls
 
     return register
 
 
 def decode_request(frame: dict[str, Any]) -> object:
-    """Build the request a checked frame asks for (envelope keys are ignored)."""
+    """Build the request a checked frame asks for; a field the request does not have is
+    refused by name, like a missing or mistyped one (the envelope's keys are not fields)."""
     cls = REQUEST_TYPES.get(frame["type"])
     if cls is None:
         known = ", ".join(sorted(REQUEST_TYPES))
         raise NbstageError(
             ErrorCode.UNKNOWN_REQUEST, f"unknown request type {frame['type']!r}; known: {known}"
         )
-    fields = {k: v for k, v in frame.items() if k not in ("v", "type", "id")}
+    fields = {k: v for k, v in frame.items() if k not in ENVELOPE}
+    known = REQUEST_FIELDS[cls]
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        takes = ", ".join(sorted(known)) or "no fields"
+        raise NbstageError(
+            ErrorCode.BAD_REQUEST,
+            f"unknown field {unknown[0]!r} for {frame['type']!r}; it takes {takes}",
+        )
     return check_paths(from_wire(cls, fields))
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, example, given, seed, settings
+from hypothesis import HealthCheck, assume, example, given, seed, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.frames import MAX_FRAME_BYTES
@@ -478,6 +478,30 @@ def test_a_field_of_the_wrong_type_gets_a_bad_request_and_the_connection_stays_o
 
 
 @FUZZ
+@seed(1312)
+@given(
+    kind=st.sampled_from(sorted(REQUEST_TYPES)),
+    extra=st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12),
+)
+def test_a_field_no_request_has_gets_a_bad_request_and_the_connection_stays_open(
+    fuzz_daemon: RunningDaemon, kind: str, extra: str
+) -> None:
+    cls = REQUEST_TYPES[kind]
+    assume(extra not in {f.name for f in dataclasses.fields(cls)} | {"v", "type", "id"})
+    with connection(fuzz_daemon, "unknown field") as conn:
+        conn.send_frame({"v": 1, "type": kind, "id": 7, extra: 1})
+        error = conn.read_frame()
+        assert error is not None, "the daemon closed the connection"
+        assert (error["type"], error["id"]) == ("error", 7)
+        assert error["error"]["code"] == "bad_request"
+        assert f"unknown field {extra!r}" in error["error"]["message"]
+        conn.send_frame({"v": 1, "type": "identity", "id": 8}, generated=False)
+        answer = conn.read_frame()
+        assert answer is not None, "the daemon closed the connection after a bad request"
+        assert answer["result"]["pid"] == fuzz_daemon.pid
+
+
+@FUZZ
 @seed(1309)
 @given(
     length=st.integers(min_value=MAX_FRAME_BYTES + 1, max_value=2**32 - 1),
@@ -543,6 +567,7 @@ PROPERTIES = (
     "bad envelope",
     "unknown type",
     "wrong field type",
+    "unknown field",
     "huge length",
     "room requests",
 )

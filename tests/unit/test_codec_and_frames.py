@@ -259,6 +259,25 @@ def test_an_unknown_request_type_is_refused_and_the_known_types_are_listed() -> 
         assert name in info.value.message
 
 
+@pytest.mark.parametrize(
+    ("frame", "named"),
+    [
+        pytest.param({"type": "attach", "notebook_id": "n", "notebookid": "n"}, "notebookid"),
+        pytest.param({"type": "identity", "verbose": True}, "verbose"),
+        pytest.param(
+            {"type": "manage_dependencies", "notebook_id": "n", "fingerprint": "f"},
+            "fingerprint",
+            id="a misspelt guard is refused, not skipped",
+        ),
+    ],
+)
+def test_a_field_the_request_does_not_have_is_refused_by_name(frame: dict, named: str) -> None:
+    with pytest.raises(NbstageError) as info:
+        decode_request({"v": 1, "id": 1, **frame})
+    assert info.value.code is ErrorCode.BAD_REQUEST
+    assert f"unknown field {named!r}" in info.value.message
+
+
 def test_decode_request_ignores_the_envelope_keys() -> None:
     request = decode_request({"v": 1, "type": "attach", "id": "req-1", "notebook_id": "n"})
     assert request == REQUEST_TYPES["attach"]("n")
