@@ -178,7 +178,8 @@ def plan_change(
     expected: str | None,
 ) -> DependencyPlan:
     """What a manage_dependencies call does, or NbstageError if it must change nothing."""
-    problems = [p for p in map(requirement_problem, [*add, *remove]) if p is not None]
+    checked = [*add, *remove, *(current if trust else ())]
+    problems = [p for p in map(requirement_problem, checked) if p is not None]
     if problems:
         raise NbstageError(
             ErrorCode.BAD_REQUIREMENT, "Nothing was changed: " + "; ".join(problems) + "."

@@ -130,7 +130,7 @@ def _build_once(env: Path, packages: Sequence[str], on_line: OnLine | None) -> b
             _run([uv, "venv", "--python", sys.executable, str(env)], on_line)
             python = str(env_python(env))
             install = [uv, "pip", "install", "--compile-bytecode", "--python", python]
-            _run([*install, *BASE_PACKAGES, *packages], on_line)
+            _run([*install, "--", *BASE_PACKAGES, *packages], on_line)
         except BaseException:
             remove_env(env)
             raise
@@ -191,12 +191,13 @@ def last_used(env: Path) -> float:
 def install_into(
     env: Path, requirements: Sequence[str], on_line: Callable[[str], None] | None = None
 ) -> None:
-    _run([_uv(), "pip", "install", "--python", str(env_python(env)), *requirements], on_line)
+    python = str(env_python(env))
+    _run([_uv(), "pip", "install", "--python", python, "--", *requirements], on_line)
 
 
 def uninstall_from(env: Path, names: Sequence[str]) -> None:
     """Uninstall ``names`` from ``env``; uv skips, with a warning, those not installed."""
-    _run([_uv(), "pip", "uninstall", "--python", str(env_python(env)), *names])
+    _run([_uv(), "pip", "uninstall", "--python", str(env_python(env)), "--", *names])
 
 
 def project_argv(project: Path, launcher: Path) -> list[str]:

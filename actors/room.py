@@ -269,6 +269,8 @@ class Room(NbActor):
         self.environment: EnvironmentView | None = None
         """Where the running kernel's Python comes from; None while no kernel is ready."""
         self.pending_env: list[tuple[Origin, DependenciesManaged]] = []
+        self.environment_jobs = 0
+        """Builds and syncs under way: a close waits for them, to answer their calls."""
         """manage_dependencies calls answered once the kernel is up in its new environment."""
 
     # --- start ----------------------------------------------------------------------------
@@ -326,7 +328,7 @@ class Room(NbActor):
     def _read_kernelspecs(self, restart: Origin | None = None) -> None:
         """At the start, the trusted dependency sets of the notebook's path come too."""
         path = self.path if restart is None else None
-        where = Path(self.config.state_dir) / "registry.sqlite3"
+        where = self._registry_file
 
         def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
             from nbstage.actors.kernel_backend import installed_kernelspecs
@@ -389,9 +391,13 @@ class Room(NbActor):
         return Document.empty(msg.kernelspec)
 
     @property
+    def _registry_file(self) -> Path:
+        return Path(self.config.state_dir) / "registry.sqlite3"
+
+    @property
     def registry(self) -> Registry:
         if self._registry is None:
-            self._registry = Registry(Path(self.config.state_dir) / "registry.sqlite3")
+            self._registry = Registry(self._registry_file)
         return self._registry
 
     @property
@@ -819,13 +825,16 @@ class Room(NbActor):
         target = Path(path)
         if purpose is SavePurpose.NEW_PATH:
             given, overwrite = self.save_claims.pop(origin, (path, False))
-            own, registry = self.path, self.registry
+            own, where = self.path, self._registry_file
             trusted = self._trusted_fingerprint()
 
             def save_there() -> Any:
                 saved = persistence.save_to_new_path(Path(given), target, snapshot, own, overwrite)
                 if trusted is not None:
-                    registry.trust(path, trusted)
+                    try:
+                        _record_trust(where, path, trusted)
+                    except sqlite3.Error as exc:
+                        log.error("saved to %s, but its dependencies' trust was not: %s", path, exc)
                 return saved
 
             self.offload(token, save_there, self._lane)
@@ -1073,6 +1082,7 @@ class Room(NbActor):
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
         the kernel has stopped."""
         self.closing = sender
+        self._fail_restarts(_closing_error("the kernel was not restarted"))
         if self.kernel is not None:
             self._detach_kernel(msg.reason)
             self.life = lifetime.kernel_released(self.life)
@@ -1091,10 +1101,11 @@ class Room(NbActor):
         self._report_closed()
 
     def _report_closed(self) -> None:
-        """The close is over once the last flush and the journal's work are done and every
-        kernel this room stopped has said so: the room then ends with no child left for its
-        exit to cut short."""
-        if self.close_report is not None and not self.kernels_stopping and not self.journal_jobs:
+        """The close is over once the last flush, the journal's work and any environment
+        build are done and every kernel this room stopped has said so: the room then ends
+        with no child left for its exit to cut short, and no call left unanswered."""
+        settled = not (self.kernels_stopping or self.journal_jobs or self.environment_jobs)
+        if self.close_report is not None and settled:
             report, self.close_report = self.close_report, None
             self.send(self.closing, report)
 
@@ -1399,8 +1410,11 @@ class Room(NbActor):
             self._answer_restarts()
             self._report_status()
 
-    def _fail_restarts(self) -> None:
-        failure = NbstageError(ErrorCode.KERNEL_DIED, f"{self.kernel_problem} Try restart again.")
+    def _fail_restarts(self, failure: NbstageError | None = None) -> None:
+        if failure is None:
+            failure = NbstageError(
+                ErrorCode.KERNEL_DIED, f"{self.kernel_problem} Try restart again."
+            )
         for origin in self.pending_restart + [origin for origin, _ in self.pending_env]:
             self.fail(origin, failure)
         self.pending_restart, self.pending_env = [], []
@@ -1455,6 +1469,7 @@ class Room(NbActor):
         else:
             work = self._sync_work(plan)
         token = DependenciesPrepared(origin, plan, req.apply.value, started)
+        self.environment_jobs += 1
         self.offload(token, work, reports=True)
 
     def progress_handlers(self):
@@ -1472,8 +1487,9 @@ class Room(NbActor):
         return lambda report: environments.ensure_inline_env(root, fp, reqs, report)
 
     def _sync_work(self, plan: dependencies.DependencyPlan):
-        """Install the whole set into the running pool kernel's own venv, and uninstall
-        what the call removed; refused where that would touch what is not the kernel's."""
+        """Install the whole set into the running pool kernel's own venv, then uninstall
+        what the call removed (so a failed install leaves the kernel as it was); refused
+        where that would touch what is not the kernel's."""
         env = self.environment
         if not plan.trusted_after:
             problem = "its dependencies are not approved; add trust=true"
@@ -1490,19 +1506,25 @@ class Room(NbActor):
         path = Path(env.path)
         wanted, removed = plan.edit.after, plan.edit.removed.removed
 
+        kept = {dependencies.requirement_name(r) for r in wanted}
+        gone = [n for n in map(dependencies.requirement_name, removed) if n not in kept]
+
         def sync(report: Callable[[str], None]) -> None:
-            if removed:
-                environments.uninstall_from(
-                    path, [dependencies.requirement_name(r) for r in removed]
-                )
             if wanted:
                 environments.install_into(path, wanted, report)
+            if gone:
+                environments.uninstall_from(path, gone)
 
         return sync
 
     def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
         token: DependenciesPrepared = done.token
+        self.environment_jobs -= 1
         seconds = round(time.monotonic() - token.started, 3)
+        if self.closing is not None:
+            self.fail(token.origin, _closing_error("the dependencies were not changed"))
+            self._report_closed()
+            return
         if not done.ok:
             self.fail(
                 token.origin,
@@ -1566,20 +1588,18 @@ class Room(NbActor):
         self._journal_work(DependenciesRecorded(origin, reply, restart), work)
 
     def _dependency_record_work(self, journalled: tuple[str, ...] | None, trust: str | None):
-        store, registry, notebook_id, path = None, None, self.notebook_id, self.path
+        store, notebook_id, path, where = None, self.notebook_id, self.path, self._registry_file
         seq, data = 0, b""
         if journalled is not None:
             self.journal_seq += 1
             seq, data = self.journal_seq, orjson.dumps(journal.dependencies(list(journalled)))
             store = self.journal_store
-        if trust is not None:
-            registry = self.registry
 
         def record() -> None:
             if store is not None:
                 store.append(notebook_id, seq, data)
-            if registry is not None:
-                registry.trust(path, trust)
+            if trust is not None:
+                _record_trust(where, path, trust)
 
         return record
 
@@ -1607,13 +1627,22 @@ def _trusted_for(registry: Path, path: str | None) -> set[str]:
         return set()
     try:
         reader = Registry(registry)
+        try:
+            return reader.trusted_fingerprints(path)
+        finally:
+            reader.close()
     except sqlite3.Error as exc:
         log.warning("could not read the trusted dependencies of %s: %s", path, exc)
         return set()
+
+
+def _record_trust(registry: Path, path: str, fingerprint: str) -> None:
+    """Worker-thread work, on a connection of its own: the room's may close meanwhile."""
+    writer = Registry(registry)
     try:
-        return reader.trusted_fingerprints(path)
+        writer.trust(path, fingerprint)
     finally:
-        reader.close()
+        writer.close()
 
 
 def _closing_error(outcome: str) -> NbstageError:

@@ -144,7 +144,7 @@ def test_what_a_call_trusts(
         pytest.param(["a"], [], "0" * 16, ErrorCode.DEPENDENCIES_CHANGED, id="stale"),
     ],
 )
-def test_refusals_change_nothing(
+def test_refusals_change_nothing_here(
     add: list[str], remove: list[str], expected: str | None, code: ErrorCode
 ) -> None:
     with pytest.raises(NbstageError) as refused:
@@ -152,6 +152,16 @@ def test_refusals_change_nothing(
     assert refused.value.code is code
     if code is ErrorCode.DEPENDENCIES_CHANGED:
         assert "Dependencies changed since review" in refused.value.message
+
+
+def test_approving_a_file_checks_every_string_it_holds() -> None:
+    """A hand-edited set may hold anything; approving it must not hand uv an option."""
+    with pytest.raises(NbstageError) as refused:
+        deps.plan_change(["six", "--index-url=https://elsewhere"], set(), [], [], True, None)
+    assert refused.value.code is ErrorCode.BAD_REQUIREMENT
+    assert "--index-url" in refused.value.message
+    plan = deps.plan_change(["six", "--index-url=x"], set(), [], [], False, None)
+    assert plan.trusted_after is False, "reading it is fine; it stays unapproved"
 
 
 def test_a_fingerprint_that_still_matches_is_accepted() -> None:

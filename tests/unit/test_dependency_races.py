@@ -15,6 +15,7 @@ from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.actors.room import Room
 from nbstage.protocol.edge import (
     ClientRequest,
+    KernelProcessEnded,
     KernelProcessStarted,
     Origin,
     RequestAnswered,
@@ -23,7 +24,14 @@ from nbstage.protocol.edge import (
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.requests import ApplyDependencies, ManageDependencies
 from nbstage.protocol.room_followups import DependenciesPrepared
-from nbstage.protocol.rooms import JoinRoom, RoomSource, StartRoom
+from nbstage.protocol.rooms import (
+    CloseReason,
+    CloseRoom,
+    JoinRoom,
+    RoomClosed,
+    RoomSource,
+    StartRoom,
+)
 from nbstage.protocol.settings import Settings
 from tests.unit.actor_harness import ActorBench, HoldAppends
 
@@ -135,3 +143,21 @@ def test_a_repeated_key_is_answered_once_and_edits_once(bench: ActorBench, tmp_p
     assert first["added"] == ["six"]
     manage(bench, room, "other", add=["six>=1"], key="k2")
     assert outcome(bench, "other").result()["before"]["dependencies"] == ["six"]
+
+
+def test_a_close_during_a_build_waits_for_it_and_answers_its_call(
+    bench: ActorBench, tmp_path: Path
+) -> None:
+    room = joined_room(bench, tmp_path)
+    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
+    manage(bench, room, "build", add=["six"], apply=ApplyDependencies.RESTART)
+    build = held_build(bench)
+    bench.send(room, CloseRoom(CloseReason.EVICTED))
+    bench.run_until(lambda: bench.seen_of(KernelProcessEnded))
+    assert not bench.seen_of(RoomClosed), "the kernel is gone, but the close waits for the build"
+
+    bench.send(room, BlockingWorkDone(build.token, (tmp_path / "built", True)))
+    refused = outcome(bench, "build")
+    assert isinstance(refused, RequestFailed)
+    assert refused.code == "shutting_down"
+    bench.run_until(lambda: bench.seen_of(RoomClosed))
