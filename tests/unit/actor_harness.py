@@ -268,3 +268,7 @@ class HoldingRecorder(Recorder):
             self.held.append(msg)
         else:
             super().receiveMessage(msg, sender)
+
+
+def held_work(bench: ActorBench, kind: type) -> list[BlockingWorkRequested]:
+    return [m for m in bench.seen_of(BlockingWorkRequested) if isinstance(m.token, kind)]

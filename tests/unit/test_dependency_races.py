@@ -85,7 +85,11 @@ def current(bench: ActorBench, room, request_id: str) -> dict:
     return outcome(bench, request_id).result()["after"]
 
 
-def held_build(bench: ActorBench):
+def held_build(bench: ActorBench, room, package: str):
+    """Ask for ``package`` with apply=restart, and hold its build: the test says when it
+    ends, and how, by sending its BlockingWorkDone."""
+    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
+    manage(bench, room, "build", add=[package], apply=ApplyDependencies.RESTART)
     return bench.run_until(
         lambda: [
             m for m in bench.seen() if isinstance(getattr(m, "token", None), DependenciesPrepared)
@@ -98,9 +102,7 @@ def test_an_edit_while_the_build_runs_wins_and_the_build_changes_nothing(
 ) -> None:
     room = joined_room(bench, tmp_path)
     kernels = len(bench.seen_of(KernelProcessStarted))
-    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
-    manage(bench, room, "build", add=["six"], apply=ApplyDependencies.RESTART)
-    build = held_build(bench)
+    build = held_build(bench, room, "six")
 
     manage(bench, room, "edit", add=["numpy"])
     assert outcome(bench, "edit").result()["after"]["dependencies"] == ["numpy"]
@@ -118,9 +120,7 @@ def test_a_failed_build_answers_uvs_words_and_changes_nothing(
     bench: ActorBench, tmp_path: Path
 ) -> None:
     room = joined_room(bench, tmp_path)
-    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
-    manage(bench, room, "build", add=["nosuch"], apply=ApplyDependencies.RESTART)
-    build = held_build(bench)
+    build = held_build(bench, room, "nosuch")
     said = EnvironmentUnavailable("uv pip install failed: No solution found: nosuch")
     bench.send(room, BlockingWorkDone(build.token, error=said))
 
@@ -149,9 +149,7 @@ def test_a_close_during_a_build_waits_for_it_and_answers_its_call(
     bench: ActorBench, tmp_path: Path
 ) -> None:
     room = joined_room(bench, tmp_path)
-    bench.system.tell(bench.recorder, HoldAppends(DependenciesPrepared))
-    manage(bench, room, "build", add=["six"], apply=ApplyDependencies.RESTART)
-    build = held_build(bench)
+    build = held_build(bench, room, "six")
     bench.send(room, CloseRoom(CloseReason.EVICTED))
     bench.run_until(lambda: bench.seen_of(KernelProcessEnded))
     assert not bench.seen_of(RoomClosed), "the kernel is gone, but the close waits for the build"

@@ -36,7 +36,7 @@ from nbstage.protocol.requests import (
 from nbstage.protocol.room_followups import JournalAppended, SaveFinished
 from nbstage.protocol.rooms import DaemonStarted, StartDaemon
 from nbstage.protocol.settings import Settings
-from tests.unit.actor_harness import ActorBench, HoldAppends, ReleaseAppends
+from tests.unit.actor_harness import ActorBench, HoldAppends, ReleaseAppends, held_work
 
 NO_AUTOSAVE = Settings(
     autosave_delay_secs=3600.0,
@@ -99,10 +99,6 @@ def notices_of(bench: ActorBench, request_id: str) -> tuple[str, ...]:
 
 def room_of(bench: ActorBench, notebook_id: str) -> ActorAddress:
     return [m.address for m in bench.seen_of(RoomResident) if m.notebook_id == notebook_id][-1]
-
-
-def held_work(bench: ActorBench, kind: type) -> list[BlockingWorkRequested]:
-    return [m for m in bench.seen_of(BlockingWorkRequested) if isinstance(m.token, kind)]
 
 
 def held_appends(bench: ActorBench) -> list[BlockingWorkRequested]:
