@@ -137,6 +137,12 @@ class RoomEntry:
         seen = self.status.joins_seen if self.status is not None else 0
         return is_reserved(self.starting, self.joins_sent, seen)
 
+    @property
+    def fingerprint(self) -> str | None:
+        """The dependency fingerprint of the environment its kernel runs in, if inline."""
+        env = self.status.environment if self.status is not None else None
+        return env.fingerprint if env is not None else None
+
     def facts(self, notebook_id: str) -> RoomFacts:
         status = self.status
         return RoomFacts(
@@ -214,17 +220,7 @@ class Daemon(NbActor):
     def _sweep_environments(self, origin: Origin | None, older_than: float) -> None:
         """Remove inline environments unused for ``older_than`` seconds that no open
         room's kernel runs in; the files are removed on the edge, one sweep at a time."""
-        in_use = tuple(
-            sorted(
-                {
-                    entry.status.environment.fingerprint
-                    for entry in self.rooms.values()
-                    if entry.status is not None
-                    and entry.status.environment is not None
-                    and entry.status.environment.fingerprint is not None
-                }
-            )
-        )
+        in_use = tuple(sorted({e.fingerprint for e in self.rooms.values() if e.fingerprint}))
         root = environments.envs_dir(self.config.state_dir)
         self.offload(
             EnvironmentsSwept(origin, in_use),

@@ -1428,19 +1428,23 @@ class Room(NbActor):
 
     # --- dependencies (actors/dependencies.py) --------------------------------------------
 
-    def _approval_line(self) -> str | None:
+    def _dependency_set(self) -> tuple[tuple[str, ...], str | None, bool]:
+        """The notebook's inline dependencies, their fingerprint (None for none) and
+        whether that set is trusted here."""
         deps = dependencies.read_dependencies(self.doc.metadata)
-        if not deps or dependencies.fingerprint(deps) in self.trusted:
-            return None
-        return dependencies.approval_line(deps)
+        fp = dependencies.fingerprint(deps) if deps else None
+        return deps, fp, fp in self.trusted
+
+    def _approval_line(self) -> str | None:
+        deps, fp, trusted = self._dependency_set()
+        return dependencies.approval_line(deps) if fp and not trusted else None
 
     def _planned_environment(self) -> EnvironmentView | None:
         """Before the kernel is up: where its dependencies put it, if they decide."""
-        deps = dependencies.read_dependencies(self.doc.metadata)
-        if not deps:
+        _, fp, trusted = self._dependency_set()
+        if fp is None:
             return None
-        fp = dependencies.fingerprint(deps)
-        if fp in self.trusted:
+        if trusted:
             return EnvironmentView(dependencies.EnvSource.INLINE.value, fp)
         waiting = "its dependencies wait for approval (manage_dependencies(trust=true))"
         return EnvironmentView(dependencies.EnvSource.POOL.value, problem=waiting)
@@ -1448,9 +1452,8 @@ class Room(NbActor):
     def _trusted_fingerprint(self) -> str | None:
         """The notebook's dependency set, when it has one that is trusted: a save to a new
         path carries the trust there."""
-        deps = dependencies.read_dependencies(self.doc.metadata)
-        fp = dependencies.fingerprint(deps) if deps else None
-        return fp if fp in self.trusted else None
+        _, fp, trusted = self._dependency_set()
+        return fp if trusted else None
 
     def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
         """Validate, then (for apply=restart or sync) do the environment work first: a

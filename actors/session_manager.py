@@ -35,6 +35,7 @@ from nbstage.actors.tool_handlers import (
     SESSION_TOOLS,
     ToolContext,
     absolute,
+    environment_fields,
     list_active_notebooks,
 )
 from nbstage.actors.watch_loop import WatchLoop
@@ -601,16 +602,14 @@ def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     hidden = ("ephemeral", "runtime", "kernel_refused", "environment")
     structured = {k: v for k, v in result.items() if k not in hidden}
     structured["kernelspec"] = result.get("runtime")
-    environment = result.get("environment") or {}
-    structured["env_source"] = environment.get("source")
-    structured["fingerprint"] = environment.get("fingerprint")
+    structured |= environment_fields(result.get("environment"))
     cells = f"{result['cell_count']} cells"
     if result.get("kernel_refused"):
         structured["kernel_refused"] = result["kernel_refused"]
         return structured, f"({cells}, no kernel). {result['kernel_refused']}"
     kernel = " ".join(str(v) for v in (result.get("runtime"), result["kernel_status"]) if v)
-    if environment:
-        kernel += f" in the {environment['source']} environment"
+    if structured["env_source"]:
+        kernel += f" in the {structured['env_source']} environment"
     return structured, f"({cells}, kernel {kernel})."
 
 

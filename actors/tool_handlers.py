@@ -62,6 +62,12 @@ Handler = Generator[object, Any, dict[str, Any]]
 """Yields requests, is sent their replies, returns the MCP tool result."""
 
 
+def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
+    """A kernel's environment (an EnvironmentView on the wire) as tools show it."""
+    environment = environment or {}
+    return {"env_source": environment.get("source"), "fingerprint": environment.get("fingerprint")}
+
+
 def absolute(path: str, cwd: str) -> str:
     return str((Path(cwd) / Path(path).expanduser()).resolve())
 
@@ -289,8 +295,7 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
             "peers": [p.label for p in room.peers],
             "kernel_status": room.kernel_status,
             "kernelspec": room.kernelspec,
-            "env_source": room.environment.source if room.environment else None,
-            "fingerprint": room.environment.fingerprint if room.environment else None,
+            **environment_fields(to_wire(room.environment) if room.environment else None),
             "active": room.notebook_id == ctx.active_id,
             "parked": room.notebook_id in ctx.parked_ids,
         }

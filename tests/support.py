@@ -161,6 +161,12 @@ def run_cell(
     return answer["execution"]
 
 
+def printed(execution: dict[str, Any]) -> str:
+    """The text a finished execution printed; it must have run to the end."""
+    assert execution["status"] == "done", execution
+    return "".join(out.get("text", "") for out in execution["outputs"])
+
+
 # --- MCP clients: the official SDK driving a real `nbstage mcp` ----------------------------
 
 

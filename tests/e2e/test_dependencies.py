@@ -26,6 +26,7 @@ from tests.support import (
     call_ok,
     daemon_running,
     mcp_client,
+    printed,
     processes_of_daemon,
     room_view,
     run_bounded,
@@ -34,11 +35,6 @@ from tests.support import (
     tcp_listeners,
     texts_of,
 )
-
-
-def printed(execution: dict) -> str:
-    assert execution["status"] == "done", execution
-    return "".join(out.get("text", "") for out in execution["outputs"])
 
 
 def prefix_of(client: DaemonClient, nid: str) -> Path:

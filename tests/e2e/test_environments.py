@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from nbstage.actors.environments import envs_dir, pool_dir, site_packages, template_name
-from tests.support import RunningDaemon, pid_gone, room_view, run_cell, run_cli, wait_until
+from tests.support import RunningDaemon, pid_gone, printed, room_view, run_cell, run_cli, wait_until
 
 
 def nbstage_packages() -> str:
@@ -23,11 +23,6 @@ def nbstage_packages() -> str:
         check=True,
     )
     return listed.stdout
-
-
-def printed(execution: dict) -> str:
-    assert execution["status"] == "done", execution
-    return "".join(out.get("text", "") for out in execution["outputs"])
 
 
 def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
