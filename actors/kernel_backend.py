@@ -7,7 +7,6 @@ Only Kernel actor processes import this module, because jupyter_client is heavy.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,6 @@ from nbstage.actors.kernel_backend_events import (
 from nbstage.actors.kernel_environment import Placement
 from nbstage.actors.kernel_files import pipe_socket
 from nbstage.protocol.kernels import KernelspecInfo
-
-log = logging.getLogger("nbstage.kernel")
 
 NO_HISTORY = "--HistoryManager.enabled=False"
 LAUNCHER = Path(__file__).with_name("kernel_launcher.py")

@@ -208,7 +208,7 @@ class ProxySupervisor(NbActor):
             return
         self.calls[call_id] = call
         if call.progress_token is not None:
-            self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id, 1))
+            self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id))
         self._forward(call_id, call)
 
     def _forward(self, call_id: str, call: PendingCall) -> None:
@@ -423,11 +423,11 @@ class ProxySupervisor(NbActor):
             case RestartDue(generation) if generation == self.generation and not self.configured:
                 self.warming = False
                 self._configure_child()
-            case ProgressDue(call_id, beat) if call_id in self.calls:
+            case ProgressDue(call_id) if call_id in self.calls:
                 call = self.calls[call_id]
                 elapsed = time.monotonic() - call.started
                 self._progress(call, f"{call.name} still running after {elapsed:.0f} s")
-                self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id, beat + 1))
+                self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id))
             case CallWaitExpired(call_id) if call_id in self.calls:
                 call = self.calls[call_id]
                 if call.sent_to is None:

@@ -15,8 +15,9 @@ class RestartDue:
 
 @dataclass(frozen=True, slots=True)
 class ProgressDue:
+    """A call's next progress beat; its value is the call's count (PendingCall)."""
+
     call_id: str
-    beat: int
 
 
 @dataclass(frozen=True, slots=True)
