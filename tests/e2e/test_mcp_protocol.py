@@ -330,7 +330,9 @@ def _open_a_notebook_with_output(server: RawServer) -> str:
     ran = server.call(
         "create_cell",
         {
-            "source": "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)",
+            "source": (
+                "import sys\nprint('to stdout', flush=True)\nprint('to stderr', file=sys.stderr)"
+            ),
             "and_run": True,
         },
     )
