@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import zmq
+from jupyter_client import session as jupyter_session
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -30,6 +31,15 @@ from nbstage.protocol.kernels import KernelspecInfo
 
 NO_HISTORY = "--HistoryManager.enabled=False"
 LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
+
+
+def _dates_as_sent(value: Any) -> Any:
+    return value
+
+
+# nbstage reads no date of a kernel message, and parsing the two in every message's headers
+# was more than half of its deserialisation (ADR 0002); the dates stay ISO 8601 strings.
+jupyter_session.extract_dates = _dates_as_sent
 
 
 def installed_kernelspecs() -> dict[str, KernelspecInfo]:

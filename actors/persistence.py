@@ -116,9 +116,20 @@ def read_execution(executions_dir: Path, execution_id: str) -> dict[str, Any] | 
 
 def prune_executions(executions_dir: Path, keep: int) -> int:
     """Delete the oldest records beyond ``keep``; returns how many went."""
-    records = sorted(executions_dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
-    doomed = records[: max(0, len(records) - keep)]
-    for path in doomed:
+    with os.scandir(executions_dir) as listing:
+        records = [entry for entry in listing if entry.name.endswith(".json")]
+    if len(records) <= keep:
+        return 0
+    records.sort(key=_modified_ns)
+    doomed = records[: len(records) - keep]
+    for entry in doomed:
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            os.unlink(entry.path)
     return len(doomed)
+
+
+def _modified_ns(entry: os.DirEntry) -> int:
+    try:
+        return entry.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0

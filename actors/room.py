@@ -153,6 +153,7 @@ from nbstage.protocol.room_followups import (
     JournalTruncated,
     KeepAliveExpired,
     KernelspecsRead,
+    LiveExecutionRecorded,
     SaveFinished,
     SavePurpose,
     StoredExecutionRead,
@@ -750,8 +751,7 @@ class Room(NbActor):
             case WaitExpired(execution_id, origin) if self.book.release_waiter(
                 execution_id, origin
             ):
-                record = self.book.get(execution_id)
-                self.answer(origin, ExecutionReported(record.report()))
+                self._answer_while_live(origin, self.book.get(execution_id))
 
     # --- saving ---------------------------------------------------------------------------
 
@@ -862,6 +862,7 @@ class Room(NbActor):
             SaveFinished: self._save_finished,
             FileLooked: self._file_looked,
             ExecutionRecorded: self._execution_recorded,
+            LiveExecutionRecorded: self._live_execution_recorded,
             StoredExecutionRead: self._stored_execution_read,
             KernelspecsRead: self._kernelspecs_read,
             JournalAppended: self._journal_appended,
@@ -1246,9 +1247,6 @@ class Room(NbActor):
         if is_new:
             self.doc.clear_outputs(cell.id)
             self.send(self.kernel, RunCode(record.execution_id, cell.source))
-            self._write_execution(
-                record.execution_id, orjson.dumps(executions.live_record(record, self.config.run))
-            )
         self._answer_execution(origin, record.execution_id, req.wait_secs)
 
     def _require_kernel(self) -> None:
@@ -1272,12 +1270,31 @@ class Room(NbActor):
                 StoredExecutionRead(execution_id, origin),
                 lambda: persistence.read_execution(where, execution_id),
             )
-        elif record.status.finished or wait_secs <= 0:
+        elif record.status.finished:
             self.answer(origin, ExecutionReported(record.report()))
+        elif wait_secs <= 0:
+            self._answer_while_live(origin, record)
         else:
             self.book.wait(execution_id, origin)
             wait = timedelta(seconds=min(wait_secs, MAX_WAIT_SECS))
             self.wakeupAfter(wait, payload=WaitExpired(execution_id, origin))
+
+    def _answer_while_live(self, origin: Origin, record: Execution) -> None:
+        """The id of an execution that has not finished leaves the daemon: its live record
+        lands first, so that a daemon killed from then on has it reported lost (issue 11 §10).
+        An execution answered only once finished never has a live record written."""
+        live = orjson.dumps(executions.live_record(record, self.config.run))
+        self._write_execution(record.execution_id, live, answer_to=origin)
+
+    def _live_execution_recorded(self, done: BlockingWorkDone) -> None:
+        execution_id, origin = done.token.execution_id, done.token.origin
+        if not done.ok:
+            log.error("could not record execution %s: %s", execution_id, done.error)
+        record = self.book.get(execution_id)
+        if record is None:
+            self._answer_execution(origin, execution_id, 0)
+        else:
+            self.answer(origin, ExecutionReported(record.report()))
 
     def _stored_execution_read(self, done: BlockingWorkDone) -> None:
         execution_id, origin = done.token.execution_id, done.token.origin
@@ -1353,14 +1370,25 @@ class Room(NbActor):
             keep = self.config.settings.execution_retention
         self._write_execution(view["execution_id"], orjson.dumps(view), keep)
 
-    def _write_execution(self, execution_id: str, record: bytes, keep: int | None = None) -> None:
+    def _write_execution(
+        self,
+        execution_id: str,
+        record: bytes,
+        keep: int | None = None,
+        answer_to: Origin | None = None,
+    ) -> None:
         """The live record and the finished one share a lane, so the finished one lands last."""
         where = self.executions_dir
 
         def write() -> None:
             persistence.record_execution(where, execution_id, record, keep)
 
-        self.offload(ExecutionRecorded(execution_id), write, f"execution:{execution_id}")
+        token = (
+            ExecutionRecorded(execution_id)
+            if answer_to is None
+            else LiveExecutionRecorded(execution_id, answer_to)
+        )
+        self.offload(token, write, f"execution:{execution_id}")
 
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
         if not done.ok:

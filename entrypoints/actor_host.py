@@ -96,12 +96,20 @@ class ActorHost:
             log.exception("the edge could not take %s", type(message).__name__)
 
     def _schedule_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        """Have the loop call back when the next timer is due.
+
+        A callback already set for that moment or sooner stays: most deliveries arm a
+        timer later than one already armed, and a callback that finds nothing due only
+        sets the next one."""
         delay = self._system.seconds_to_next_timer()
-        if delay is not None and not self._closed:
-            self._timer = self.loop.call_later(delay + TIMER_SLACK, self._timers_due)
+        if delay is None or self._closed:
+            return
+        when = self.loop.time() + delay + TIMER_SLACK
+        if self._timer is not None:
+            if self._timer.when() <= when:
+                return
+            self._timer.cancel()
+        self._timer = self.loop.call_at(when, self._timers_due)
 
     def _timers_due(self) -> None:
         self._timer = None

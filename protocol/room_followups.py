@@ -123,6 +123,15 @@ class ExecutionRecorded:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveExecutionRecorded:
+    """Offload token: the live record of an execution is on disk, and ``origin`` may now be
+    told of the execution."""
+
+    execution_id: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class StoredExecutionRead:
     """Offload token: the record of an execution this room's book does not hold was read."""
 
