@@ -76,9 +76,32 @@ INFO_RETRY_SECS = 0.2
 
 
 def _launch(msg: StartKernel) -> tuple[Any, str]:
-    """Worker-thread work: build the backend (a kernelspec lookup) and start the kernel."""
+    """Worker-thread work: build the backend (a kernelspec lookup) and start the kernel,
+    or adopt the daemon's spare kernel (actors/spare_kernel.py) when it fits."""
+    adopted = _adopt_spare(msg)
+    if adopted is not None:
+        return adopted, adopted.resume(msg.working_dir)
     backend = _make_backend(msg)
     return backend, backend.start(msg.working_dir)
+
+
+def _adopt_spare(msg: StartKernel) -> Any:
+    from nbstage.actors.kernel_environment import runs_in_pool
+    from nbstage.actors.spare_kernel import KERNEL_NAME, SPARE, stop_spare
+
+    fits = msg.backend != "scripted" and msg.state_dir is not None
+    if not fits or msg.kernel_name != KERNEL_NAME or not runs_in_pool(msg.environment):
+        return None
+    spare = SPARE.take()
+    if spare is None:
+        return None
+    from nbstage.actors.kernel_backend import JupyterBackend
+
+    backend = JupyterBackend.adopting(spare, Path(msg.kernel_dir))
+    if backend is None:
+        log.info("spare kernel %s does not fit the python3 kernelspec", spare.kernel_id)
+        stop_spare(spare)
+    return backend
 
 
 @dataclass

@@ -7,6 +7,9 @@ Only Kernel actor processes import this module, because jupyter_client is heavy.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from nbstage.actors import environments
+from nbstage.actors.dependencies import EnvSource
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
     KernelEvent,
@@ -27,10 +31,8 @@ from nbstage.actors.kernel_backend_events import (
 )
 from nbstage.actors.kernel_environment import Placement
 from nbstage.actors.kernel_files import pipe_socket
-from nbstage.protocol.kernels import KernelspecInfo
-
-NO_HISTORY = "--HistoryManager.enabled=False"
-LAUNCHER = Path(__file__).with_name("kernel_launcher.py")
+from nbstage.actors.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
+from nbstage.protocol.kernels import EnvironmentView, KernelspecInfo
 
 
 def _dates_as_sent(value: Any) -> Any:
@@ -139,19 +141,54 @@ class JupyterBackend:
                 self.placement = place()
                 _run_in(argv, at - 1, self.placement)
         argv.append(NO_HISTORY)
+        self._adopted: Spare | None = None
+        self._working_dir: str | None = None
+
+    @classmethod
+    def adopting(cls, spare: Spare, kernel_dir: Path) -> JupyterBackend | None:
+        """A backend for the already running ``spare``, if the installed python3
+        kernelspec would have launched it just so (the same command line, no variables of
+        its own); None otherwise. ``resume`` then connects to it."""
+        python = environments.env_python(spare.env)
+        view = EnvironmentView(EnvSource.POOL.value, path=str(spare.env))
+        placement = Placement(view, python=python, owned=spare.env)
+        backend = cls(KERNEL_NAME, kernel_dir, spare.kernel_id, lambda: placement)
+        spec = backend._km.kernel_spec
+        launched_as = [str(python), str(LAUNCHER), "-f", "{connection_file}", NO_HISTORY]
+        if spec.argv != launched_as or spec.env:
+            return None
+        backend._km.load_connection_file(str(spare.connection_file))
+        backend._adopted = spare
+        return backend
 
     @property
     def pid(self) -> int | None:
+        if self._adopted is not None:
+            return self._adopted.process.pid
         provisioner = self._km.provisioner
         process = getattr(provisioner, "process", None) if provisioner else None
         return process.pid if process is not None else None
 
     def start(self, working_dir: str | None) -> str:
         """Launch the kernel and ask for kernel_info; returns that request's msg_id."""
+        self._working_dir = working_dir
         self._km.start_kernel(cwd=working_dir)
+        self._connect()
+        return self._kc.kernel_info()
+
+    def resume(self, working_dir: str | None) -> str:
+        """Connect to the adopted spare, move it to ``working_dir`` (it was launched in the
+        daemon's), and ask for kernel_info; returns that request's msg_id."""
+        self._working_dir = working_dir
+        self._connect()
+        if working_dir and not os.path.samefile(working_dir, self._adopted.cwd):
+            move = f"__import__('os').chdir({working_dir!r})"
+            self._kc.execute(move, silent=True, store_history=False, allow_stdin=False)
+        return self._kc.kernel_info()
+
+    def _connect(self) -> None:
         self._kc = self._km.client()
         self._kc.start_channels(hb=False)
-        return self._kc.kernel_info()
 
     def wake_fds(self) -> list[int]:
         """OS fds that turn readable when iopub or shell may hold messages (edge-triggered)."""
@@ -184,22 +221,42 @@ class JupyterBackend:
         Not ``KernelManager.is_alive``: it is a coroutine run to completion on another
         thread, and from inside the daemon's running loop every call blocked the loop for
         about a millisecond, three times per execute."""
+        if self._adopted is not None:
+            return self._adopted.process.poll() is None
         process = getattr(self._km.provisioner, "process", None)
         return process is not None and process.poll() is None
 
     def interrupt(self) -> None:
-        self._km.interrupt_kernel()
+        if self._adopted is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._adopted.process.pid, signal.SIGINT)
+        else:
+            self._km.interrupt_kernel()
 
     def restart(self) -> str:
-        """Kill and relaunch in place; returns the new kernel_info request's msg_id."""
-        self._km.restart_kernel(now=True)
+        """Kill and relaunch in place; returns the new kernel_info request's msg_id. An
+        adopted spare is relaunched by jupyter_client, on the same connection file."""
+        if self._adopted is not None:
+            self._stop_adopted()
+            self._km.start_kernel(cwd=self._working_dir)
+        else:
+            self._km.restart_kernel(now=True)
         self.drain()
         return self._kc.kernel_info()
+
+    def _stop_adopted(self) -> None:
+        spare, self._adopted = self._adopted, None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(spare.process.pid, signal.SIGKILL)
+        spare.process.wait()
 
     def shutdown(self) -> None:
         pid = self.pid
         if self._kc is not None:
             self._kc.stop_channels()
+        if self._adopted is not None:
+            self._stop_adopted()
+            Path(self._km.connection_file).unlink(missing_ok=True)
         if self._km.has_kernel:
             self._km.shutdown_kernel(now=True)
         self._km.cleanup_resources()

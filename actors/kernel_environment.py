@@ -48,6 +48,16 @@ def place_kernel(
     return _pool(state_dir, kernel_id, problem)
 
 
+def runs_in_pool(wanted: EnvironmentWanted, home: Path | None = None) -> bool:
+    """Whether ``place_kernel`` would choose the pool: no inline set to build, no project."""
+    if wanted.requirements and wanted.fingerprint:
+        return False
+    return (
+        not wanted.search_from
+        or find_project(Path(wanted.search_from), home or Path.home()) is None
+    )
+
+
 def _inline(wanted: EnvironmentWanted, state_dir: str) -> Placement:
     root = environments.envs_dir(state_dir)
     env, _ = environments.ensure_inline_env(root, wanted.fingerprint, wanted.requirements)

@@ -30,10 +30,6 @@ from nbstage.actors.thespian_tweaks import InProcessSystem
 
 log = logging.getLogger("nbstage.host")
 
-EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
-"""Set by an edge for the processes it starts (kernels, the session child), so that
-teardown and tests can find every process of one tree."""
-
 TIMER_SLACK = 0.0002
 """thespian and asyncio read the same monotonic clock through different calls; a
 timer callback that fires a hair early would find nothing due and spin."""

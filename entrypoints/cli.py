@@ -140,9 +140,10 @@ Waiting for MCP messages on stdin (Ctrl-D to quit)."""
 @state_dir_option
 def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) -> None:
     """Serve MCP on stdio: the command an MCP client launches."""
-    from nbstage.entrypoints.lean import without_tls
+    from nbstage.entrypoints.lean import thespian_without_extras, without_tls
 
     without_tls()
+    thespian_without_extras()
     import asyncio
     import os
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import psutil
 
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
 from nbstage.entrypoints.statedir import StatePaths, prepare, record_socket_dir, recorded_paths
 from nbstage.protocol.version import VERSION
 
@@ -37,6 +36,8 @@ def daemon_version() -> str:
 def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:
     """The running daemon's status, or None if nothing answers on the socket it recorded.
     Raises ownership.Untrusted if that socket, or its dir, is not this user's."""
+    from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
+
     try:
         with DaemonClient(recorded_paths(paths).socket, timeout=timeout) as client:
             return client.request("status")
@@ -56,10 +57,14 @@ def _take_lock(paths: StatePaths) -> int:
 
 
 def run_foreground(paths: StatePaths) -> None:
-    """Run the daemon in this process until it is told to stop. Raises AlreadyRunning."""
-    from nbstage.entrypoints.daemon_edge import Edge
+    """Run the daemon in this process until it is told to stop. Raises AlreadyRunning.
+
+    A daemon a client autostarted launches its spare kernel (actors/spare_kernel.py) as
+    soon as it holds the lock, before it loads the rest of its code."""
+    from nbstage.actors import environments, spare_kernel
+    from nbstage.entrypoints.daemon_launch import WARM_KERNEL_ENV
+    from nbstage.entrypoints.lifelines import EDGE_PID_ENV
     from nbstage.entrypoints.logs import setup_logging
-    from nbstage.protocol.settings import load_settings
 
     prepare(paths)
     lock_fd = _take_lock(paths)
@@ -69,9 +74,17 @@ def run_foreground(paths: StatePaths) -> None:
         setup_logging(paths.logs, "daemon")
         with contextlib.suppress(FileNotFoundError):
             paths.socket.unlink()
-        edge = Edge(paths, load_settings(paths.root), daemon_version())
+        os.environ[EDGE_PID_ENV] = str(os.getpid())
+        stale_envs = environments.pool_envs(paths.root)
+        if os.environ.pop(WARM_KERNEL_ENV, "") == "1":
+            spare_kernel.warm(paths.root, paths.kernel_dir)
+        from nbstage.entrypoints.daemon_edge import Edge
+        from nbstage.protocol.settings import load_settings
+
+        edge = Edge(paths, load_settings(paths.root), daemon_version(), stale_envs)
         asyncio.run(edge.run())
     finally:
+        spare_kernel.SPARE.discard()
         os.close(lock_fd)
 
 
@@ -120,6 +133,8 @@ def start_background(
 
 def stop(paths: StatePaths) -> int | None:
     """Ask the daemon to stop and wait until its process is gone; return its pid."""
+    from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
+
     status = query_status(paths)
     if status is None:
         return None

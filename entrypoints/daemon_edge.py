@@ -26,8 +26,9 @@ from thespian.actors import ActorExitRequest
 
 from nbstage.actors import environments
 from nbstage.actors.kernel_files import sweep_kernel_dir
+from nbstage.actors.spare_kernel import SPARE, SPARE_UNUSED_SECS
 from nbstage.entrypoints import alive_stamp
-from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
+from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.ownership import Untrusted, check_peer
 from nbstage.entrypoints.statedir import StatePaths
@@ -123,9 +124,13 @@ class Connection:
 
 
 class Edge:
-    def __init__(self, paths: StatePaths, settings: Settings, version: str) -> None:
+    def __init__(
+        self, paths: StatePaths, settings: Settings, version: str, stale_envs: list[Path]
+    ) -> None:
+        """``stale_envs``: the pool environments a dead daemon left, removed at start."""
         self.paths = paths
         self.settings = settings
+        self._stale_envs = stale_envs
         started_at = round(time.time(), 6)
         self.identity = DaemonIdentity(os.getpid(), started_at, version, (os.getpid(), started_at))
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -148,9 +153,7 @@ class Edge:
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stop_requested.set)
         earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
-        self._envs = asyncio.create_task(
-            self._prepare_envs(environments.pool_envs(self.paths.root))
-        )
+        self._envs = asyncio.create_task(self._prepare_envs(self._stale_envs))
         await self._start_actors(earlier)
         server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
         os.chmod(self.paths.socket, 0o600)
@@ -158,6 +161,7 @@ class Edge:
         heartbeat = asyncio.create_task(self._heartbeat())
         home = asyncio.create_task(self._watch_home())
         log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
+        self.loop.call_later(SPARE_UNUSED_SECS, self._discard_spare)
         await self._stop_requested.wait()
         log.info("daemon stopping")
         server.close()
@@ -179,6 +183,11 @@ class Edge:
         except environments.EnvironmentUnavailable as exc:
             log.warning("no pool environment for kernels: %s", exc)
 
+    def _discard_spare(self) -> None:
+        task = asyncio.create_task(asyncio.to_thread(SPARE.discard))
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
+
     @property
     def _run(self) -> DaemonRun:
         return DaemonRun(self.identity.pid, self.identity.started_at)
@@ -186,7 +195,6 @@ class Edge:
     async def _start_actors(self, earlier: EarlierDaemon | None) -> None:
         from nbstage.actors.daemon import Daemon
 
-        os.environ[EDGE_PID_ENV] = str(os.getpid())
         self._host = ActorHost(self._on_actor_message)
         self._offload = OffloadRunner(self._host.tell)
         self._daemon_actor = self._host.create(Daemon)
@@ -208,6 +216,7 @@ class Edge:
             log.warning("killing leftover actors: %s", ", ".join(leftover))
         self._host.tell(self._daemon_actor, ActorExitRequest())
         self._host.close()
+        await asyncio.to_thread(SPARE.discard)
         await asyncio.to_thread(self._kill_leftovers)
         await asyncio.to_thread(sweep_kernel_dir, self.paths.kernel_dir)
 

@@ -9,6 +9,7 @@ nobody's child here, and it outlives the client that started it.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -17,6 +18,10 @@ from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import StatePaths, prepare
 
 log = logging.getLogger("nbstage.mcp")
+
+WARM_KERNEL_ENV = "NBSTAGE_WARM_KERNEL"
+"""Tells the daemon to launch a spare kernel at once (actors/spare_kernel.py): the client
+that starts it will most likely ask for a kernel next. Not passed on to kernels."""
 
 
 def daemon_answers(paths: StatePaths) -> bool:
@@ -45,5 +50,6 @@ def start_daemon_unless_running(paths: StatePaths) -> None:
             stdout=out,
             stderr=out,
             start_new_session=True,
+            env={**os.environ, WARM_KERNEL_ENV: "1"},
             check=False,
         )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 
 _PR_SET_PDEATHSIG = 1
+EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
+"""Set by an edge for the processes it starts (kernels, the session child): kernels end
+when that process does (kernel_launcher.py), and teardown and tests find every process of
+one tree by it."""
 
 
 def die_with_parent() -> None:
@@ -15,6 +18,8 @@ def die_with_parent() -> None:
     The signal follows the parent *thread* that started this process, so only
     processes started from an edge's main thread may rely on it.
     """
+    import ctypes
+
     parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -31,8 +31,9 @@ from typing import Any
 
 import orjson
 
-from nbstage.entrypoints.actor_host import EDGE_PID_ENV, ActorHost
+from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.held_writer import HeldWriter
+from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol import jsonrpc, mcp, session_frames
 from nbstage.protocol.frames import FrameError

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 
 def run() -> None:
-    from nbstage.entrypoints.lean import without_tls
+    from nbstage.entrypoints.lean import thespian_without_extras, without_tls
 
     without_tls()
+    thespian_without_extras()
     from nbstage.entrypoints.session_child import main
 
     main()

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from nbstage.protocol.codec import from_wire
+from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.paths import check_paths
 
@@ -314,12 +315,6 @@ class ShutdownKernelNow:
 class InterruptKernel:
     notebook_id: str
     key: str | None = None
-
-
-class ApplyDependencies(StrEnum):
-    NONE = "none"
-    SYNC = "sync"
-    RESTART = "restart"
 
 
 @wire_request("manage_dependencies")

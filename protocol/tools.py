@@ -16,9 +16,9 @@ from enum import StrEnum
 from typing import Any
 
 from nbstage.protocol.codec import from_wire
+from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.paths import check_paths
-from nbstage.protocol.requests import ApplyDependencies
 
 
 class Access(StrEnum):
