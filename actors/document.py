@@ -4,7 +4,8 @@ Everything here is pure: no actors, no files, no clock. Failures are raised as
 :class:`NbstageError` with a sentence that tells the caller what to do next.
 
 Sharing rule: what ``to_json``, ``cells_json`` and ``view`` hand out may share output,
-metadata and attachment objects with the document. The document never mutates
+metadata and attachment objects with the document, and the rows ``summaries`` hands out
+are handed out again until the document changes. The document never mutates
 such an object in place after storing it (it replaces it), so a handed-out dict stays
 stable; callers must not mutate what they receive.
 """
@@ -68,14 +69,18 @@ class Cell:
         )
 
     def summary(self, index: int, max_chars: int = PREVIEW_CHARS) -> CellSummary:
-        return {
+        """The cell's summary row, without the counts it does not have."""
+        row: CellSummary = {
             "cell_id": self.id,
             "index": index,
             "cell_type": self.cell_type,
             "source_preview": source_preview(self.source, max_chars),
-            "execution_count": self.execution_count,
-            "output_count": len(self.outputs),
         }
+        if self.execution_count is not None:
+            row["execution_count"] = self.execution_count
+        if self.outputs:
+            row["output_count"] = len(self.outputs)
+        return row
 
 
 def source_preview(source: str, max_chars: int = PREVIEW_CHARS) -> str:
@@ -83,7 +88,7 @@ def source_preview(source: str, max_chars: int = PREVIEW_CHARS) -> str:
 
     Reads at most ``max_chars + 1`` characters past leading whitespace, whatever the size.
     """
-    start = _LEADING_SPACE.match(source).end()
+    start = _LEADING_SPACE.match(source).end() if source[:1].isspace() else 0
     head = source[start : start + max_chars + 1].split("\n", 1)[0].rstrip()
     if len(head) <= max_chars:
         return head
@@ -103,6 +108,8 @@ class Document:
         self.cells = cells
         self.metadata = metadata
         self.revision = 0
+        self._summarized: tuple[int, list[CellSummary]] = (-1, [])
+        """The whole notebook's summary rows and the revision they describe."""
 
     @classmethod
     def empty(cls, kernelspec: KernelspecInfo | None = PYTHON3) -> Document:
@@ -150,9 +157,17 @@ class Document:
         )
 
     def summaries(self, start: int = 0, count: int | None = None) -> list[CellSummary]:
+        """The rows of a window of cells. The whole notebook's rows are kept until it
+        changes, so a notebook read again and again is summarized once."""
         lo, hi = self._window(start, count)
+        revision, rows = self._summarized
+        if revision == self.revision:
+            return rows[lo:hi]
         cells = self.cells
-        return [cells[i].summary(i) for i in range(lo, hi)]
+        window = [cells[i].summary(i) for i in range(lo, hi)]
+        if hi - lo == len(cells):
+            self._summarized = (self.revision, window)
+        return window
 
     def cells_json(
         self, start: int = 0, count: int | None = None, include_outputs: bool = True

@@ -329,21 +329,20 @@ def render_cells_summary(summaries: Sequence[Mapping[str, Any]], total: int) -> 
     index_width = max(len(str(first)), len(str(last)))
     id_width = max(len(summary["cell_id"]) for summary in summaries)
     count_width = max(map(len, counts))
-    lines = [header]
-    for summary, count in zip(summaries, counts, strict=True):
-        parts = [
-            str(summary["index"]).rjust(index_width),
-            summary["cell_id"].ljust(id_width),
-            summary["cell_type"].ljust(8),
-        ]
-        if count_width:
-            parts.append(count.ljust(count_width))
-        parts.append(summary["source_preview"] or "(empty)")
-        line = "  ".join(parts)
-        if summary["output_count"]:
-            line += f"  ({_plural(summary['output_count'], 'output')})"
-        lines.append(line)
-    return "\n".join(lines)
+    columns = [
+        [str(summary["index"]).rjust(index_width) for summary in summaries],
+        [summary["cell_id"].ljust(id_width) for summary in summaries],
+        [summary["cell_type"].ljust(8) for summary in summaries],
+    ]
+    if count_width:
+        columns.append([count.ljust(count_width) for count in counts])
+    columns.append([summary["source_preview"] or "(empty)" for summary in summaries])
+    lines = list(map("  ".join, zip(*columns, strict=True)))
+    for i, summary in enumerate(summaries):
+        outputs = summary.get("output_count")
+        if outputs:
+            lines[i] += f"  ({_plural(outputs, 'output')})"
+    return "\n".join([header, *lines])
 
 
 def render_cells_json(
@@ -568,7 +567,7 @@ def _data_size(mime: str, value: Any) -> int:
 
 
 def _count_label(summary: Mapping[str, Any]) -> str:
-    count = summary["execution_count"]
+    count = summary.get("execution_count")
     if count is not None:
         return f"[{count}]"
     return "[ ]" if summary["cell_type"] == "code" else ""

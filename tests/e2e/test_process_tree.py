@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ import anyio
 import psutil
 import pytest
 
+from nbstage.actors import environments
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
 from nbstage.entrypoints.statedir import state_paths
 from tests.conftest import FAST_SETTINGS
@@ -437,5 +439,72 @@ def test_the_first_call_with_no_daemon_running_autostarts_one_and_is_served(
         f"{describe(started_by_client)}"
     )
     gone_within({**tree, **started_by_client}, ORPHAN_SECS, "the autostarted daemon and its kernel")
+    left = sweep.leftovers()
+    assert not left, f"left after stop: {describe(left)}"
+
+
+def spare_kernel_pid(paths: Any) -> int:
+    """The pid the autostarted daemon logged for its spare kernel."""
+    logged = (paths.logs / "daemon.log").read_text()
+    found = re.search(r"spare kernel spare-\w+ launched \(pid (\d+)\)", logged)
+    assert found, f"the autostarted daemon launched no spare kernel: {logged[-2000:]}"
+    return int(found.group(1))
+
+
+def test_the_first_notebook_of_an_autostarted_daemon_runs_on_its_spare_kernel(
+    state_dir: Path, sweep: Sweep, tmp_path: Path
+) -> None:
+    """The spare moves to the notebook's folder, interrupts as a kernel does, and a restart
+    replaces it with a kernel of its own in the same folder."""
+    paths = state_paths(state_dir)
+    environments.ensure_template(environments.envs_dir(state_dir))
+    daemon = RunningDaemon(paths, dict(FAST_SETTINGS), pid=0)
+    session = tagged(sweep, mcp_client(daemon, "legacy", label="warm"))
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    where = "import os\nprint(os.getcwd())\nprint(os.getpid())"
+
+    async def run(client: Any, cell_id: str) -> list[str]:
+        ran = await call_ok(client, "execute_cell", cell_id=cell_id)
+        assert ran["execution"]["status"] == "done", ran
+        return ran["execution"]["outputs"][0]["text"].splitlines()
+
+    async def body() -> None:
+        async with session as client:
+            sweep.own(session.server_pid)
+            await call_ok(client, "create_notebook", working_dir=str(folder))
+            daemon.pid = (await in_thread(daemon.request, "identity"))["pid"]
+            sweep.own(daemon.pid)
+            cell = (await call_ok(client, "create_cell", source=where))["cell_id"]
+            cwd, pid = await run(client, cell)
+            assert (cwd, int(pid)) == (str(folder.resolve()), spare_kernel_pid(paths))
+
+            sleeper = await call_ok(client, "create_cell", source="import time\ntime.sleep(60)")
+            started = await call_ok(
+                client, "execute_cell", cell_id=sleeper["cell_id"], timeout_secs=0.5
+            )
+            assert started["execution"]["status"] == "running", started
+            await call_ok(client, "interrupt_kernel")
+            execution_id = started["execution"]["execution_id"]
+            with anyio.fail_after(10):
+                while True:
+                    stopped = await call_ok(client, "get_results", execution_id=execution_id)
+                    if stopped["execution"]["status"] != "running":
+                        break
+            assert stopped["execution"]["status"] == "error", stopped
+            assert "KeyboardInterrupt" in str(stopped["execution"]["outputs"]), stopped
+
+            await call_ok(client, "restart_kernel")
+            cwd, restarted = await run(client, cell)
+            assert cwd == str(folder.resolve())
+            assert int(restarted) not in (int(pid), 0)
+
+    try:
+        run_bounded(body, budget=BODY_BUDGET_SECS)
+    finally:
+        sweep.note(tree_of(daemon.pid) if daemon.pid else {})
+        stopped = run_cli("daemon", "stop", "--state-dir", str(state_dir), state_dir=state_dir)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert not list((state_dir / "envs" / "pool").glob("spare-*"))
     left = sweep.leftovers()
     assert not left, f"left after stop: {describe(left)}"

@@ -522,14 +522,36 @@ def test_output_updates_refuse_cells_that_cannot_hold_them(call, error):
 
 
 def summary(*values: object) -> CellSummary:
-    return CellSummary(zip(CellSummary.__annotations__, values, strict=True))
+    """A row from its values in declared order; the counts not given are left out."""
+    return CellSummary(zip(CellSummary.__annotations__, values, strict=False))
 
 
 def test_summaries_describe_each_cell():
     doc = doc_with(code("a", "import os\nos.getcwd()", [display("'/'")], 7), markdown("m", "# T"))
     assert doc.summaries() == [
         summary("a", 0, "code", "import os", 7, 1),
-        summary("m", 1, "markdown", "# T", None, 0),
+        summary("m", 1, "markdown", "# T"),
+    ]
+
+
+def test_a_summary_leaves_out_the_counts_a_cell_does_not_have():
+    doc = doc_with(code("n", "x = 1"), code("q", "x = 1", count=3), code("o", "", [stream("1")]))
+    assert [sorted(row.keys() - summary("", 0, "", "").keys()) for row in doc.summaries()] == [
+        [],
+        ["execution_count"],
+        ["output_count"],
+    ]
+
+
+def test_summaries_follow_every_change_also_after_a_window_was_read():
+    doc = doc_with(code("a", "x = 1"), code("b", "y = 2"))
+    assert [row["source_preview"] for row in doc.summaries()] == ["x = 1", "y = 2"]
+    doc.set_cell("a", "x = 10")
+    assert [row["source_preview"] for row in doc.summaries(1)] == ["y = 2"]
+    doc.set_outputs("b", [stream("2")], 1)
+    assert doc.summaries() == [
+        summary("a", 0, "code", "x = 10"),
+        summary("b", 1, "code", "y = 2", 1, 1),
     ]
 
 

@@ -1077,6 +1077,12 @@ def test_render_cells_summary(summaries, total, expected):
     assert render_cells_summary(summaries, total) == expected
 
 
+def test_render_cells_summary_reads_a_row_without_counts_as_never_run_and_without_outputs():
+    row = summary(0, "a1", "code", "x = 1")
+    del row["execution_count"], row["output_count"]
+    assert render_cells_summary([row], 1) == "1 cell:\n0  a1  code      [ ]  x = 1"
+
+
 def test_render_cells_summary_of_1000_cells_has_a_line_per_cell():
     summaries = [
         summary(
