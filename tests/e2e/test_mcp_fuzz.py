@@ -595,7 +595,11 @@ def _accepts(hint: Any, value: Any) -> bool:
 
 
 def _required(name: str) -> list[str]:
-    return [f.name for f in fields(TOOLS_BY_NAME[name].args) if f.default is MISSING]
+    return [
+        f.name
+        for f in fields(TOOLS_BY_NAME[name].args)
+        if f.default is MISSING and f.default_factory is MISSING
+    ]
 
 
 def _valid_value(hint: Any) -> st.SearchStrategy[Any]:
@@ -609,8 +613,10 @@ def _valid_value(hint: Any) -> st.SearchStrategy[Any]:
         base = st.integers(min_value=-5, max_value=50)
     elif arms == [float]:
         base = st.floats(min_value=0.0, max_value=0.5)
+    elif typing.get_origin(arms[0]) is list:
+        base = st.lists(st.text(max_size=20), max_size=3)
     else:
-        base = st.sampled_from(FORMATS)
+        base = st.sampled_from([member.value for member in arms[0]])
     return st.none() | base if len(arms) < len(_arms(hint)) else base
 
 
