@@ -8,14 +8,17 @@ In one run, against the same machine load:
 3. nbstage's `execute_cell` through `nbstage mcp` over stdio;
 4. nbstage through the daemon socket alone (DaemonClient).
 
-Both MCP servers are driven by the official SDK client (`mcp.Client`, legacy handshake),
+The calls are split into rounds (``--rounds``), each system in turn and the order reversed
+every other round, so that a shared machine whose speed drifts during the run weighs on
+every system alike. Both MCP servers are driven by the official SDK client (`mcp.Client`,
+legacy handshake),
 their stderr kept in files. Each latency is client wall-clock around one call: N timed
 calls after WARMUP untimed ones; jupymcp's kernel uses its own default transport (TCP).
 Also: cold start of both MCP servers (spawn, with no nbstage daemon and a fresh state
 dir, to the first `1+1` result, median of 3) and the idle footprint of `nbstage mcp`
 (its own process tree, without the daemon and kernels, after initialize and one call).
 
-    .venv/bin/python bench/peers.py [--runs 200] [--json results.json]
+    .venv/bin/python bench/peers.py [--runs 200] [--rounds 4] [--json results.json]
 """
 
 from __future__ import annotations
@@ -584,67 +587,85 @@ class Failures:
         self.lines[name] = line
 
 
-def measure(runs: int, work: Path) -> dict[str, Any]:
+class ServerFailed(Exception):
+    """A server's phase failed; its stderr file says why."""
+
+    def __init__(self, error: BaseException, stderr: Path) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.stderr = stderr
+
+
+def jupymcp_round(runs: int, work: Path, leaks: list[str]) -> dict[str, list[float]]:
+    spawn = jupymcp_spawn("jupymcp", work)
+    try:
+        samples = anyio.run(mcp_latency, spawn, jupymcp_setup, check_jupymcp_exec, runs, leaks)
+    except Exception as exc:
+        raise ServerFailed(exc, spawn.stderr) from exc
+    finally:
+        reap({p.pid for p in tagged_processes(spawn.tag)}, "jupymcp", leaks)
+    return {"jupymcp": samples}
+
+
+def nbstage_round(
+    runs: int, work: Path, leaks: list[str], result: dict[str, Any]
+) -> dict[str, list[float]]:
+    """The daemon socket and then nbstage mcp, against one daemon; the idle footprint is
+    taken in the first round."""
+    state = work / "state"
+    tag = uuid.uuid4().hex
+    start_daemon(state, tag)
+    try:
+        daemon_pid = daemon_identity(state)
+        found = {"daemon": daemon_latency(state, runs)}
+        spawn = nbstage_spawn("nbstage mcp", state, state.parent)
+        try:
+            found["nbstage"] = anyio.run(
+                mcp_latency, spawn, nbstage_latency_setup, check_nbstage_exec, runs, leaks
+            )
+        except Exception as exc:
+            raise ServerFailed(exc, spawn.stderr) from exc
+        if "footprint" not in result:
+            spawn = nbstage_spawn("footprint nbstage mcp", state, state.parent)
+            result["footprint"] = anyio.run(footprint, spawn, daemon_pid, leaks)
+        return found
+    finally:
+        stop_daemon(state, tag, leaks)
+
+
+def measure(runs: int, rounds: int, work: Path) -> dict[str, Any]:
     leaks: list[str] = []
     errors = Failures()
     latency: dict[str, list[float]] = {}
     result: dict[str, Any] = {"latency": {}, "leaks": leaks}
-
-    log(f"raw jupyter_client: {WARMUP} + {runs} calls")
-    try:
-        latency["raw"] = raw_roundtrips(runs, work)
-    except Exception as exc:  # recorded; the run goes on
-        errors.record("raw", exc)
-
     try:
         ensure_jupymcp()
     except Exception as exc:
         errors.record("jupymcp install", exc)
-    jupymcp = "jupymcp install" not in errors
-    if jupymcp:
-        log(f"jupymcp execute: {WARMUP} + {runs} calls")
-        spawn = jupymcp_spawn("jupymcp", work / "jupymcp")
-        try:
-            latency["jupymcp"] = anyio.run(
-                mcp_latency, spawn, jupymcp_setup, check_jupymcp_exec, runs, leaks
-            )
-        except Exception as exc:
-            errors.record("jupymcp", exc, spawn.stderr)
-        reap({p.pid for p in tagged_processes(spawn.tag)}, "jupymcp", leaks)
-
-    state = work / "nbstage" / "state"
-    state.parent.mkdir(parents=True)
-    tag = uuid.uuid4().hex
-    try:
-        log("starting the nbstage daemon")
-        start_daemon(state, tag)
-        daemon_pid = daemon_identity(state)
-        log(f"nbstage daemon socket: {WARMUP} + {runs} calls")
-        try:
-            latency["daemon"] = daemon_latency(state, runs)
-        except Exception as exc:
-            errors.record("daemon socket", exc)
-        log(f"nbstage mcp execute_cell: {WARMUP} + {runs} calls")
-        spawn = nbstage_spawn("nbstage mcp", state, state.parent)
-        try:
-            latency["nbstage"] = anyio.run(
-                mcp_latency, spawn, nbstage_latency_setup, check_nbstage_exec, runs, leaks
-            )
-        except Exception as exc:
-            errors.record("nbstage mcp", exc, spawn.stderr)
-        log("nbstage mcp idle footprint")
-        spawn = nbstage_spawn("footprint nbstage mcp", state, state.parent)
-        try:
-            result["footprint"] = anyio.run(footprint, spawn, daemon_pid, leaks)
-        except Exception as exc:
-            errors.record("footprint", exc, spawn.stderr)
-    except Exception as exc:
-        errors.record("nbstage daemon", exc, state / "logs" / "daemon.out")
-    finally:
-        stop_daemon(state, tag, leaks)
+    systems = [
+        ("raw", lambda n, where: {"raw": raw_roundtrips(n, where)}),
+        ("jupymcp", lambda n, where: jupymcp_round(n, where, leaks)),
+        ("nbstage", lambda n, where: nbstage_round(n, where, leaks, result)),
+    ]
+    if "jupymcp install" in errors:
+        del systems[1]
+    per_round = max(1, runs // rounds)
+    for number in range(rounds):
+        order = systems if number % 2 == 0 else systems[::-1]
+        for name, run_round in order:
+            log(f"round {number + 1}/{rounds}: {name}, {WARMUP} + {per_round} calls")
+            where = work / f"{name}-{number}"
+            where.mkdir()
+            try:
+                for key, samples in run_round(per_round, where).items():
+                    latency.setdefault(key, []).extend(samples)
+            except ServerFailed as failed:  # recorded; the run goes on
+                errors.record(name, failed.error, failed.stderr)
+            except Exception as exc:
+                errors.record(name, exc)
 
     log(f"cold starts: {COLD_TRIES} of each")
-    cold = cold_starts(work, leaks, errors, jupymcp)
+    cold = cold_starts(work, leaks, errors, "jupymcp install" not in errors)
     result["cold_start"] = {
         name: {
             "tries": tries,
@@ -749,15 +770,23 @@ def versions() -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200, help="timed calls per system")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="split the calls into this many rounds, each system in turn (the order reversed "
+        "every other round), so that a machine whose speed drifts weighs on every system alike",
+    )
     parser.add_argument("--json", dest="json_file", default=None, help="also write results here")
     args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    if args.runs < 1 or not 1 <= args.rounds <= args.runs:
+        parser.error("--runs must be at least 1, and --rounds between 1 and --runs")
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="nbs-peers-") as tmp:
-        result = measure(args.runs, Path(tmp))
+        result = measure(args.runs, args.rounds, Path(tmp))
     result["config"] = {
         "runs": args.runs,
+        "rounds": args.rounds,
         "warmup": WARMUP,
         "cold_tries": COLD_TRIES,
         "cpus": os.cpu_count(),
