@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
@@ -63,6 +64,8 @@ log = logging.getLogger("nbstage.mcp")
 
 MAX_LINE = 64 * 1024 * 1024
 READ_CHUNK = 1024 * 1024
+PIPE_SIZE = 1024 * 1024
+"""Linux's default limit for a pipe an unprivileged process widens (fs.pipe-max-size)."""
 """stdin is read up to a newline or about this much at a time; longer lines come in pieces."""
 STOP_TIMEOUT = 2.0
 CHILD_STOP_GRACE = 1.0
@@ -88,10 +91,18 @@ def write_tool_cache(state_dir: Path, tools: list[dict[str, Any]]) -> None:
         log.exception("could not write %s", path)
 
 
+def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
+    """Let a pipe hold ``size`` bytes, so that a large answer is written in one go rather
+    than in 64 kB turns with the client; anything but a pipe is left as it is."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+
+
 def claim_stdio() -> tuple[int, int]:
     """Take fds 0 and 1 for MCP alone; return (input fd, output fd)."""
     mcp_in = os.dup(0)
     mcp_out = os.dup(1)
+    widen_pipe(mcp_out)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
