@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 from common import NBSTAGE, daemon
@@ -43,11 +44,16 @@ def session_manager(state: Path, old: int | None = None) -> int:
         time.sleep(0.01)
 
 
+def served_live(result: Any) -> bool:
+    """Answered by the daemon: not an error, and not the session's stale snapshot, which
+    answers reads while the daemon is away (README, "stale reads")."""
+    return not result.is_error and not (result.structured_content or {}).get("stale")
+
+
 async def served_again(client: Client) -> float:
-    """Call until a call succeeds; return when it did."""
+    """Call until the daemon answers a call; return when it did."""
     while True:
-        result = await client.call_tool("get_all_cells", {})
-        if not result.is_error:
+        if served_live(await client.call_tool("get_all_cells", {})):
             return time.perf_counter()
         await anyio.sleep(0.01)
 
@@ -71,7 +77,7 @@ async def measure(state: Path, work: Path, rounds: int) -> dict[str, list[float]
             daemon_pid = request(state, "identity")["pid"]
             os.kill(daemon_pid, signal.SIGKILL)
             killed = time.perf_counter()
-            while not (await client.call_tool("get_all_cells", {})).is_error:
+            while served_live(await client.call_tool("get_all_cells", {})):
                 await anyio.sleep(0.005)
             found["noticed"].append(time.perf_counter() - killed)
             start = [*NBSTAGE, "daemon", "start", "--state-dir", str(state)]
