@@ -16,6 +16,7 @@ install: $(STAMP)
 # sources again; compiling them once here spares every one of them that work.
 bytecode: install
 	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q actors entrypoints protocol
+	@$(BIN)/python -c "from nbstage.protocol.method_cache import write; write()"
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbstage.actors.thespian_tweaks import InProcessSystem
+from nbstage.protocol import method_cache
 
 log = logging.getLogger("nbstage.host")
 
@@ -37,6 +38,7 @@ timer callback that fires a hair early would find nothing due and spin."""
 
 class ActorHost:
     def __init__(self, deliver: Callable[[Any], None]) -> None:
+        method_cache.forget()
         self.loop = asyncio.get_running_loop()
         self._system = InProcessSystem()
         self._deliver = deliver
