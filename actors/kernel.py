@@ -80,7 +80,11 @@ def _launch(msg: StartKernel) -> tuple[Any, str]:
     or adopt the daemon's spare kernel (actors/spare_kernel.py) when it fits."""
     adopted = _adopt_spare(msg)
     if adopted is not None:
-        return adopted, adopted.resume(msg.working_dir)
+        try:
+            return adopted, adopted.resume(msg.working_dir)
+        except Exception:
+            log.exception("could not adopt the spare kernel; starting one")
+            adopted.shutdown()
     backend = _make_backend(msg)
     return backend, backend.start(msg.working_dir)
 

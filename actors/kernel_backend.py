@@ -181,7 +181,7 @@ class JupyterBackend:
         daemon's), and ask for kernel_info; returns that request's msg_id."""
         self._working_dir = working_dir
         self._connect()
-        if working_dir and not os.path.samefile(working_dir, self._adopted.cwd):
+        if working_dir and working_dir != self._adopted.cwd:
             move = f"__import__('os').chdir({working_dir!r})"
             self._kc.execute(move, silent=True, store_history=False, allow_stdin=False)
         return self._kc.kernel_info()

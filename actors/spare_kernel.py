@@ -65,9 +65,6 @@ def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
         "signature_scheme": "hmac-sha256",
         "kernel_name": KERNEL_NAME,
     }
-    fd = os.open(connection_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(orjson.dumps(info))
     argv = [
         str(environments.env_python(env)),
         str(LAUNCHER),
@@ -75,7 +72,15 @@ def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
         str(connection_file),
         NO_HISTORY,
     ]
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        fd = os.open(connection_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(orjson.dumps(info))
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    except BaseException:
+        connection_file.unlink(missing_ok=True)
+        environments.remove_env(env)
+        raise
     log.info("spare kernel %s launched (pid %d)", kernel_id, process.pid)
     return Spare(kernel_id, connection_file, process, env, os.getcwd())
 
