@@ -83,6 +83,22 @@ def without_dir(paths: list[str], folder: str) -> list[str]:
     return [path for path in paths if os.path.abspath(path or os.curdir) != folder]
 
 
+def without_debugger() -> None:
+    """Have ipykernel load its debugger support as if debugpy were not installed.
+
+    The Jupyter debugger listens on TCP (``debugpy.listen``), which no nbstage kernel may
+    do, and no MCP tool drives it; loading debugpy cost each kernel about 8 MB and 60 ms
+    of its start. A cell may still ``import debugpy``."""
+    blocked = "debugpy" not in sys.modules
+    if blocked:
+        sys.modules["debugpy"] = None
+    try:
+        import ipykernel.debugger  # noqa: F401
+    finally:
+        if blocked:
+            del sys.modules["debugpy"]
+
+
 def main() -> None:
     global _CONNECTION_FILE
     sys.path[:] = without_dir(sys.path, os.path.dirname(os.path.abspath(__file__)))
@@ -92,6 +108,7 @@ def main() -> None:
     _CONNECTION_FILE = _connection_file(sys.argv)
     IOPubThread._setup_pipe_in = _setup_pipe_in
     IOPubThread._setup_pipe_out = _setup_pipe_out
+    without_debugger()
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,19 @@ def test_the_launcher_imports_nothing_of_nbstage_so_any_environment_with_ipykern
 )
 def test_the_launcher_takes_its_own_folder_off_the_kernels_path(paths, kept) -> None:
     assert kernel_launcher.without_dir(paths, "/n/actors") == kept
+
+
+def test_a_kernel_starts_without_the_debugger_and_a_cell_may_still_import_debugpy() -> None:
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(kernel_launcher.__file__).parent)!r})\n"
+        "import kernel_launcher\n"
+        "kernel_launcher.without_debugger()\n"
+        "import ipykernel.debugger\n"
+        "assert ipykernel.debugger._is_debugpy_available is False\n"
+        "import debugpy\n"
+        "print(debugpy.__name__)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["debugpy"]
