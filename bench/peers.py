@@ -51,6 +51,7 @@ from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
 
 from nbstage.entrypoints.daemon_client import DaemonClient
+from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.statedir import state_paths
 
 BENCH = Path(__file__).resolve().parent
@@ -65,8 +66,6 @@ PHASE_PER_CALL_BUDGET = 2.0
 """A phase of N calls must finish within BASE + N * PER_CALL seconds."""
 TAG_ENV = "NBSTAGE_PEERS_BENCH_TAG"
 """Set on every process this script spawns (and inherited by theirs), to find them all."""
-EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
-"""nbstage's actor processes name their edge process here (when there are any)."""
 SETTLE_SECS = 1.5
 SETTLE_LIMIT = 15.0
 """The footprint is taken once the process tree has not changed for SETTLE_SECS."""

@@ -38,6 +38,7 @@ timer callback that fires a hair early would find nothing due and spin."""
 
 class ActorHost:
     def __init__(self, deliver: Callable[[Any], None]) -> None:
+        # The process's actors are about to start, so its start-up imports are done.
         method_cache.forget()
         self.loop = asyncio.get_running_loop()
         self._system = InProcessSystem()

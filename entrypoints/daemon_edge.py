@@ -184,7 +184,11 @@ class Edge:
             log.warning("no pool environment for kernels: %s", exc)
 
     def _discard_spare(self) -> None:
-        task = asyncio.create_task(asyncio.to_thread(SPARE.discard))
+        self._spawn(asyncio.to_thread(SPARE.discard))
+
+    def _spawn(self, work: Any) -> None:
+        """Run ``work`` as a task the stop cancels and waits for."""
+        task = asyncio.create_task(work)
         self._serving.add(task)
         task.add_done_callback(self._serving.discard)
 
@@ -411,9 +415,7 @@ class Edge:
                 clients = [c.client for c in self.connections.values() if c.client is not None]
                 conn.send(_result_frame(request_id, ClientsListed(clients)))
             case GetLog(lines):
-                task = asyncio.create_task(self._send_log(conn, request_id, lines))
-                self._serving.add(task)
-                task.add_done_callback(self._serving.discard)
+                self._spawn(self._send_log(conn, request_id, lines))
             case ShutdownDaemon():
                 conn.send(_result_frame(request_id, DaemonStopping()))
                 self._stop_requested.set()

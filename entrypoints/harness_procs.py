@@ -22,10 +22,10 @@ import psutil
 
 from nbstage.entrypoints.daemon_client import DaemonClient
 from nbstage.entrypoints.daemon_control import VERSION_ENV, query_status, stop
+from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.statedir import StatePaths
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
-EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
 INHERITED_MARKERS = (EDGE_PID_ENV, "NBSTAGE_REJOIN_NOTEBOOK")
 GONE_SECS = 15.0
 

@@ -28,6 +28,7 @@ import pytest
 
 from nbstage.actors import environments
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
+from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.statedir import state_paths
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
@@ -52,7 +53,6 @@ pytestmark = pytest.mark.e2e
 ORPHAN_SECS = 2.0
 """How long anything may outlive the process that owned it."""
 
-EDGE_PID_ENV = "NBSTAGE_EDGE_PID"
 CLIENT_TAG_ENV = "NBSTAGE_TEST_CLIENT_TAG"
 KERNEL_WAIT_SECS = 60.0
 """Longest a first cell may wait for its kernel; ten kernels start at once on 2 cores."""
