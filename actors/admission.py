@@ -8,25 +8,25 @@ notebook is available and starting its load cannot be split by another request.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.rooms import RoomSource
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinResident:
     notebook_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartNewRoom:
     notebook_id: str
     source: RoomSource
     path: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Refuse:
     code: ErrorCode
     message: str
@@ -35,7 +35,7 @@ class Refuse:
 Admission = JoinResident | StartNewRoom | Refuse
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AttachFacts:
     """What the registry and the file system say about a UUID."""
 

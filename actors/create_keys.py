@@ -12,24 +12,26 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from nbstage.protocol.frozen import frozen
+
 REMEMBERED_CREATES = 1024
 
 W = TypeVar("W")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MakeRoom:
     """No create of this key is known: make the room (and report it with ``made``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinMade:
     """The key already made this notebook: join it instead of making another."""
 
     notebook_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WaitForFirst:
     """The first create of this key is still being made; the waiter is kept until then."""
 

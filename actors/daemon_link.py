@@ -17,19 +17,19 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.replies import DaemonRefused, decode_reply
 from nbstage.protocol.requests import WIRE_NAMES
 
 log = logging.getLogger("nbstage.link")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OpenDaemonLink:
     """Actor → edge: connect to the daemon; report to ``owner`` under ``link``."""
 
@@ -38,7 +38,7 @@ class OpenDaemonLink:
     owner: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SendToDaemon:
     """Actor → edge: write one encoded frame on ``link`` (queued until it is connected)."""
 
@@ -46,12 +46,12 @@ class SendToDaemon:
     frame: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CloseDaemonLink:
     link: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonFrameArrived:
     link: int
     body: bytes
@@ -61,7 +61,7 @@ class DaemonFrameArrived:
         return decode_body(self.body, null_id_ok=True)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonLinkRefused:
     """The connection could not be made: nothing listens on the socket (yet)."""
 
@@ -69,7 +69,7 @@ class DaemonLinkRefused:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonLinkClosed:
     link: int
     reason: str

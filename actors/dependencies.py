@@ -13,7 +13,6 @@ import hashlib
 import sys
 import tomllib
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentWanted
 
 MAX_REQUIREMENTS = 200
@@ -102,14 +102,14 @@ def fingerprint(deps: Iterable[str], python: tuple[int, int] = sys.version_info[
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Removal:
     requested: tuple[str, ...]
     removed: tuple[str, ...]
     not_found: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependencyEdit:
     before: tuple[str, ...]
     after: tuple[str, ...]
@@ -159,7 +159,7 @@ def wanted_environment(
     return EnvironmentWanted()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependencyPlan:
     edit: DependencyEdit
     before_fingerprint: str

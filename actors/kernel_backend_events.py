@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from nbstage.protocol.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class OutputEmitted:
     parent_id: str
     output: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OutputCleared:
     parent_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelWentIdle:
     parent_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionCounted:
     parent_id: str
     execution_count: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplyReceived:
     parent_id: str
     ok: bool

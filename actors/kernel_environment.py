@@ -9,17 +9,17 @@ the pool, and the placement says why.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 from nbstage.actors import environments
 from nbstage.actors.dependencies import EnvSource, find_project
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentView, EnvironmentWanted
 
 log = logging.getLogger("nbstage.kernel")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Placement:
     view: EnvironmentView
     python: Path | None = None

@@ -14,16 +14,16 @@ both unknown here gets no kernel, and the refusal lists what is installed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import KernelspecInfo
 
 DEFAULT_KERNELSPEC = "python3"
 PYTHON3 = KernelspecInfo(DEFAULT_KERNELSPEC, "Python 3 (ipykernel)", "python")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NoKernelspec:
     message: str
 

@@ -8,10 +8,12 @@ kernel is doomed: it is detached at once, so any later join starts a fresh one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from nbstage.protocol.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Lifetime:
     has_runtime: bool
     peers: int = 0
@@ -20,17 +22,17 @@ class Lifetime:
     kernel_attached: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartFreshKernel:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScheduleTeardown:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BeginTeardown:
     """Detach the kernel now (the latch) and stop it; it is never handed out again."""
 

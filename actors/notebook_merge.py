@@ -26,11 +26,11 @@ cell it follows on that side, or first when it follows none.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
 from nbstage.actors.document import fresh_cell_id
+from nbstage.protocol.frozen import frozen
 
 CONFLICT_MARK = "nbstage: conflict copy from disk"
 CONFLICT_FIRST_LINES = {
@@ -44,7 +44,7 @@ CONFLICT_METADATA = {"conflict_copy": True}
 Cell = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MergeSummary:
     updated: int = 0
     """Cells that took the file's version."""
@@ -60,7 +60,7 @@ class MergeSummary:
         return bool(self.updated or self.added or self.deleted or self.conflicts)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Merged:
     cells: list[Cell]
     summary: MergeSummary

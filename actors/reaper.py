@@ -13,13 +13,13 @@ next sweep: the reaper never loses edits.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.rooms import CloseReason
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomFacts:
     notebook_id: str
     peers: int

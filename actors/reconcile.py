@@ -9,13 +9,15 @@ incarnation of the same version invalidates every handle bound to the old one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from nbstage.protocol.frozen import frozen
 
 FIRST_RETRY = 0.1
 MAX_RETRY = 2.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Identity:
     pid: int
     started_at: float
@@ -26,7 +28,7 @@ class Identity:
         return (self.pid, self.started_at)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WatchState:
     baseline_version: str | None = None
     live: Identity | None = None
@@ -38,51 +40,51 @@ class WatchState:
 
 
 # events
-@dataclass(frozen=True, slots=True)
+@frozen
 class HeartbeatSeen:
     identity: Identity
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LinkClosed:
     """The watch socket closed, or the daemon said it is going away: absence confirmed."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class QueryFailed:
     """An identity query or a connect attempt failed; not proof of absence on its own."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeliveryLagged:
     """Heartbeats stopped arriving on time, or events were missed."""
 
 
 # actions
-@dataclass(frozen=True, slots=True)
+@frozen
 class Handoff:
     from_version: str
     to_version: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IncarnationChanged:
     """Handles bound to any other incarnation are stale; recovery may run against this one."""
 
     identity: Identity
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonAbsent:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reconnect:
     after: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class QueryIdentity:
     pass
 

@@ -16,11 +16,11 @@ import json
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.mcp import image_content, text_content
 
 TEXT_LIMIT: Final = 8192
@@ -107,7 +107,7 @@ def output_to_text(output: Mapping[str, Any]) -> str:
     return _text_of(output)[0]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Media:
     """An image, audio, video or other binary MIME value, as the tools show it.
 

@@ -8,10 +8,12 @@ Time is an argument, so tests drive it with plain numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from nbstage.protocol.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartPolicy:
     first_backoff: float = 0.2
     max_backoff: float = 5.0
@@ -20,7 +22,10 @@ class RestartPolicy:
     circuit_secs: float = 60.0
 
 
-@dataclass(frozen=True, slots=True)
+DEFAULT_POLICY = RestartPolicy()
+
+
+@frozen
 class RestartState:
     crashes: tuple[float, ...] = ()
     """Times of the crashes inside the window."""
@@ -30,12 +35,12 @@ class RestartState:
     restarts: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartAfter:
     delay: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OpenCircuit:
     until: float
 
@@ -44,7 +49,7 @@ Decision = RestartAfter | OpenCircuit
 
 
 def child_crashed(
-    state: RestartState, now: float, policy: RestartPolicy = RestartPolicy()
+    state: RestartState, now: float, policy: RestartPolicy = DEFAULT_POLICY
 ) -> tuple[RestartState, Decision]:
     crashes = (*(t for t in state.crashes if now - t < policy.window_secs), now)
     if len(crashes) > policy.max_crashes:

@@ -8,12 +8,11 @@ which of these happened with RestartTargetChanged, beside the call's result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.supervision import RestartTargetChanged, TargetChange
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartTarget:
     value: str | None = None
     notebook_id: str | None = None

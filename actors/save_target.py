@@ -10,10 +10,10 @@ on the room's worker lane.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.room_followups import DiskStamp
 
 SUFFIX = ".ipynb"
@@ -27,7 +27,7 @@ class TargetKind(StrEnum):
     DANGLING_LINK = "dangling_link"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SaveTarget:
     given: str
     target: str

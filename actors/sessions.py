@@ -9,9 +9,11 @@ lets the races of SPEC §14 be tested as plain tables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import StrEnum
 from typing import Any
+
+from nbstage.protocol.frozen import frozen
 
 MAX_PARKED = 8
 
@@ -30,7 +32,7 @@ FIRST_RECOVERY_DELAY = 0.2
 MAX_RECOVERY_DELAY = 5.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Target:
     """What a connect asks for: a file path, a notebook id, or a new notebook."""
 
@@ -43,7 +45,7 @@ class Target:
         return self.create is None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Session:
     notebook_id: str
     path: str | None
@@ -61,14 +63,14 @@ class Session:
         return self.path or self.notebook_id
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Drop:
     reason: DropReason
     notebook_id: str | None
     path: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Activation:
     activation_id: int
     target: Target
@@ -77,7 +79,7 @@ class Activation:
     background: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionState:
     active: Session | None = None
     parked: tuple[Session, ...] = ()
@@ -102,40 +104,40 @@ class SessionState:
 # --- events -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConnectRequested:
     call_id: str
     target: Target
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RejoinRequested:
     """A background rejoin (watch loop or restart target); never beats an installed session."""
 
     target: Target
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinSucceeded:
     activation_id: int
     session: Session
     details: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinFailed:
     activation_id: int
     message: str
     unavailable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DisconnectRequested:
     call_id: str
     notebook_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IncarnationSeen:
     """The watch loop saw this daemon incarnation alive.
 
@@ -148,7 +150,7 @@ class IncarnationSeen:
     handoff_target: Target | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionSaved:
     """A notebook of this session was saved to ``path``: its best target is now the file."""
 
@@ -156,7 +158,7 @@ class SessionSaved:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RecoveryDue:
     """Time to try the recovery target (again)."""
 
@@ -164,38 +166,38 @@ class RecoveryDue:
 # --- actions ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Join:
     activation_id: int
     target: Target
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Leave:
     notebook_id: str
     peer_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Answer:
     call_id: str
     result: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Refuse:
     call_id: str
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TellNextResult:
     """A line for the next tool result, whichever tool it is."""
 
     line: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RetryRecoveryLater:
     after: float
     """Seconds: 0.2 after the first failed rejoin, doubling to 5 while they keep failing."""

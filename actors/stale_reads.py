@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import datetime
 from typing import Any
 
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.mcp import text_content, tool_error
 from nbstage.protocol.replies import CellShown, CellsShown, CellsSummarized, CellView, RoomsListed
 from nbstage.protocol.requests import (
@@ -39,14 +40,14 @@ CHANGES = (CreateCell, SetCell, DeleteCell, MoveCell, ReplaceMatch, ReplaceRegex
 """Requests whose success makes the snapshot of their notebook older than the notebook."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Seen:
     at: float
     """Wall-clock time the daemon's answer arrived."""
     reply: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Snapshot:
     cells: Mapping[tuple[str, str], Seen] = field(default_factory=dict)
     """(notebook_id, cell_id) → CellShown."""

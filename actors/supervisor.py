@@ -381,7 +381,7 @@ class ProxySupervisor(NbActor):
         wait = max(0, round(until - time.monotonic()))
         return (
             f"The nbstage session server crashed {len(self.restart.crashes)} times in "
-            f"{restart_policy.RestartPolicy().window_secs:.0f} s, so restarts are paused "
+            f"{restart_policy.DEFAULT_POLICY.window_secs:.0f} s, so restarts are paused "
             f"(circuit open). It retries by itself in {wait} s; call the reconnect tool to "
             "retry now."
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from nbstage.actors.rendering import (
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.mcp import text_content, tool_result
 from nbstage.protocol.replies import ExecutionView
 from nbstage.protocol.requests import (
@@ -49,7 +49,7 @@ from nbstage.protocol.requests import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolContext:
     notebook_id: str
     key: str

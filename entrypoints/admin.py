@@ -21,7 +21,6 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +29,7 @@ import orjson
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError, DaemonNotRunning
 from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import StatePaths, state_paths
+from nbstage.protocol.frozen import frozen
 
 try:
     import readline
@@ -61,7 +61,7 @@ class AdminError(Exception):
         self.exit_code = exit_code
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Outcome:
     data: Any
     """What ``--json`` prints: the daemon's answer, or for derived views the rows shown."""
@@ -86,7 +86,7 @@ def clip(text: str, width: int, keep: str = "head") -> str:
     return text[:room] + ELLIPSIS if keep == "head" else ELLIPSIS + text[len(text) - room :]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Column:
     header: str
     keep: str | None = None
@@ -165,7 +165,7 @@ def pid_text(pid: int | None) -> str:
 # --- the commands -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Command:
     name: str
     args: str

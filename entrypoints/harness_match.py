@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from nbstage.protocol.frozen import frozen
 
 if TYPE_CHECKING:
     from nbstage.entrypoints.harness_model import Expect
@@ -91,7 +92,7 @@ def substitute(value: Any, saved: dict[str, Any]) -> Any:
 # --- outcomes and expectations -----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Outcome:
     """What one tool call came back with, reduced to what expectations look at."""
 

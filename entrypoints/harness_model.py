@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from nbstage.protocol.frozen import frozen
 
 MODES = ("legacy", "2026-07-28")
 STATUSES = ("queued", "running", "done", "error", "cancelled")
@@ -19,7 +21,7 @@ class ScriptError(Exception):
     """A script that must not run; the message is the one line to show."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Expect:
     is_error: bool = False
     status: str | None = None
@@ -29,7 +31,7 @@ class Expect:
     within_secs: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Step:
     number: int
     line: int | None
@@ -43,7 +45,7 @@ class Step:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientSpec:
     name: str
     label: str
@@ -51,7 +53,7 @@ class ClientSpec:
     cwd: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunSpec:
     name: str
     timeout_secs: float = DEFAULT_TIMEOUT_SECS
@@ -60,7 +62,7 @@ class RunSpec:
     state_dir: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Script:
     run: RunSpec
     clients: dict[str, ClientSpec]

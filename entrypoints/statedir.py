@@ -12,10 +12,10 @@ clients go where the daemon recorded rather than recomputing the path.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from nbstage.entrypoints.ownership import check_private_dir, make_private_dir
+from nbstage.protocol.frozen import frozen
 
 STATE_DIR_ENV = "NBSTAGE_STATE_DIR"
 _SOCKET_PATH_LIMIT = 107
@@ -30,7 +30,7 @@ def default_state_dir() -> Path:
     return Path(base) / "nbstage"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StatePaths:
     root: Path
     socket_dir: Path

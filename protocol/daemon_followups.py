@@ -4,19 +4,19 @@ timer payload and the tokens of the blocking work it hands to the edge.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from nbstage.protocol.edge import Origin
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.requests import CreateNotebook
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReapDue:
     """Reaper timer payload."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EnvironmentsSwept:
     """Offload token: unused inline environments were removed, for ``origin`` (an admin's
     gc-envs) or for the reaper's sweep (None)."""
@@ -25,7 +25,7 @@ class EnvironmentsSwept:
     kept: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelspecResolved:
     """Offload token: the installed kernelspecs were read, to resolve a create's runtime."""
 
@@ -33,7 +33,7 @@ class KernelspecResolved:
     request: CreateNotebook
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BindingStored:
     """Offload token: id ↔ path is in the registry. ``room`` names the Room waiting for
     that, when one waits: to answer the save call ``origin``, or (no origin) to start."""
@@ -44,12 +44,12 @@ class BindingStored:
     origin: Origin | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RegistryClosed:
     """Offload token: the last registry write is done and the database is closed."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ImportsWarmed:
     """Offload token: the notebook and kernel libraries are imported, off the loop, so the
     first open or kernel start does not pay for them in a mailbox."""

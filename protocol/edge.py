@@ -8,16 +8,16 @@ Actors never see a socket; they answer with :class:`RequestAnswered` or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import orjson
 
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Origin:
     """Where an answer goes: a socket connection and the frame id on it."""
 
@@ -25,7 +25,7 @@ class Origin:
     request_id: int | str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientRequest:
     """A decoded wire request travelling from the edge to the actor that answers it."""
 
@@ -34,7 +34,7 @@ class ClientRequest:
     """One of the dataclasses in nbstage.protocol.requests."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestAnswered:
     origin: Origin
     result_json: bytes
@@ -49,7 +49,7 @@ class RequestAnswered:
         return orjson.loads(self.result_json)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestProgressed:
     """A line about a request still under way (a build's output); the edge writes it as a
     ``progress`` frame with the request's id, before the answer."""
@@ -58,7 +58,7 @@ class RequestProgressed:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestFailed:
     """The request was refused; the edge writes it as a DaemonRefused error frame."""
 
@@ -77,7 +77,7 @@ class EventKind(StrEnum):
     KERNEL_DIED = "kernel_died"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomEventOccurred:
     """Something watchers should hear about, broadcast on every watch subscription."""
 
@@ -86,7 +86,7 @@ class RoomEventOccurred:
     detail: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelProcessStarted:
     """A kernel process's pid, so the daemon's last-resort teardown can find it."""
 
@@ -94,13 +94,13 @@ class KernelProcessStarted:
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelProcessEnded:
     notebook_id: str
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomResident:
     """The Daemon tells the edge where a room lives, so room requests skip the Daemon hop."""
 
@@ -108,6 +108,6 @@ class RoomResident:
     address: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomGone:
     notebook_id: str

@@ -12,10 +12,11 @@ or integers and never null, batches (top-level arrays) are refused since protoco
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
+
+from nbstage.protocol.frozen import frozen
 
 JSONRPC_VERSION: Final = "2.0"
 
@@ -41,26 +42,26 @@ RequestId = str | int
 Params = dict[str, Any] | list[Any] | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Request:
     id: RequestId
     method: str
     params: Params = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Notification:
     method: str
     params: Params = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Response:
     id: RequestId
     result: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ErrorResponse:
     """An error reply; ``id`` is None when the failed message's id could not be read."""
 

@@ -6,27 +6,28 @@ cancelled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from nbstage.protocol.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class Tick:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Launched:
     """Offload token: the kernel process was started (or failed to start)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Relaunched:
     origin: Any
     room: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StoppedForGood:
     pid: int | None
     room: Any

@@ -6,13 +6,14 @@ iopub message: thespian's queues are bounded, and a burst must never fill them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
 from nbstage.protocol.codec import OMIT_WHEN_NONE
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.frozen import frozen
 
 
 class KernelState(StrEnum):
@@ -36,7 +37,7 @@ class ExecutionStatus(StrEnum):
         return self in (ExecutionStatus.DONE, ExecutionStatus.ERROR, ExecutionStatus.CANCELLED)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelspecInfo:
     """An installed kernelspec, with what a notebook's metadata records of it."""
 
@@ -45,7 +46,7 @@ class KernelspecInfo:
     language: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EnvironmentWanted:
     """Where a Python kernel's environment should come from (actors/kernel_environment.py)."""
 
@@ -60,7 +61,7 @@ def _optional() -> Any:
     return field(default=None, metadata=OMIT_WHEN_NONE)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EnvironmentView:
     """Where a kernel's Python comes from, as tools and the admin console show it."""
 
@@ -75,7 +76,7 @@ class EnvironmentView:
     """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartKernel:
     """A Kernel actor's first message."""
 
@@ -92,38 +93,38 @@ class StartKernel:
     environment: EnvironmentWanted = EnvironmentWanted()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelReady:
     pid: int | None
     actor_pid: int
     environment: EnvironmentView | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelFailed:
     code: ErrorCode
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelDied:
     """The kernel process ended without being asked to."""
 
     pid: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunCode:
     execution_id: str
     code: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionStarted:
     execution_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OutputsArrived:
     execution_id: str
     outputs: list[dict[str, Any]]
@@ -131,7 +132,7 @@ class OutputsArrived:
     """True after clear_output: these outputs replace everything before."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionFinished:
     execution_id: str
     status: ExecutionStatus
@@ -139,45 +140,45 @@ class ExecutionFinished:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionsCancelled:
     execution_ids: tuple[str, ...]
     status: ExecutionStatus
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class InterruptKernelNow:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelInterrupted:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartKernelNow:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelRestarted:
     origin: Origin
     pid: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShutdownKernel:
     """Stop the kernel process, then answer KernelStopped."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelStopped:
     pid: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WatchKernelSockets:
     """Kernel → edge: tell ``owner`` KernelIoReady whenever one of ``fds`` may be readable."""
 
@@ -185,13 +186,13 @@ class WatchKernelSockets:
     fds: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class UnwatchKernelSockets:
     """Kernel → edge: stop watching ``fds``; sent before the sockets close."""
 
     fds: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelIoReady:
     """Edge → Kernel: its sockets may have messages."""

@@ -48,11 +48,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 import orjson
 
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -134,7 +135,7 @@ def is_modern_version(version: str) -> bool:
     return version in SUPPORTED_MODERN_VERSIONS
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientInfo:
     """The client's ``Implementation`` as far as the server uses it."""
 
@@ -164,7 +165,7 @@ class ClientInfo:
         return cls(name=name, version=version, title=title)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Answer:
     """Reply with ``result``; the lifecycle has handled the request."""
 
@@ -174,7 +175,7 @@ class Answer:
         return Response(request_id, self.result)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reject:
     """Reply with a JSON-RPC error; nothing else happens."""
 
@@ -186,7 +187,7 @@ class Reject:
         return ErrorResponse(request_id, self.code, self.message, self.data)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Dispatch:
     """Hand the request on, to run under ``version`` for the client described here."""
 

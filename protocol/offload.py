@@ -12,11 +12,12 @@ can never land out of order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from nbstage.protocol.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class BlockingWorkRequested:
     token: Any
     """What the work is about, as the asking actor wants it back (a small dataclass)."""
@@ -28,7 +29,7 @@ class BlockingWorkRequested:
     as WorkProgressed while the work runs (a build's own output, say)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WorkProgressed:
     """A line that work still under way reported; it always arrives before its Done."""
 
@@ -36,7 +37,7 @@ class WorkProgressed:
     line: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BlockingWorkDone:
     token: Any
     result: Any = None

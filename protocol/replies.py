@@ -10,12 +10,13 @@ the admin console, the harness and the tests read them as such.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any, TypedDict, TypeVar
 
 from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentView, ExecutionStatus, KernelState
 from nbstage.protocol.requests import (
     AttachNotebook,
@@ -53,7 +54,7 @@ from nbstage.protocol.requests import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonRefused:
     """Any request can be refused: the error object of an error frame."""
 
@@ -65,7 +66,7 @@ class DaemonRefused:
 # --- the daemon itself ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonIdentity:
     """Who the daemon is, stable for its process's life."""
 
@@ -76,7 +77,7 @@ class DaemonIdentity:
     """(pid, started_at): a restarted daemon is a new incarnation even at the same version."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonStatus(DaemonIdentity):
     socket: str
     state_dir: str
@@ -85,7 +86,7 @@ class DaemonStatus(DaemonIdentity):
     """Kernels that are up (neither absent nor dead)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomCounts:
     """The Daemon actor's part of a status; the socket edge adds identity and paths."""
 
@@ -93,25 +94,25 @@ class RoomCounts:
     kernels: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Heartbeat:
     """A watch subscription's first frame, then one every heartbeat period."""
 
     identity: DaemonIdentity
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientsListed:
     clients: list[dict[str, Any]]
     """What each watching client reported about itself, as it reported it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonStopping:
     stopping: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LogTail:
     lines: list[dict[str, Any]]
     """Log records (JSON lines of the daemon's logs), oldest first."""
@@ -120,13 +121,13 @@ class LogTail:
 # --- rooms, as the Daemon sees them ---------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PeerView:
     peer_id: str
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomView:
     notebook_id: str
     path: str | None
@@ -140,12 +141,12 @@ class RoomView:
     environment: EnvironmentView | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomsListed:
     rooms: list[RoomView]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KeptRoom:
     """A room the reaper chose but kept, because its final save or flush failed."""
 
@@ -158,7 +159,7 @@ class KeptRoom:
     """Wall-clock time of the failure."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EnvironmentsCollected:
     removed: list[str]
     """The folders removed."""
@@ -166,7 +167,7 @@ class EnvironmentsCollected:
     """The fingerprints kept because an open room's kernel runs there."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomsReaped:
     reaped: list[str]
     """The notebook ids the reaper chose whose rooms are gone, saved first."""
@@ -174,7 +175,7 @@ class RoomsReaped:
     """The rooms it chose but kept with their unsaved edits, because saving them failed."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomEvicted:
     evicted: str
     saved: bool
@@ -186,13 +187,13 @@ class ActorRole(StrEnum):
     ROOM = "Room"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelNode:
     actor_pid: int
     kernel_pid: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomNode:
     actor: ActorRole
     notebook_id: str
@@ -201,7 +202,7 @@ class RoomNode:
     kernel: KernelNode | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ActorTree:
     actor: ActorRole
     address: str
@@ -212,7 +213,7 @@ class ActorTree:
 # --- joining and leaving a room -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NotebookFacts:
     """What a Room says about itself in a join and in a description."""
 
@@ -229,7 +230,7 @@ class NotebookFacts:
     """The running kernel's environment; None while no kernel runs."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NotebookJoined(NotebookFacts):
     """The answer to open, create and attach: the room, and the new peer in it."""
 
@@ -238,24 +239,24 @@ class NotebookJoined(NotebookFacts):
     """True when this join made the notebook."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomLeft:
     left: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionCounts:
     live: list[str]
     finished: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Latch:
     kernel_attached: bool
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KeepAlive:
     secs: float
     armed_generation: int | None
@@ -263,7 +264,7 @@ class KeepAlive:
     """A teardown is armed for the current generation and the room has no peers."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomDescribed(NotebookFacts):
     peers: list[PeerView]
     kernel_pid: int | None
@@ -280,13 +281,13 @@ class RoomDescribed(NotebookFacts):
 # --- the document ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NotebookSaved:
     notebook_id: str
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellView:
     """One cell in the get_cell tool's shape."""
 
@@ -298,7 +299,7 @@ class CellView:
     """nbformat outputs."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellShown:
     cell: CellView
 
@@ -324,7 +325,7 @@ class CellSummary(_CellSummaryKeys, total=False):
     output_count: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellsSummarized:
     """The answer to get_cells in the summary format."""
 
@@ -333,7 +334,7 @@ class CellsSummarized:
     """Cells in the notebook, whatever the window asked for."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellsShown:
     """The answer to get_cells in the json format."""
 
@@ -342,25 +343,25 @@ class CellsShown:
     total: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellCreated:
     cell_id: str
     index: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellUpdated:
     """The answer to set_cell, replace_match and replace_regex."""
 
     cell_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellDeleted:
     deleted: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellMoved:
     cell_id: str
     index: int
@@ -369,7 +370,7 @@ class CellMoved:
 # --- executions and the kernel --------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionView:
     execution_id: str
     cell_id: str
@@ -382,39 +383,39 @@ class ExecutionView:
     wire only when there is one."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionReported:
     """The answer to execute and get_execution: finished, or as far as it got in the wait."""
 
     execution: ExecutionView
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class InterruptSent:
     interrupted: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartCompleted:
     kernel_pid: int | None
     restarted: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependencyRemoval:
     requested: list[str]
     removed: list[str]
     not_found: list[str]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependencyTrust:
     status: str
     """"none" (no dependencies), "trusted" or "untrusted"."""
     needs_approval: bool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependenciesApplied:
     mode: str
     ok: bool
@@ -423,13 +424,13 @@ class DependenciesApplied:
     """uv's words when the build or install failed; the kernel was left as it was."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependencySide:
     dependencies: list[str]
     fingerprint: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependenciesManaged:
     """manage_dependencies' answer. ``before`` and ``after`` are equal for a plain read."""
 
@@ -442,7 +443,7 @@ class DependenciesManaged:
     apply: DependenciesApplied | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelShutDown:
     kernel_pid: int | None
     """The pid of the kernel that was stopped."""

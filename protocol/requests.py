@@ -9,13 +9,14 @@ by the Daemon or by the socket edge itself.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.paths import check_paths
 
 REQUEST_TYPES: dict[str, type] = {}
@@ -60,19 +61,19 @@ def decode_request(frame: dict[str, Any]) -> object:
 
 
 @wire_request("identity")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetIdentity:
     """Ask who the daemon is: pid, start time, version and incarnation."""
 
 
 @wire_request("status")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetStatus:
     """Identity plus the socket path and room and kernel counts."""
 
 
 @wire_request("watch")
-@dataclass(frozen=True, slots=True)
+@frozen
 class Watch:
     """Open a stream of heartbeats and room events on this connection."""
 
@@ -81,31 +82,31 @@ class Watch:
 
 
 @wire_request("clients")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ListClients:
     """Every connected client that reported itself on a watch subscription."""
 
 
 @wire_request("shutdown")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShutdownDaemon:
     """Save and flush every room, stop every kernel, then exit."""
 
 
 @wire_request("list_rooms")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ListRooms:
     """Every resident room with its id, path, peers and flags."""
 
 
 @wire_request("reap")
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunReaper:
     """Run the ghost-room reaper now; answers with the rooms it chose."""
 
 
 @wire_request("gc_envs")
-@dataclass(frozen=True, slots=True)
+@frozen
 class CollectEnvironments:
     """Remove the inline environments no open room uses, last used ``older_than_secs`` ago
     or longer (0: every unused one)."""
@@ -114,13 +115,13 @@ class CollectEnvironments:
 
 
 @wire_request("tree")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetActorTree:
     """The live actor tree: the Daemon actor, each Room and each Kernel, with addresses and pids."""
 
 
 @wire_request("log")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetLog:
     """The newest lines of the daemon's logs (daemon and actors), oldest first."""
 
@@ -128,7 +129,7 @@ class GetLog:
 
 
 @wire_request("evict")
-@dataclass(frozen=True, slots=True)
+@frozen
 class EvictRoom:
     """Save or flush a room, stop its kernel and remove it; answers once it is gone."""
 
@@ -136,7 +137,7 @@ class EvictRoom:
 
 
 @wire_request("open")
-@dataclass(frozen=True, slots=True)
+@frozen
 class OpenNotebook:
     """Join the room of an .ipynb file, loading it if no room holds it yet."""
 
@@ -145,7 +146,7 @@ class OpenNotebook:
 
 
 @wire_request("create")
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreateNotebook:
     """Make a new untitled room and join it."""
 
@@ -160,7 +161,7 @@ class CreateNotebook:
 
 
 @wire_request("attach")
-@dataclass(frozen=True, slots=True)
+@frozen
 class AttachNotebook:
     """Join a notebook by UUID; attach-only, never creates an empty document."""
 
@@ -172,14 +173,14 @@ class AttachNotebook:
 
 
 @wire_request("leave")
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaveRoom:
     notebook_id: str
     peer_id: str
 
 
 @wire_request("save")
-@dataclass(frozen=True, slots=True)
+@frozen
 class SaveNotebook:
     """Write the notebook atomically; ``path`` saves it there (promoting an untitled room)."""
 
@@ -192,7 +193,7 @@ class SaveNotebook:
 
 
 @wire_request("get_cell")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetCell:
     notebook_id: str
     cell_id: str
@@ -206,7 +207,7 @@ class CellsFormat(StrEnum):
 
 
 @wire_request("get_cells")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetCells:
     notebook_id: str
     format: CellsFormat = CellsFormat.SUMMARY
@@ -216,7 +217,7 @@ class GetCells:
 
 
 @wire_request("create_cell")
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreateCell:
     notebook_id: str
     source: str = ""
@@ -227,7 +228,7 @@ class CreateCell:
 
 
 @wire_request("set_cell")
-@dataclass(frozen=True, slots=True)
+@frozen
 class SetCell:
     notebook_id: str
     cell_id: str
@@ -237,7 +238,7 @@ class SetCell:
 
 
 @wire_request("delete_cell")
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeleteCell:
     notebook_id: str
     cell_id: str
@@ -245,7 +246,7 @@ class DeleteCell:
 
 
 @wire_request("move_cell")
-@dataclass(frozen=True, slots=True)
+@frozen
 class MoveCell:
     notebook_id: str
     cell_id: str
@@ -254,7 +255,7 @@ class MoveCell:
 
 
 @wire_request("replace_match")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplaceMatch:
     notebook_id: str
     cell_id: str
@@ -266,7 +267,7 @@ class ReplaceMatch:
 
 
 @wire_request("replace_regex")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplaceRegex:
     notebook_id: str
     cell_id: str
@@ -276,7 +277,7 @@ class ReplaceRegex:
 
 
 @wire_request("execute")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecuteCell:
     """Queue a cell; answer when it finishes or after ``wait_secs``, whichever comes first."""
 
@@ -287,7 +288,7 @@ class ExecuteCell:
 
 
 @wire_request("get_execution")
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetExecution:
     notebook_id: str
     execution_id: str
@@ -295,7 +296,7 @@ class GetExecution:
 
 
 @wire_request("describe_room")
-@dataclass(frozen=True, slots=True)
+@frozen
 class DescribeRoom:
     """One room in detail: peers, kernel, executions, latch and keep-alive state."""
 
@@ -303,7 +304,7 @@ class DescribeRoom:
 
 
 @wire_request("shutdown_kernel")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShutdownKernelNow:
     """Stop the room's kernel now; the room stays, and a later execute starts a fresh one."""
 
@@ -311,14 +312,14 @@ class ShutdownKernelNow:
 
 
 @wire_request("interrupt")
-@dataclass(frozen=True, slots=True)
+@frozen
 class InterruptKernel:
     notebook_id: str
     key: str | None = None
 
 
 @wire_request("manage_dependencies")
-@dataclass(frozen=True, slots=True)
+@frozen
 class ManageDependencies:
     """Read, or edit and apply, the notebook's inline dependencies (actors/dependencies.py)."""
 
@@ -333,7 +334,7 @@ class ManageDependencies:
 
 
 @wire_request("restart_kernel")
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartKernel:
     notebook_id: str
     key: str | None = None

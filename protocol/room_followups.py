@@ -10,14 +10,14 @@ belongs to and the Room drops the ones that are stale.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from nbstage.protocol.edge import Origin
+from nbstage.protocol.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AutosaveDue:
     """Autosave timer payload."""
 
@@ -25,7 +25,7 @@ class AutosaveDue:
     """The Room's autosave generation when armed; a later edit re-arms and makes this stale."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KeepAliveExpired:
     """Keep-alive timer payload; also accepted as a message so tests can fire it in order."""
 
@@ -33,7 +33,7 @@ class KeepAliveExpired:
     """The lifetime generation it was armed in; a join since then makes it stale."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WaitExpired:
     """Timer payload: a caller waiting on an execution gets its report as it stands."""
 
@@ -52,7 +52,7 @@ class SavePurpose(StrEnum):
     FIRST = "first"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SaveFinished:
     """Offload token of one save: the snapshot of ``revision`` went to ``path``."""
 
@@ -67,7 +67,7 @@ class SaveFinished:
     durable, the records up to it are truncated."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FileCheckDue:
     """Timer payload: look whether the room's file changed on disk."""
 
@@ -75,14 +75,14 @@ class FileCheckDue:
     """The Room's check generation when armed; any other is stale."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FileLooked:
     """Offload token of a look at the room's file (a stat, and a read when it changed)."""
 
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DiskStamp:
     """What tells one version of a file from another without reading it.
 
@@ -95,14 +95,14 @@ class DiskStamp:
     mtime_ns: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FileWritten:
     """Result of a save that wrote: the stamp of the file as the Room itself wrote it."""
 
     stamp: DiskStamp
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FileOnDisk:
     """Result of a look or a save that found the file changed from outside (nothing written)."""
 
@@ -115,14 +115,14 @@ class FileOnDisk:
     """Why the file is not a notebook, when it is not."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecutionRecorded:
     """Offload token: an execution's record was written to executions/."""
 
     execution_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LiveExecutionRecorded:
     """Offload token: the live record of an execution is on disk, and ``origin`` may now be
     told of the execution."""
@@ -131,7 +131,7 @@ class LiveExecutionRecorded:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StoredExecutionRead:
     """Offload token: the record of an execution this room's book does not hold was read."""
 
@@ -139,7 +139,7 @@ class StoredExecutionRead:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KernelspecsRead:
     """Offload token: the installed kernelspecs were read, to choose the notebook's kernel."""
 
@@ -147,7 +147,7 @@ class KernelspecsRead:
     """A restart_kernel that asked to choose again; None for the choice at the room's start."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JournalAppended:
     """Offload token: a mutation's journal record is durable, so its answer can go."""
 
@@ -157,24 +157,24 @@ class JournalAppended:
     """The mutation's answer, held until the record is written."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JournalRead:
     """Offload token: the room's journal records, read at its start to restore them."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JournalTruncated:
     """Offload token: records up to ``upto`` were deleted after a durable save."""
 
     upto: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JournalClosed:
     """Offload token: the room's journal connection was closed at its close."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependenciesPrepared:
     """Offload token: manage_dependencies' environment work finished. ``apply=restart``
     built the new set's environment; ``apply=sync`` installed into the running kernel's."""
@@ -186,7 +186,7 @@ class DependenciesPrepared:
     started: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DependenciesRecorded:
     """Offload token: a dependency edit's journal record and trust row are durable."""
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentView, KernelspecInfo
 from nbstage.protocol.replies import KeptRoom
 from nbstage.protocol.settings import Settings
@@ -22,7 +22,7 @@ class RoomSource(StrEnum):
     """Start from an empty document."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonRun:
     """One daemon incarnation, as its execution records name it."""
 
@@ -30,7 +30,7 @@ class DaemonRun:
     started_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EarlierDaemon:
     """The incarnation that ran on this state dir before this one, and when it was last
     seen alive (its final heartbeat, or its stop)."""
@@ -39,7 +39,7 @@ class EarlierDaemon:
     last_alive: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartDaemon:
     """The edge's first message to the Daemon actor; its sender is the edge's reply address."""
 
@@ -50,22 +50,22 @@ class StartDaemon:
     earlier: EarlierDaemon | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonStarted:
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StopDaemon:
     """Close every room (saving and flushing), then answer DaemonStopped."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonStopped:
     rooms_closed: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartRoom:
     """A new Room's first message: who it is and where its document comes from."""
 
@@ -95,20 +95,20 @@ class StartRoom:
     PathRecorded when done, and until then the Room answers no join."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomStarted:
     notebook_id: str
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomStartFailed:
     notebook_id: str
     code: ErrorCode
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinRoom:
     """Admit a peer; the Room answers the origin directly."""
 
@@ -120,7 +120,7 @@ class JoinRoom:
     """The Daemon's count of joins sent to this room; RoomStatus echoes the last one seen."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomStatus:
     """A Room's summary, sent to the Daemon whenever it changes (peers, kernel, path)."""
 
@@ -141,7 +141,7 @@ class RoomStatus:
     """None while no kernel runs."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClaimPath:
     """A Room asks to bind ``path`` (already canonical) before writing there."""
 
@@ -150,13 +150,13 @@ class ClaimPath:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PathClaimed:
     path: str
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PathRefused:
     path: str
     origin: Origin
@@ -164,7 +164,7 @@ class PathRefused:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PathBound:
     """The Room wrote its file at a claimed path: the Daemon records the binding, and
     says PathRecorded once it is on disk, so the save is answered only after that."""
@@ -174,7 +174,7 @@ class PathBound:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PathRecorded:
     """The registry holds ``path`` ↔ the Room's id: an agent told of the save, or of the
     open (``origin`` None: the Room held its joins for this), can rely on the id after a
@@ -185,7 +185,7 @@ class PathRecorded:
     problem: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PathReleased:
     """The Room could not write at a claimed path: the Daemon drops the reservation."""
 
@@ -199,14 +199,14 @@ class CloseReason(StrEnum):
     DAEMON_STOPPING = "daemon stopping"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CloseRoom:
     """Stop the kernel, save or flush, then answer RoomClosed (see ``reaper.after_close``)."""
 
     reason: CloseReason
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RoomClosed:
     """The close's durability barrier is done: the Daemon stops the room, or reopens it."""
 
@@ -216,7 +216,7 @@ class RoomClosed:
     """Why the final save or flush failed, when it did."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReopenRoom:
     """The Daemon keeps a room whose close could not save: it serves again, edits unsaved."""
 

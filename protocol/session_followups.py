@@ -4,34 +4,34 @@ mailboxes: the payloads of the timers they arm (``wakeupAfter``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from nbstage.protocol.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RetryLink:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RetryRecovery:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeferredExpired:
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FirstLinkOverdue:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReconnectDue:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LagCheck:
     pass

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 
+from nbstage.protocol.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class Settings:
     keep_alive_secs: float = 30.0
     """Kernel teardown delay after a room's last peer leaves."""

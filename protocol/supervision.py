@@ -7,14 +7,16 @@ the edges turn those frames back into these messages."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
 import orjson
 
+from nbstage.protocol.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class StartSupervisor:
     """The edge's first message to the ProxySupervisor; its sender is the edge."""
 
@@ -30,7 +32,7 @@ class StartSupervisor:
     """The tool list last seen from a session child (tool-cache.json), read by the edge."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class McpRequestAdmitted:
     """A tools/list or tools/call the edge's lifecycle admitted, with its negotiated era."""
 
@@ -41,41 +43,41 @@ class McpRequestAdmitted:
     client_label: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class McpRequestCancelled:
     request_id: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolListChanged:
     """The supervisor adopted a new tool list; the edge tells the client if it may."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCacheChanged:
     """Supervisor → edge: the live tool list differs from tool-cache.json; rewrite it."""
 
     tools: list[dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class McpMessageToSend:
     """Write this JSON-RPC message to stdout."""
 
     message: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StdinClosed:
     """The client went away: stop the children and end the process."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SupervisorStopped:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionConfig:
     """A SessionManager's first message: everything it needs to serve one client."""
 
@@ -91,7 +93,7 @@ class SessionConfig:
     autostart: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartSessionChild:
     """Supervisor → edge: start the session child process for this generation. Its
     first message, a SessionConfig, follows as soon as the client's label is known."""
@@ -99,7 +101,7 @@ class StartSessionChild:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToSessionChild:
     """Supervisor → edge: send ``message`` to the child of this generation, if it lives."""
 
@@ -107,14 +109,14 @@ class ToSessionChild:
     message: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StopSessionChild:
     """Supervisor → edge: end the child of this generation (asked first, then killed)."""
 
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FromSessionChild:
     """Edge → supervisor: a message the child of ``generation`` sent."""
 
@@ -122,7 +124,7 @@ class FromSessionChild:
     message: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ChildProcessDied:
     """Edge → supervisor: the child process of ``generation`` exited or could not start."""
 
@@ -136,7 +138,7 @@ HANDOFF_EXIT_CODE = 75
 the installed code, outside the crash budget (EX_TEMPFAIL, as upstream uses)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionManagerReady:
     pid: int
     generation: int
@@ -144,7 +146,7 @@ class SessionManagerReady:
     """The tool list of the code this child loaded (it may be newer than the supervisor's)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCallRequested:
     call_id: str
     name: str
@@ -152,7 +154,7 @@ class ToolCallRequested:
     idempotency_key: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCallFinished:
     call_id: str
     result_json: bytes
@@ -163,7 +165,7 @@ class ToolCallFinished:
         return orjson.loads(self.result_json)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCallProgressed:
     """Session child → supervisor: a line about a call still under way (uv's output
     during a build), sent on as an MCP progress notification when the call has a token."""
@@ -172,7 +174,7 @@ class ToolCallProgressed:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class McpResultToSend:
     """Write a JSON-RPC response whose result is already encoded."""
 
@@ -180,12 +182,12 @@ class McpResultToSend:
     result_json: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolCallCancelled:
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HandoffRequested:
     """The daemon's version changed: restart the session manager at once, outside the budget."""
 
@@ -194,12 +196,12 @@ class HandoffRequested:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StopSessionManager:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ActiveSessionChanged:
     """The SessionManager's active notebook changed (a tool call or a background rejoin)."""
 
@@ -218,7 +220,7 @@ class TargetChange(StrEnum):
     """The notebook was disconnected: a target naming it is cleared."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartTargetChanged:
     """The SessionManager reports what the restart target follows, beside the call's result,
     so the supervisor never reads a finished result to learn it."""

@@ -5,21 +5,21 @@ or call it was armed for, so a stale one finds nothing to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from nbstage.protocol.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RestartDue:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProgressDue:
     """A call's next progress beat; its value is the call's count (PendingCall)."""
 
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CallWaitExpired:
     call_id: str

@@ -11,13 +11,14 @@ import dataclasses
 import enum
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frozen import frozen
 from nbstage.protocol.paths import check_paths
 
 
@@ -42,18 +43,18 @@ def described(description: str) -> dict[str, str]:
     return {"description": description}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NoArgs:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConnectArgs:
     path: str | None = arg("Path of an .ipynb file to open (relative to the server's cwd).", None)
     notebook_id: str | None = arg("UUID of a notebook the daemon knows.", None)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreateArgs:
     runtime: str = arg(
         'Kernel runtime: an installed kernelspec\'s name, or a language such as "python".',
@@ -63,7 +64,7 @@ class CreateArgs:
     ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SaveArgs:
     path: str | None = arg(
         "Where to save; required for a notebook that has no file yet. A relative path is "
@@ -77,12 +78,12 @@ class SaveArgs:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DisconnectArgs:
     notebook_id: str | None = arg("Which notebook to leave (default: the active one).", None)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetCellArgs:
     cell_id: str = arg("The cell's id.")
     full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
@@ -94,9 +95,9 @@ class AllCellsFormat(StrEnum):
     RICH = "rich"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetAllCellsArgs:
-    format: AllCellsFormat = arg(  # noqa: RUF009 (arg returns a field; enum members are immutable)
+    format: AllCellsFormat = arg(
         '"summary" (one line per cell), "json" or "rich".', AllCellsFormat.SUMMARY
     )
     start: int = arg("Index of the first cell.", 0)
@@ -104,7 +105,7 @@ class GetAllCellsArgs:
     include_outputs: bool = arg("Include outputs in json/rich formats.", False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreateCellArgs:
     source: str = arg("The cell's source.", "")
     cell_type: str = arg('"code", "markdown" or "raw".', "code")
@@ -113,7 +114,7 @@ class CreateCellArgs:
     timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SetCellArgs:
     cell_id: str = arg("The cell's id.")
     source: str | None = arg("New source.", None)
@@ -122,36 +123,36 @@ class SetCellArgs:
     timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CellIdArgs:
     cell_id: str = arg("The cell's id.")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MoveCellArgs:
     cell_id: str = arg("The cell's id.")
     after_cell_id: str | None = arg("Put it after this cell; null moves it to the front.", None)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExecuteCellArgs:
     cell_id: str = arg("The cell's id.")
     timeout_secs: float = arg("Wait this long; a longer run answers 'running'.", 30.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunAllArgs:
     timeout_secs: float = arg("Total time to wait for all cells.", 300.0)
     wait: bool = arg("Wait for the runs; false answers as soon as they are queued.", True)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GetResultsArgs:
     execution_id: str = arg("The execution's id, from execute_cell or run_all_cells.")
     full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplaceMatchArgs:
     cell_id: str = arg("The cell's id.")
     match: str = arg("Literal text to replace; it must occur exactly once.")
@@ -162,7 +163,7 @@ class ReplaceMatchArgs:
     timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplaceRegexArgs:
     cell_id: str = arg("The cell's id.")
     pattern: str = arg("Python regular expression (MULTILINE); exactly one match.")
@@ -171,7 +172,7 @@ class ReplaceRegexArgs:
     timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ManageDependenciesArgs:
     add: list[str] = field(
         default_factory=list, metadata=described('PEP 508 requirements to add, e.g. "pandas>=2".')
@@ -193,7 +194,7 @@ class ManageDependenciesArgs:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolSpec:
     name: str
     title: str

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from nbstage.protocol.frozen import frozen
 
 CLIENT_MAX_DEPTH = 6
 CLIENT_MAX_ITEMS = 200
@@ -14,7 +15,7 @@ CLIENT_MAX_BYTES = 64 * 1024
 TOO_DEEP = "<nested too deep>"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StartWatch:
     socket_path: str
     heartbeat_secs: float
@@ -24,24 +25,24 @@ class StartWatch:
     """The process edge that carries out the watch loop's daemon link."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientInfoChanged:
     client: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonIncarnationSeen:
     pid: int
     started_at: float
     version: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonWentAway:
     """The watch socket closed: the daemon is gone until a heartbeat says otherwise."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DaemonVersionChanged:
     from_version: str
     to_version: str
