@@ -140,31 +140,18 @@ Waiting for MCP messages on stdin (Ctrl-D to quit)."""
 @state_dir_option
 def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) -> None:
     """Serve MCP on stdio: the command an MCP client launches."""
-    from nbstage.entrypoints.lean import thespian_without_extras, without_tls
-
-    without_tls()
-    thespian_without_extras()
-    import asyncio
-    import os
-
     from nbstage.entrypoints.daemon_launch import start_daemon_unless_running
+    from nbstage.entrypoints.mcp_main import become_edge
     from nbstage.entrypoints.statedir import prepare, recorded_paths
 
     paths = state_paths(state_dir)
     if not no_autostart:
         start_daemon_unless_running(paths)
-    from nbstage.entrypoints.logs import setup_logging
-    from nbstage.entrypoints.mcp_edge import McpEdge, claim_stdio
-
     if sys.stdin.isatty():
         executable = Path(sys.executable).with_name("nbstage")
         click.echo(_WELCOME.format(nbstage=executable), err=True)
-    mcp_in, mcp_out = claim_stdio()
     prepare(paths)
-    paths = recorded_paths(paths)
-    setup_logging(paths.logs, "mcp")
-    rejoin = os.environ.get("NBSTAGE_REJOIN_NOTEBOOK") or None
-    asyncio.run(McpEdge(paths, label, rejoin, mcp_in, mcp_out, not no_autostart).run())
+    become_edge(recorded_paths(paths), label, not no_autostart)
 
 
 @main.command("admin", context_settings={"ignore_unknown_options": True})

@@ -23,10 +23,11 @@ import psutil
 from nbstage.entrypoints.daemon_client import DaemonClient
 from nbstage.entrypoints.daemon_control import VERSION_ENV, query_status, stop
 from nbstage.entrypoints.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.mcp_main import REJOIN_ENV
 from nbstage.entrypoints.statedir import StatePaths
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
-INHERITED_MARKERS = (EDGE_PID_ENV, "NBSTAGE_REJOIN_NOTEBOOK")
+INHERITED_MARKERS = (EDGE_PID_ENV, REJOIN_ENV)
 GONE_SECS = 15.0
 
 

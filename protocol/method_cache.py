@@ -21,7 +21,6 @@ import dataclasses
 import importlib
 import marshal
 import os
-import pkgutil
 import sys
 from pathlib import Path
 
@@ -81,6 +80,8 @@ def forget() -> None:
 def write(cache: Path = CACHE, packages: tuple[str, ...] = PACKAGES) -> int:
     """Import every module of ``packages`` and keep, module by module, the code of every
     dataclass method compiled meanwhile; returns how many. Run it in a fresh process."""
+    import pkgutil  # here alone: every process imports this module, only `make bytecode` this
+
     global _compiled
     _compiled = {}
     install(cache)

@@ -252,6 +252,9 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
             assert sorted(tree) == sorted([server, child.pid]), describe(tree)
             assert child.ppid() == server
             assert "nbstage.entrypoints.session_main" in child.cmdline()
+            # The process the client launched replaced its image after reading its command
+            # line (entrypoints/mcp_main.py): same pid, none of the CLI's modules.
+            assert "nbstage.entrypoints.mcp_main" in psutil.Process(server).cmdline()
             reported = await in_thread(session_manager_pid, tree_daemon, "idle")
             assert reported == child.pid, "the daemon knows a different session manager"
             rss = {pid: proc.memory_info().rss for pid, proc in tree.items()}
