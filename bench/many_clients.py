@@ -115,13 +115,14 @@ class TreeSampler:
         except psutil.Error:
             return None
         if key not in self.known:
-            side = None
             try:
                 env = proc.environ()
-                if env.get(RUN_TAG_ENV) == self.run_tag and proc.pid != self.me:
-                    side = "mcp" if CLIENT_TAG_ENV in env else "daemon"
             except psutil.Error:
-                pass
+                # Not kept: for a moment around an exec the environment cannot be read.
+                return None
+            side = None
+            if env.get(RUN_TAG_ENV) == self.run_tag and proc.pid != self.me:
+                side = "mcp" if CLIENT_TAG_ENV in env else "daemon"
             self.known[key] = side
         return self.known[key]
 
