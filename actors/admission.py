@@ -24,6 +24,9 @@ class StartNewRoom:
     notebook_id: str
     source: RoomSource
     path: str | None
+    binding_pending: bool = False
+    """The registry has no binding for ``path`` yet: the new room answers nobody until
+    the Daemon has recorded it."""
 
 
 @frozen
@@ -59,7 +62,9 @@ def admit_open(
             ErrorCode.NOT_FOUND,
             f"No notebook file at {path}. Use create_notebook, then save_notebook with this path.",
         )
-    return StartNewRoom(registered_id or fresh_id, RoomSource.FILE, path)
+    if registered_id is not None:
+        return StartNewRoom(registered_id, RoomSource.FILE, path)
+    return StartNewRoom(fresh_id, RoomSource.FILE, path, binding_pending=True)
 
 
 def admit_attach(

@@ -334,14 +334,7 @@ class Daemon(NbActor):
         admission = admit_open(
             self.by_path, path, Path(path).is_file(), registered, str(uuid.uuid4())
         )
-        self._carry_out(
-            origin,
-            admission,
-            req.peer_label,
-            ephemeral=False,
-            kernelspec=None,
-            unbound=registered is None,
-        )
+        self._carry_out(origin, admission, req.peer_label, ephemeral=False, kernelspec=None)
 
     def _attach(self, origin: Origin, req: AttachNotebook) -> None:
         self._refuse_while_stopping()
@@ -458,16 +451,13 @@ class Daemon(NbActor):
         kernelspec: KernelspecInfo | None,
         working_dir: str | None = None,
         content: bytes | None = None,
-        unbound: bool = False,
     ) -> None:
-        """``unbound``: the registry has no binding for the path yet, so the new room
-        answers nobody until the Daemon has recorded it."""
         match admission:
             case Refuse(code, message):
                 raise NbstageError(code, message)
             case JoinResident(notebook_id):
                 self._join(self.rooms[notebook_id], origin, peer_label, created=False)
-            case StartNewRoom(notebook_id, source, path):
+            case StartNewRoom(notebook_id, source, path, binding_pending):
                 self._refuse_beyond_limits(origin)
                 entry = self._start_room(
                     notebook_id,
@@ -477,7 +467,7 @@ class Daemon(NbActor):
                     kernelspec,
                     working_dir,
                     content,
-                    unbound and path is not None,
+                    binding_pending,
                 )
                 entry.started_by = origin.conn
                 self._join(entry, origin, peer_label, created=source is RoomSource.NEW)

@@ -64,14 +64,14 @@ UNTITLED_ONLY = AttachFacts(bound_path=None, bound_file_exists=False, has_untitl
             {},
             True,
             None,
-            StartNewRoom(FRESH_ID, RoomSource.FILE, PATH),
-            id="an existing file without a binding loads under a fresh uuid",
+            StartNewRoom(FRESH_ID, RoomSource.FILE, PATH, binding_pending=True),
+            id="an existing file without a binding loads under a fresh uuid, to be bound",
         ),
         pytest.param(
             {OTHER_PATH: RESIDENT_ID},
             True,
             None,
-            StartNewRoom(FRESH_ID, RoomSource.FILE, PATH),
+            StartNewRoom(FRESH_ID, RoomSource.FILE, PATH, binding_pending=True),
             id="a room resident for another path is not joined",
         ),
         pytest.param(
