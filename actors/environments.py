@@ -297,12 +297,14 @@ def _size(env: Path) -> int:
     return total
 
 
-def describe_envs(state_dir: str | Path) -> list[dict[str, object]]:
-    """Every template, pool and inline venv of this state dir: kind, path, bytes on disk,
-    the time it was last changed (a pool venv's is its kernel's start) and last used (an
-    inline venv's use stamp, the others' change); an inline venv's row also has its
-    fingerprint. Blocking: it walks the files, which is why only the admin console asks."""
-    root = envs_dir(state_dir)
+def describe_envs(state_dir: str | Path, root: Path | None = None) -> list[dict[str, object]]:
+    """Every template, pool and inline venv of this state dir (the template and inline
+    ones under ``root``, by default this process's ``envs_dir``): kind, path, bytes on
+    disk, the time it was last changed (a pool venv's is its kernel's start) and last
+    used (an inline venv's use stamp, the others' change); an inline venv's row also has
+    its fingerprint. Blocking: it walks the files, which is why only the admin console
+    asks."""
+    root = envs_dir(state_dir) if root is None else root
     found = [("template", root / template_name())]
     found += [("pool", env) for env in pool_envs(state_dir)]
     found += [("inline", env) for env in inline_envs(root)]

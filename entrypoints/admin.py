@@ -22,6 +22,7 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -578,7 +579,11 @@ def run_log(admin: Admin, args: list[str]) -> Outcome:
 def run_envs(admin: Admin, args: list[str]) -> Outcome:
     from nbstage.actors.environments import describe_envs
 
-    envs = describe_envs(admin.paths.root)
+    try:
+        root = Path(admin.request("status")["envs_dir"])
+    except (AdminError, KeyError):
+        root = None  # no daemon (or one from before envs_dir): this process's setting
+    envs = describe_envs(admin.paths.root, root)
     if not envs:
         return Outcome({"envs": envs}, "No kernel environments yet: the first kernel makes them.")
     columns = [

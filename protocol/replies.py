@@ -81,6 +81,9 @@ class DaemonIdentity:
 class DaemonStatus(DaemonIdentity):
     socket: str
     state_dir: str
+    envs_dir: str
+    """Where the daemon keeps kernel environments (``NBSTAGE_ENVS_DIR`` as the daemon
+    read it), so that the admin console lists the daemon's and not its own."""
     rooms: int
     kernels: int
     """Kernels that are up (neither absent nor dead)."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import time
 
 import psutil
 import pytest
 
+from nbstage.actors.environments import envs_dir
 from nbstage.entrypoints.daemon_client import DaemonError
 from tests.support import (
     RunningDaemon,
@@ -30,6 +32,8 @@ def test_status_json_reports_identity_socket_and_counts(daemon: RunningDaemon) -
     assert status["pid"] == daemon.pid
     assert status["incarnation"] == [status["pid"], status["started_at"]]
     assert status["socket"] == str(daemon.paths.socket)
+    started_with = {**os.environ, **daemon.env}
+    assert status["envs_dir"] == str(envs_dir(daemon.paths.root, started_with))
     assert (status["rooms"], status["kernels"]) == (0, 0)
 
 

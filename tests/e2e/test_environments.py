@@ -51,6 +51,12 @@ def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
         envs = {env["path"]: env for env in json.loads(listed.stdout)["envs"]}
         assert envs[prefix]["kind"] == "pool"
         assert envs[prefix]["bytes"] > 0
+        elsewhere = {"NBSTAGE_ENVS_DIR": str(daemon.paths.root / "not-the-daemons")}
+        seen = run_cli("admin", "envs", "--json", state_dir=daemon.paths.root, env=elsewhere)
+        kept = {(env["kind"], env["path"]) for env in json.loads(seen.stdout)["envs"]}
+        assert kept == {(env["kind"], path) for path, env in envs.items()}, (
+            "the console lists the daemon's environments, whatever its own NBSTAGE_ENVS_DIR"
+        )
         shown = run_cli("admin", "envs", state_dir=daemon.paths.root, env={"COLUMNS": "80"})
         assert shown.stdout.splitlines()[0].split() == ["KIND", "SIZE", "USED", "PATH"]
         kinds = [line.split()[0] for line in shown.stdout.splitlines()[1:]]
