@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -317,10 +318,45 @@ def _mode_for(path: Path) -> int | None:
         raise _save_failed(path, exc, "The file on disk was not changed.") from None
 
 
+TEMP_TOKEN_BYTES = 6
+STALE_TEMP_SECS = 3600.0
+"""A save's temp file lives for the length of one write; one this old was left by a
+process killed in the middle of a save."""
+
+
+def _temp_name(path: Path) -> str:
+    return f".{path.name}.{secrets.token_hex(TEMP_TOKEN_BYTES)}.tmp"
+
+
+def sweep_stale_temps(path: Path, now: float, older_than: float = STALE_TEMP_SECS) -> int:
+    """Remove the temp files that saves of ``path`` left behind when their process was
+    killed (SIGKILL between the write and the rename): files named as ``_temp_name``
+    makes them, unchanged for ``older_than`` seconds. Returns how many were removed.
+    A save in flight, by this daemon or by any other process, has a younger file."""
+    own = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{{2 * TEMP_TOKEN_BYTES}}}\.tmp")
+    removed = 0
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not own.fullmatch(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if now - entry.stat(follow_symlinks=False).st_mtime > older_than:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
 def _create_temp(path: Path) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     while True:
-        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        tmp = str(path.parent / _temp_name(path))
         try:
             return os.open(tmp, flags, NEW_FILE_MODE), tmp
         except FileExistsError:

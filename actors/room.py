@@ -156,6 +156,7 @@ from nbstage.protocol.room_followups import (
     LiveExecutionRecorded,
     SaveFinished,
     SavePurpose,
+    StaleTempsSwept,
     StoredExecutionRead,
     WaitExpired,
 )
@@ -293,6 +294,8 @@ class Room(NbActor):
             self.send(sender, RoomStartFailed(msg.notebook_id, exc.code, exc.message))
             return
         self.saved_revision = self.doc.revision
+        if msg.source is RoomSource.FILE:
+            self._sweep_stale_temps()
         if msg.source is not RoomSource.NEW:
             self.held_joins = []
             self.start_reads = (2 if self._journalled else 1) + int(msg.binding_pending)
@@ -325,6 +328,20 @@ class Room(NbActor):
         self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
         for join in held:
             self.fail(join.origin, error)
+
+    def _sweep_stale_temps(self) -> None:
+        from nbstage.actors.notebook_files import sweep_stale_temps
+
+        path = Path(self.path)
+        self.offload(StaleTempsSwept(), lambda: sweep_stale_temps(path, time.time()), self._lane)
+
+    def _stale_temps_swept(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.warning("could not sweep old temp files beside %s: %s", self.path, done.error)
+        elif done.result:
+            log.info(
+                "removed %d temp file(s) that killed saves left beside %s", done.result, self.path
+            )
 
     def _read_kernelspecs(self, restart: Origin | None = None) -> None:
         """At the start, the trusted dependency sets of the notebook's path come too."""
@@ -865,6 +882,7 @@ class Room(NbActor):
             LiveExecutionRecorded: self._live_execution_recorded,
             StoredExecutionRead: self._stored_execution_read,
             KernelspecsRead: self._kernelspecs_read,
+            StaleTempsSwept: self._stale_temps_swept,
             JournalAppended: self._journal_appended,
             JournalRead: self._journal_read,
             JournalTruncated: self._journal_truncated,

@@ -76,6 +76,12 @@ class FileCheckDue:
 
 
 @frozen
+class StaleTempsSwept:
+    """Offload token: the temp files that killed saves left beside the room's file were
+    removed (the result says how many)."""
+
+
+@frozen
 class FileLooked:
     """Offload token of a look at the room's file (a stat, and a read when it changed)."""
 

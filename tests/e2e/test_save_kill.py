@@ -11,9 +11,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from nbstage.actors import notebook_files
 from nbstage.entrypoints.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
-from tests.support import assert_daemon_gone, pid_gone, start_daemon, wait_until
+from tests.support import (
+    RunningDaemon,
+    assert_daemon_gone,
+    pid_gone,
+    start_daemon,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -114,3 +121,24 @@ def test_a_daemon_killed_around_saves_never_leaves_an_invalid_file_or_loses_a_sa
     assert kills["answered"], f"no kill came after a save's answer: {kills}"
     assert kills["unanswered"], f"no kill came before a save's answer: {kills}"
     print(f"{CYCLES} cycles, seed {SEED}: {kills}; hidden temp files left: {len(left_behind)}")
+
+
+def test_a_room_that_opens_removes_the_temp_files_killed_saves_left(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """What the kills above leave behind goes when the notebook is next opened, once it is
+    old enough that no save in flight can own it."""
+    notebook = tmp_path / "swept.ipynb"
+    notebook.write_text(
+        nbformat.writes(nbformat.v4.new_notebook(metadata={"kernelspec": NO_KERNEL}))
+    )
+    long_ago = time.time() - notebook_files.STALE_TEMP_SECS - 60
+    stale = tmp_path / f".{notebook.name}.0123456789ab.tmp"
+    stale.write_text("a save killed in the middle")
+    os.utime(stale, (long_ago, long_ago))
+    in_flight = tmp_path / f".{notebook.name}.ba9876543210.tmp"
+    in_flight.write_text("a save still being written")
+    daemon.request("open", path=str(notebook))
+    wait_until(lambda: not stale.exists(), 10, "the old temp file to be removed")
+    assert in_flight.exists()
+    assert nbformat.reads(notebook.read_text(), as_version=4).metadata.kernelspec == NO_KERNEL

@@ -375,3 +375,39 @@ def test_an_empty_path_is_a_bad_request():
     with pytest.raises(NbstageError) as info:
         canonical_path("")
     assert info.value.code == ErrorCode.BAD_REQUEST
+
+
+def test_only_old_temp_files_of_this_notebooks_saves_are_swept(tmp_path: Path) -> None:
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text("{}")
+    now = 1_000_000.0
+    old, young = now - notebook_files.STALE_TEMP_SECS - 1, now - 60
+
+    def made(name: str, mtime: float) -> Path:
+        path = tmp_path / name
+        path.write_text("partial")
+        os.utime(path, (mtime, mtime))
+        return path
+
+    stale = made(".nb.ipynb.0123456789ab.tmp", old)
+    kept = [
+        made(".nb.ipynb.ba9876543210.tmp", young),  # a save in flight
+        made(".other.ipynb.0123456789ab.tmp", old),  # another notebook's
+        made(".nb.ipynb.tmp", old),  # not a name a save makes
+        made(".nb.ipynb.0123456789AB.tmp", old),
+        made("nb.ipynb.0123456789ab.tmp", old),
+    ]
+    (tmp_path / ".nb.ipynb.aaaaaaaaaaaa.tmp").mkdir()
+    assert notebook_files.sweep_stale_temps(notebook, now) == 1
+    assert not stale.exists()
+    assert all(path.exists() for path in kept)
+    assert notebook.read_text() == "{}"
+    assert (tmp_path / ".nb.ipynb.aaaaaaaaaaaa.tmp").is_dir()
+
+
+def test_a_save_names_its_temp_file_as_the_sweep_expects(tmp_path: Path) -> None:
+    name = notebook_files._temp_name(tmp_path / "nb.ipynb")
+    made = tmp_path / name
+    made.write_text("partial")
+    stale = notebook_files.STALE_TEMP_SECS + made.stat().st_mtime + 1
+    assert notebook_files.sweep_stale_temps(tmp_path / "nb.ipynb", stale) == 1
