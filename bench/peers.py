@@ -6,7 +6,9 @@ In one run, against the same machine load:
 2. jupymcp 0.3.2, a peer MCP server, over stdio (`execute(code)`), installed by this
    script into its own venv (bench/.venvs/jupymcp) the first time;
 3. nbstage's `execute_cell` through `nbstage mcp` over stdio;
-4. nbstage through the daemon socket alone (DaemonClient).
+4. nbstage through the daemon socket alone (DaemonClient);
+5. an MCP server that answers at once (bench/instant_server.py): the SDK client's and
+   the pipes' own cost, under any stdio server's latency.
 
 The calls are split into rounds (``--rounds``), each system in turn and the order reversed
 every other round, so that a shared machine whose speed drifts during the run weighs on
@@ -254,6 +256,14 @@ def nbstage_spawn(what: str, state: Path, cwd: Path) -> Spawn:
         args=[*NBSTAGE[1:], "mcp", "--state-dir", str(state)],
         env=tagged_env(tag),
         cwd=str(cwd),
+    )
+    return Spawn(what, params, tag, cwd / f"stderr-{tag[:8]}.log")
+
+
+def instant_spawn(what: str, cwd: Path) -> Spawn:
+    tag = uuid.uuid4().hex
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(BENCH / "instant_server.py")], env=tagged_env(tag)
     )
     return Spawn(what, params, tag, cwd / f"stderr-{tag[:8]}.log")
 
@@ -606,6 +616,15 @@ def jupymcp_round(runs: int, work: Path, leaks: list[str]) -> dict[str, list[flo
     return {"jupymcp": samples}
 
 
+def instant_round(runs: int, work: Path, leaks: list[str]) -> dict[str, list[float]]:
+    spawn = instant_spawn("instant server", work)
+    try:
+        samples = anyio.run(mcp_latency, spawn, jupymcp_setup, check_jupymcp_exec, runs, leaks)
+    except Exception as exc:
+        raise ServerFailed(exc, spawn.stderr) from exc
+    return {"instant": samples}
+
+
 def nbstage_round(
     runs: int, work: Path, leaks: list[str], result: dict[str, Any]
 ) -> dict[str, list[float]]:
@@ -645,6 +664,7 @@ def measure(runs: int, rounds: int, work: Path) -> dict[str, Any]:
         ("raw", lambda n, where: {"raw": raw_roundtrips(n, where)}),
         ("jupymcp", lambda n, where: jupymcp_round(n, where, leaks)),
         ("nbstage", lambda n, where: nbstage_round(n, where, leaks, result)),
+        ("instant", lambda n, where: instant_round(n, where, leaks)),
     ]
     if "jupymcp install" in errors:
         del systems[1]
@@ -691,6 +711,7 @@ NAMES = {
     "jupymcp": f"jupymcp {JUPYMCP_VERSION} execute",
     "nbstage": "nbstage mcp execute_cell",
     "daemon": "nbstage daemon socket",
+    "instant": "instant MCP server (floor)",
 }
 
 
@@ -717,6 +738,13 @@ def report(result: dict[str, Any], runs: int) -> None:
                 f"{label:<30} {a['median_ms'] - b['median_ms']:+8.2f}"
                 f" {a['p90_ms'] - b['p90_ms']:+8.2f}"
             )
+    for key, label in (("nbstage", "nbstage mcp"), ("jupymcp", "jupymcp")):
+        if {key, "raw", "instant"} <= latency.keys():
+            beyond = [
+                latency[key][q] - latency["raw"][q] - latency["instant"][q]
+                for q in ("median_ms", "p90_ms")
+            ]
+            print(f"{label + ' - raw - floor (ms)':<30} {beyond[0]:+8.2f} {beyond[1]:+8.2f}")
     if "nbstage" in latency and "jupymcp" in latency:
         a, b = latency["nbstage"], latency["jupymcp"]
         print(
