@@ -49,7 +49,7 @@ def _waiting(channel: Any) -> Iterator[dict[str, Any]]:
     (The channel's ``msg_ready`` and ``get_msg`` build a zmq poller for every call, two
     per message and one more per channel at the end: most of a drain's time.)"""
     socket, session = channel.socket, channel.session
-    while True:
+    while socket is not None:
         try:
             frames = socket.recv_multipart(zmq.NOBLOCK)
         except zmq.Again:

@@ -49,6 +49,9 @@ RUN_TAG_ENV = "NBSTAGE_BENCH_RUN"
 CLIENT_TAG_ENV = "NBSTAGE_BENCH_CLIENT"
 """Set only for `nbstage mcp` processes (and so their children): the client side."""
 SAMPLE_SECS = 0.1
+UNSETTLED_SECS = 2.0
+"""A process younger than this that is not tagged is looked at again: it may be a fork
+that has not yet exec'd with the environment it was given."""
 GONE_GRACE_SECS = 15.0
 EXECUTE_WAIT_SECS = 120.0
 
@@ -117,12 +120,16 @@ class TreeSampler:
         if key not in self.known:
             try:
                 env = proc.environ()
-            except psutil.Error:
-                # Not kept: for a moment around an exec the environment cannot be read.
+            except psutil.AccessDenied:
+                self.known[key] = None  # another user's
                 return None
+            except psutil.Error:
+                return None  # gone, or in the middle of an exec: ask again next time
             side = None
             if env.get(RUN_TAG_ENV) == self.run_tag and proc.pid != self.me:
                 side = "mcp" if CLIENT_TAG_ENV in env else "daemon"
+            elif time.time() - key[1] < UNSETTLED_SECS:
+                return None  # forked, perhaps not yet exec'd with its own environment
             self.known[key] = side
         return self.known[key]
 

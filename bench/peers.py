@@ -605,24 +605,15 @@ class ServerFailed(Exception):
         self.stderr = stderr
 
 
-def jupymcp_round(runs: int, work: Path, leaks: list[str]) -> dict[str, list[float]]:
-    spawn = jupymcp_spawn("jupymcp", work)
+def execute_round(key: str, spawn: Spawn, runs: int, leaks: list[str]) -> dict[str, list[float]]:
+    """``runs`` timed `execute(code)` calls on a server that takes jupymcp's tool."""
     try:
         samples = anyio.run(mcp_latency, spawn, jupymcp_setup, check_jupymcp_exec, runs, leaks)
     except Exception as exc:
         raise ServerFailed(exc, spawn.stderr) from exc
     finally:
-        reap({p.pid for p in tagged_processes(spawn.tag)}, "jupymcp", leaks)
-    return {"jupymcp": samples}
-
-
-def instant_round(runs: int, work: Path, leaks: list[str]) -> dict[str, list[float]]:
-    spawn = instant_spawn("instant server", work)
-    try:
-        samples = anyio.run(mcp_latency, spawn, jupymcp_setup, check_jupymcp_exec, runs, leaks)
-    except Exception as exc:
-        raise ServerFailed(exc, spawn.stderr) from exc
-    return {"instant": samples}
+        reap({p.pid for p in tagged_processes(spawn.tag)}, spawn.what, leaks)
+    return {key: samples}
 
 
 def nbstage_round(
@@ -662,9 +653,15 @@ def measure(runs: int, rounds: int, work: Path) -> dict[str, Any]:
         errors.record("jupymcp install", exc)
     systems = [
         ("raw", lambda n, where: {"raw": raw_roundtrips(n, where)}),
-        ("jupymcp", lambda n, where: jupymcp_round(n, where, leaks)),
+        (
+            "jupymcp",
+            lambda n, where: execute_round("jupymcp", jupymcp_spawn("jupymcp", where), n, leaks),
+        ),
         ("nbstage", lambda n, where: nbstage_round(n, where, leaks, result)),
-        ("instant", lambda n, where: instant_round(n, where, leaks)),
+        (
+            "instant",
+            lambda n, where: execute_round("instant", instant_spawn("instant", where), n, leaks),
+        ),
     ]
     if "jupymcp install" in errors:
         del systems[1]

@@ -195,11 +195,18 @@ class Admin:
         return f"The nbstage daemon is not running ({problem}). Start it with: {hint}"
 
     def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+        answer = self.request_if_running(kind, **fields)
+        if answer is None:
+            raise AdminError(self.not_running())
+        return answer
+
+    def request_if_running(self, kind: str, **fields: Any) -> dict[str, Any] | None:
+        """``request``, or None when no daemon runs; every other failure is an AdminError."""
         try:
             with DaemonClient(self.paths.socket, timeout=REQUEST_TIMEOUT_SECS) as client:
                 return client.request(kind, **fields)
         except DaemonNotRunning:
-            raise AdminError(self.not_running()) from None
+            return None
         except Untrusted as exc:
             raise AdminError(str(exc)) from None
         except DaemonError as exc:
@@ -579,10 +586,9 @@ def run_log(admin: Admin, args: list[str]) -> Outcome:
 def run_envs(admin: Admin, args: list[str]) -> Outcome:
     from nbstage.actors.environments import describe_envs
 
-    try:
-        root = Path(admin.request("status")["envs_dir"])
-    except (AdminError, KeyError):
-        root = None  # no daemon (or one from before envs_dir): this process's setting
+    status = admin.request_if_running("status")
+    # With no daemon (or one from before envs_dir), this process's own setting.
+    root = Path(status["envs_dir"]) if status and "envs_dir" in status else None
     envs = describe_envs(admin.paths.root, root)
     if not envs:
         return Outcome({"envs": envs}, "No kernel environments yet: the first kernel makes them.")

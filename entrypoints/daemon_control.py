@@ -9,7 +9,6 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from typing import Any
 
 import psutil
 
+from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths, prepare, record_socket_dir, recorded_paths
 from nbstage.protocol.version import VERSION
 
@@ -101,9 +101,7 @@ def start_background(
     with log_file:
         proc = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "nbstage.entrypoints.cli",
+                *module_command("nbstage.entrypoints.cli"),
                 "daemon",
                 "start",
                 "--foreground",

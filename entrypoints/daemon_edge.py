@@ -289,7 +289,7 @@ class Edge:
                 **asdict(self.identity),
                 socket=str(self.paths.socket),
                 state_dir=str(self.paths.root),
-                envs_dir=str(environments.envs_dir(self.paths.root)),
+                envs_dir=str(environments.envs_dir(self.paths.root).resolve()),
                 **asdict(counts),
             )
             if conn is not None:

@@ -12,9 +12,9 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 
 from nbstage.entrypoints.ownership import Untrusted
+from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths, prepare
 
 log = logging.getLogger("nbstage.mcp")
@@ -42,7 +42,7 @@ def start_daemon_unless_running(paths: StatePaths) -> None:
     except (OSError, Untrusted) as exc:
         log.error("could not start the daemon: %s", exc)
         return
-    daemon = [sys.executable, "-m", "nbstage.entrypoints.cli", "daemon", "start", "--foreground"]
+    daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
     with open(paths.logs / "daemon.out", "ab") as out:
         subprocess.run(
             ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],

@@ -11,7 +11,6 @@ import contextlib
 import fcntl
 import os
 import signal
-import sys
 import time
 from functools import partial
 from typing import Any
@@ -24,9 +23,10 @@ from nbstage.entrypoints.daemon_client import DaemonClient
 from nbstage.entrypoints.daemon_control import VERSION_ENV, query_status, stop
 from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.mcp_main import REJOIN_ENV
+from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths
 
-NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
+NBSTAGE = module_command("nbstage.entrypoints.cli")
 INHERITED_MARKERS = (EDGE_PID_ENV, REJOIN_ENV)
 GONE_SECS = 15.0
 

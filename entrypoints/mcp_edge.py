@@ -25,7 +25,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ import orjson
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths
 from nbstage.protocol import jsonrpc, mcp, session_frames
 from nbstage.protocol.frames import FrameError
@@ -308,9 +308,7 @@ class McpEdge:
         env = {**os.environ, EDGE_PID_ENV: str(os.getpid()), SESSION_FD_ENV: str(theirs.fileno())}
         try:
             child.process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "nbstage.entrypoints.session_main",
+                *module_command("nbstage.entrypoints.session_main"),
                 stdin=asyncio.subprocess.DEVNULL,
                 pass_fds=(theirs.fileno(),),
                 env=env,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths
 
 REJOIN_ENV = "NBSTAGE_REJOIN_NOTEBOOK"
@@ -35,8 +36,13 @@ def become_edge(paths: StatePaths, label: str | None, autostart: bool) -> None:
     }
     sys.stdout.flush()
     sys.stderr.flush()
-    argv = [sys.executable, "-m", "nbstage.entrypoints.mcp_main", orjson.dumps(settings).decode()]
-    os.execv(sys.executable, argv)
+    argv = [*module_command("nbstage.entrypoints.mcp_main"), orjson.dumps(settings).decode()]
+    try:
+        os.execv(argv[0], argv)
+    except OSError as exc:
+        import click  # the CLI's process image; the edge's never loads click
+
+        raise click.ClickException(f"could not start the MCP edge ({argv[0]}): {exc}") from None
 
 
 def run(settings_json: str) -> None:
@@ -59,4 +65,6 @@ def run(settings_json: str) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("nbstage.entrypoints.mcp_main is started by `nbstage mcp`; run that instead.")
     run(sys.argv[1])

@@ -1,10 +1,12 @@
 """``@frozen``: nbstage's frozen, slotted dataclass.
 
 It is ``dataclass(frozen=True, slots=True)``, except that the methods which do not
-depend on a class's signature are shared by every such class instead of being
-generated and compiled for each one: ``__eq__``, ``__hash__``, ``__repr__``, and the
-``__setattr__`` and ``__delattr__`` that refuse to change an instance. They read the
-field names they need from the class. Only ``__init__`` is still generated.
+depend on a class's signature are shared by every such class instead of being made for
+each one: ``__eq__``, ``__hash__``, ``__repr__``, and the ``__setattr__`` and
+``__delattr__`` that refuse to change an instance. They read the field names they need
+from the class. dataclasses is asked for no ``__eq__`` or ``__repr__`` (so
+``__dataclass_params__`` says ``eq=False, repr=False``); it still makes the two refusals,
+which are replaced at once, because a frozen class gets them whatever is asked.
 
 Why: every nbstage process defines a few hundred of these classes (the messages in
 ``protocol/``, and the actors' own). Generated, those five methods cost a class about
@@ -104,9 +106,12 @@ def _share_methods(cls: C, body: dict[str, Any]) -> C:
     return cls
 
 
-@typing.dataclass_transform(frozen_default=True)
+@typing.dataclass_transform(
+    frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field)
+)
 def frozen(cls: C | None = None, /, **options: Any) -> Any:
-    """``@frozen`` or ``@frozen(kw_only=True, ...)``; ``options`` go to ``dataclass``."""
+    """``@frozen`` or ``@frozen(kw_only=True, ...)``; ``options`` go to ``dataclass``
+    (``frozen``, ``slots``, ``eq`` and ``repr`` are this decorator's to set)."""
 
     def make(cls: C) -> C:
         body = dict(cls.__dict__)

@@ -33,7 +33,7 @@ def test_status_json_reports_identity_socket_and_counts(daemon: RunningDaemon) -
     assert status["incarnation"] == [status["pid"], status["started_at"]]
     assert status["socket"] == str(daemon.paths.socket)
     started_with = {**os.environ, **daemon.env}
-    assert status["envs_dir"] == str(envs_dir(daemon.paths.root, started_with))
+    assert status["envs_dir"] == str(envs_dir(daemon.paths.root, started_with).resolve())
     assert (status["rooms"], status["kernels"]) == (0, 0)
 
 

@@ -13,6 +13,7 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.tools import TOOLS_BY_NAME
-from tests.support import NBSTAGE, RunningDaemon, processes_of_daemon, wait_until
+from tests.support import NBSTAGE, RunningDaemon, processes_of_daemon, run_cli, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -46,11 +47,18 @@ ARRAY_PARAMS_CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": ["get_c
 class RawServer:
     """One ``nbstage mcp`` process on pipes. Every stdout line is kept in ``lines``."""
 
-    def __init__(self, state_dir: Path, env: dict[str, str], *extra: str, cwd: Path) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        env: dict[str, str],
+        *extra: str,
+        cwd: Path,
+        command: tuple[str, ...] = tuple(NBSTAGE),
+    ) -> None:
         self.stderr_path = cwd / f"mcp-stderr-{time.monotonic_ns()}.log"
         with self.stderr_path.open("wb") as stderr:
             self.proc = subprocess.Popen(
-                [*NBSTAGE, "mcp", "--state-dir", str(state_dir), *extra],
+                [*command, "mcp", "--state-dir", str(state_dir), *extra],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -156,8 +164,14 @@ class RawServer:
 
 
 @contextmanager
-def raw_server(state_dir: Path, env: dict[str, str], *extra: str, cwd: Path) -> Iterator[RawServer]:
-    server = RawServer(state_dir, env, *extra, cwd=cwd)
+def raw_server(
+    state_dir: Path,
+    env: dict[str, str],
+    *extra: str,
+    cwd: Path,
+    command: tuple[str, ...] = tuple(NBSTAGE),
+) -> Iterator[RawServer]:
+    server = RawServer(state_dir, env, *extra, cwd=cwd, command=command)
     try:
         yield server
     finally:
@@ -181,6 +195,34 @@ def exit_after(server: RawServer, stop: Any) -> tuple[int | None, float]:
     except subprocess.TimeoutExpired:
         code = None
     return code, time.monotonic() - started
+
+
+# --- where it starts -----------------------------------------------------------------------
+
+SHADOW = "raise ImportError('a module of the project folder stood in for the standard one')\n"
+
+
+def test_a_module_in_the_clients_folder_never_stands_in_for_a_standard_one(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """An MCP client starts `nbstage mcp` (the console script) in the user's project, and
+    a project may hold a `signal.py`. The edge, its session child and the daemon it
+    autostarts each import `signal`, and each is a `python -m` started in that folder."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "signal.py").write_text(SHADOW)
+    console = (str(Path(sys.executable).with_name("nbstage")),)
+    try:
+        with raw_server(state_dir, {}, cwd=project, command=console) as server:
+            server.initialize()
+            created = server.call("create_notebook")
+            assert created["structuredContent"]["notebook_id"]
+            listed = server.call("list_active_notebooks")
+            assert len(listed["structuredContent"]["notebooks"]) == 1, listed
+            assert "stood in" not in server.stderr_tail()
+    finally:
+        stopped = run_cli("daemon", "stop", state_dir=state_dir)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 # --- the handshake ------------------------------------------------------------------------
