@@ -48,14 +48,10 @@ def _waiting(channel: Any) -> Iterator[dict[str, Any]]:
     """Every message already on ``channel``, without blocking: one non-blocking read each.
     (The channel's ``msg_ready`` and ``get_msg`` build a zmq poller for every call, two
     per message and one more per channel at the end: most of a drain's time.)"""
-    socket, session = channel.socket, channel.session
-    while socket is not None:
-        try:
-            frames = socket.recv_multipart(zmq.NOBLOCK)
-        except zmq.Again:
-            return
-        _, frames = session.feed_identities(frames)
-        yield session.deserialize(frames)
+    if channel.socket is None:
+        return
+    while (msg := channel.session.recv(channel.socket, zmq.NOBLOCK)[1]) is not None:
+        yield msg
 
 
 def installed_kernelspecs() -> dict[str, KernelspecInfo]:

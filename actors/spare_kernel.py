@@ -54,8 +54,8 @@ def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
     if not (template / environments.READY).exists():
         return None
     kernel_id = f"spare-{secrets.token_hex(3)}"
-    env = environments.take_pool_env(template, state_dir, kernel_id)
     kernel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = environments.take_pool_env(template, state_dir, kernel_id)
     connection_file = kernel_dir / f"{kernel_id}.json"
     info = {
         "transport": "ipc",

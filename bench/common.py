@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +12,9 @@ from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 
-NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
+from nbstage.entrypoints.python_command import module_command
+
+NBSTAGE = module_command("nbstage.entrypoints.cli")
 WARMUP = 20
 
 # Every bench daemon (each in its own fresh state dir) takes its kernels' environments from

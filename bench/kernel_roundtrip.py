@@ -18,6 +18,7 @@ import psutil
 from common import WARMUP, daemon, raw_roundtrips, summarize
 
 from nbstage.entrypoints.daemon_client import DaemonClient
+from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.statedir import state_paths
 
 ADDED_ROOMS = 32
@@ -50,7 +51,7 @@ def memory_report(client: DaemonClient, daemon_pid: int) -> tuple[float, float, 
     processes = 0
     for proc in psutil.process_iter():
         try:
-            if proc.pid == daemon_pid or proc.environ().get("NBSTAGE_EDGE_PID") == str(daemon_pid):
+            if proc.pid == daemon_pid or proc.environ().get(EDGE_PID_ENV) == str(daemon_pid):
                 processes += 1
         except psutil.Error:
             continue

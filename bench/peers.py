@@ -249,36 +249,25 @@ class Spawn:
     stderr: Path
 
 
-def nbstage_spawn(what: str, state: Path, cwd: Path) -> Spawn:
+def spawned(what: str, cwd: Path, command: str, args: list[str]) -> Spawn:
+    """A server started as ``command args`` in ``cwd``, tagged so its processes can be found."""
     tag = uuid.uuid4().hex
-    params = StdioServerParameters(
-        command=NBSTAGE[0],
-        args=[*NBSTAGE[1:], "mcp", "--state-dir", str(state)],
-        env=tagged_env(tag),
-        cwd=str(cwd),
-    )
+    params = StdioServerParameters(command=command, args=args, env=tagged_env(tag), cwd=str(cwd))
     return Spawn(what, params, tag, cwd / f"stderr-{tag[:8]}.log")
+
+
+def nbstage_spawn(what: str, state: Path, cwd: Path) -> Spawn:
+    return spawned(what, cwd, NBSTAGE[0], [*NBSTAGE[1:], "mcp", "--state-dir", str(state)])
 
 
 def instant_spawn(what: str, cwd: Path) -> Spawn:
-    tag = uuid.uuid4().hex
-    params = StdioServerParameters(
-        command=sys.executable, args=[str(BENCH / "instant_server.py")], env=tagged_env(tag)
-    )
-    return Spawn(what, params, tag, cwd / f"stderr-{tag[:8]}.log")
+    return spawned(what, cwd, sys.executable, [str(BENCH / "instant_server.py")])
 
 
 def jupymcp_spawn(what: str, cwd: Path) -> Spawn:
-    tag = uuid.uuid4().hex
     workspace = cwd / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
-    params = StdioServerParameters(
-        command=str(JUPYMCP_BIN),
-        args=["--workspace-root", str(workspace)],
-        env=tagged_env(tag),
-        cwd=str(cwd),
-    )
-    return Spawn(what, params, tag, cwd / f"stderr-{tag[:8]}.log")
+    return spawned(what, cwd, str(JUPYMCP_BIN), ["--workspace-root", str(workspace)])
 
 
 @asynccontextmanager
@@ -605,7 +594,7 @@ class ServerFailed(Exception):
         self.stderr = stderr
 
 
-def execute_round(key: str, spawn: Spawn, runs: int, leaks: list[str]) -> dict[str, list[float]]:
+def execute_round(spawn: Spawn, runs: int, leaks: list[str]) -> dict[str, list[float]]:
     """``runs`` timed `execute(code)` calls on a server that takes jupymcp's tool."""
     try:
         samples = anyio.run(mcp_latency, spawn, jupymcp_setup, check_jupymcp_exec, runs, leaks)
@@ -613,7 +602,7 @@ def execute_round(key: str, spawn: Spawn, runs: int, leaks: list[str]) -> dict[s
         raise ServerFailed(exc, spawn.stderr) from exc
     finally:
         reap({p.pid for p in tagged_processes(spawn.tag)}, spawn.what, leaks)
-    return {key: samples}
+    return {spawn.what: samples}
 
 
 def nbstage_round(
@@ -623,10 +612,14 @@ def nbstage_round(
     taken in the first round."""
     state = work / "state"
     tag = uuid.uuid4().hex
-    start_daemon(state, tag)
     try:
+        start_daemon(state, tag)
         daemon_pid = daemon_identity(state)
         found = {"daemon": daemon_latency(state, runs)}
+    except Exception as exc:
+        stop_daemon(state, tag, leaks)
+        raise ServerFailed(exc, state / "logs" / "daemon.out") from exc
+    try:
         spawn = nbstage_spawn("nbstage mcp", state, state.parent)
         try:
             found["nbstage"] = anyio.run(
@@ -635,8 +628,12 @@ def nbstage_round(
         except Exception as exc:
             raise ServerFailed(exc, spawn.stderr) from exc
         if "footprint" not in result:
+            result["footprint"] = None  # taken once, whether or not it works
             spawn = nbstage_spawn("footprint nbstage mcp", state, state.parent)
-            result["footprint"] = anyio.run(footprint, spawn, daemon_pid, leaks)
+            try:
+                result["footprint"] = anyio.run(footprint, spawn, daemon_pid, leaks)
+            except Exception as exc:  # reported as failed; the round's samples stand
+                log(f"the idle footprint failed: {type(exc).__name__}: {exc}")
         return found
     finally:
         stop_daemon(state, tag, leaks)
@@ -655,17 +652,17 @@ def measure(runs: int, rounds: int, work: Path) -> dict[str, Any]:
         ("raw", lambda n, where: {"raw": raw_roundtrips(n, where)}),
         (
             "jupymcp",
-            lambda n, where: execute_round("jupymcp", jupymcp_spawn("jupymcp", where), n, leaks),
+            lambda n, where: execute_round(jupymcp_spawn("jupymcp", where), n, leaks),
         ),
         ("nbstage", lambda n, where: nbstage_round(n, where, leaks, result)),
         (
             "instant",
-            lambda n, where: execute_round("instant", instant_spawn("instant", where), n, leaks),
+            lambda n, where: execute_round(instant_spawn("instant", where), n, leaks),
         ),
     ]
     if "jupymcp install" in errors:
         del systems[1]
-    per_round = max(1, runs // rounds)
+    per_round = runs // rounds
     for number in range(rounds):
         order = systems if number % 2 == 0 else systems[::-1]
         for name, run_round in order:

@@ -29,6 +29,7 @@ from nbstage.actors.kernel_files import sweep_kernel_dir
 from nbstage.actors.spare_kernel import SPARE, SPARE_UNUSED_SECS
 from nbstage.entrypoints import alive_stamp
 from nbstage.entrypoints.actor_host import ActorHost
+from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.ownership import Untrusted, check_peer
 from nbstage.entrypoints.statedir import StatePaths
@@ -131,6 +132,7 @@ class Edge:
         self.paths = paths
         self.settings = settings
         self._stale_envs = stale_envs
+        self._envs_dir = str(environments.envs_dir(paths.root).resolve())
         started_at = round(time.time(), 6)
         self.identity = DaemonIdentity(os.getpid(), started_at, version, (os.getpid(), started_at))
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -188,9 +190,7 @@ class Edge:
 
     def _spawn(self, work: Any) -> None:
         """Run ``work`` as a task the stop cancels and waits for."""
-        task = asyncio.create_task(work)
-        self._serving.add(task)
-        task.add_done_callback(self._serving.discard)
+        start_kept(self._serving, work)
 
     @property
     def _run(self) -> DaemonRun:
@@ -289,7 +289,7 @@ class Edge:
                 **asdict(self.identity),
                 socket=str(self.paths.socket),
                 state_dir=str(self.paths.root),
-                envs_dir=str(environments.envs_dir(self.paths.root).resolve()),
+                envs_dir=self._envs_dir,
                 **asdict(counts),
             )
             if conn is not None:

@@ -33,6 +33,7 @@ import orjson
 
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.held_writer import HeldWriter
+from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths
@@ -64,9 +65,9 @@ log = logging.getLogger("nbstage.mcp")
 
 MAX_LINE = 64 * 1024 * 1024
 READ_CHUNK = 1024 * 1024
+"""stdin is read up to a newline or about this much at a time; longer lines come in pieces."""
 PIPE_SIZE = 1024 * 1024
 """Linux's default limit for a pipe an unprivileged process widens (fs.pipe-max-size)."""
-"""stdin is read up to a newline or about this much at a time; longer lines come in pieces."""
 STOP_TIMEOUT = 2.0
 CHILD_STOP_GRACE = 1.0
 TOOL_CACHE = "tool-cache.json"
@@ -296,9 +297,7 @@ class McpEdge:
                 log.warning("mcp edge ignored %s", type(message).__name__)
 
     def _spawn(self, work: Any) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        start_kept(self._tasks, work)
 
     # --- the session child ----------------------------------------------------------------
 

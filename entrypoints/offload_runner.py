@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
 log = logging.getLogger("nbstage.offload")
@@ -21,9 +22,7 @@ class OffloadRunner:
 
     def start(self, request: BlockingWorkRequested) -> None:
         previous = self._lanes.get(request.lane) if request.lane is not None else None
-        task = asyncio.create_task(self._run(request, previous))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = start_kept(self._tasks, self._run(request, previous))
         if request.lane is not None:
             self._lanes[request.lane] = task
             task.add_done_callback(lambda done: self._forget_lane(request.lane, done))

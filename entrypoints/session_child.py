@@ -35,6 +35,7 @@ from nbstage.actors.daemon_link import (
 from nbstage.entrypoints import fault_points
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.held_writer import HeldWriter
+from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.entrypoints.logs import setup_logging
 from nbstage.entrypoints.ownership import Untrusted, check_peer, check_private_dir
 from nbstage.protocol import session_frames
@@ -98,9 +99,7 @@ class SessionChildEdge:
                 self._send_on_link(link_id, frame)
             case OpenDaemonLink(link_id, socket_path, owner):
                 self._links[link_id] = Link(owner)
-                task = asyncio.create_task(self._run_link(link_id, socket_path))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                start_kept(self._tasks, self._run_link(link_id, socket_path))
             case CloseDaemonLink(link_id):
                 self._close_link(link_id)
             case _ if isinstance(message, session_frames.FROM_CHILD):

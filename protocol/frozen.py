@@ -28,15 +28,18 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Callable
+from functools import cache
 from operator import attrgetter
 from typing import Any, TypeVar
 
 C = TypeVar("C", bound=type)
 
 
+@cache
 def _getter(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:
     """Read ``names`` from an instance, always as a tuple (``attrgetter`` of one name
-    returns the bare value, which would compare a lone NaN field unlike dataclasses)."""
+    returns the bare value, which would compare a lone NaN field unlike dataclasses).
+    Classes with the same names share one."""
     if len(names) > 1:
         return attrgetter(*names)
     if names:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from nbstage.actors.restart_policy import (
+    DEFAULT_POLICY,
     OpenCircuit,
     RestartAfter,
     RestartPolicy,
@@ -44,9 +45,6 @@ def crash(at: float) -> tuple[str, float]:
 
 def crashes(*times: float) -> list[tuple[str, float]]:
     return [crash(t) for t in times]
-
-
-DEFAULT_POLICY = RestartPolicy()
 
 
 def run(

@@ -1,0 +1,18 @@
+"""Tasks an edge starts and holds until they end.
+
+asyncio keeps only a weak reference to a running task, so each edge holds its own in a
+set, which its stop also cancels and waits for."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+
+def start_kept(tasks: set[asyncio.Task], work: Coroutine[Any, Any, Any]) -> asyncio.Task:
+    """Run ``work`` as a task that stays in ``tasks`` until it is done."""
+    task = asyncio.create_task(work)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task
