@@ -12,15 +12,18 @@ when that process does (kernel_launcher.py), and teardown and tests find every p
 one tree by it."""
 
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (exit at once if it has).
+def die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when ``parent``, the process that started it,
+    dies; exit at once if it already has.
 
-    The signal follows the parent *thread* that started this process, so only
-    processes started from an edge's main thread may rely on it.
+    ``parent`` comes from the starter (the edge passes its pid in ``EDGE_PID_ENV``), not
+    from ``os.getppid()`` here: a parent that died before this call has had its orphans
+    adopted, and ``getppid()`` would name the adopter. The signal follows the parent
+    *thread* that started this process, so only processes started from an edge's main
+    thread may rely on it.
     """
     import ctypes
 
-    parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:

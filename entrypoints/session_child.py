@@ -163,9 +163,9 @@ class SessionChildEdge:
 
 
 def main() -> None:
-    from nbstage.entrypoints.lifelines import die_with_parent
+    from nbstage.entrypoints.lifelines import EDGE_PID_ENV, die_with_parent
 
-    die_with_parent()
+    die_with_parent(int(os.environ[EDGE_PID_ENV]))
     sock = socket.socket(fileno=int(os.environ.pop(SESSION_FD_ENV)))
     edge = SessionChildEdge(sock)
     asyncio.run(edge.run())

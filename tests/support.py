@@ -53,6 +53,23 @@ def processes_of_daemon(daemon_pid: int) -> list[psutil.Process]:
     return found
 
 
+def edge_tree_gone(pid: int) -> bool:
+    """True once the edge ``pid`` has exited (a zombie counts) and nothing it started runs."""
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return False
+    except psutil.NoSuchProcess:
+        pass
+    return not processes_of_daemon(pid)
+
+
+def wait_edge_tree_gone(pid: int, timeout: float = 10.0) -> None:
+    """Wait until an ``nbstage mcp`` process and its session child are gone."""
+    wait_until(
+        lambda: edge_tree_gone(pid), timeout, f"nbstage mcp pid {pid} and its actors to exit"
+    )
+
+
 def tcp_listeners(processes: list[psutil.Process]) -> list[str]:
     """Every TCP port these processes listen on, as "name pid address"."""
     return [
@@ -236,17 +253,7 @@ class McpClientSession:
         pid = self.server_pid
         assert pid is not None, "the nbstage mcp process of this client was never found"
 
-        def server_gone() -> bool:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    return False
-            except psutil.NoSuchProcess:
-                pass
-            return not processes_of_daemon(pid)
-
-        await anyio.to_thread.run_sync(
-            wait_until, server_gone, 10, f"nbstage mcp pid {pid} and its actors to exit"
-        )
+        await anyio.to_thread.run_sync(wait_edge_tree_gone, pid)
 
 
 def mcp_client(

@@ -33,11 +33,7 @@ module counts the generated lines it writes; a test after the fuzz requires at l
 from __future__ import annotations
 
 import itertools
-import os
-import queue
-import subprocess
 import tempfile
-import threading
 import time
 import types
 import typing
@@ -54,7 +50,8 @@ from hypothesis import strategies as st
 
 from nbstage.protocol.tools import TOOLS_BY_NAME, AllCellsFormat
 from tests.conftest import daemon_of_a_module
-from tests.support import NBSTAGE, RunningDaemon, processes_of_daemon, wait_until
+from tests.raw_mcp import RawMcpProcess
+from tests.support import RunningDaemon, wait_edge_tree_gone
 
 pytestmark = pytest.mark.e2e
 
@@ -97,57 +94,18 @@ fed = Counter()
 # --- the server on raw pipes --------------------------------------------------------------
 
 
-class StdioServer:
-    """``nbstage mcp`` on pipes; a thread queues each stdout line, and keeps them all."""
+class StdioServer(RawMcpProcess):
+    """``nbstage mcp`` on pipes, against a running daemon (it never autostarts one)."""
 
     def __init__(self, daemon: RunningDaemon, cwd: Path) -> None:
-        self.stderr_path = cwd / "mcp-stderr.log"
-        with self.stderr_path.open("wb") as stderr:
-            self.proc = subprocess.Popen(
-                [*NBSTAGE, "mcp", "--state-dir", str(daemon.paths.root), "--no-autostart"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env={**os.environ, **daemon.env},
-                cwd=cwd,
-            )
-        self.lines: list[bytes] = []
-        self.notifications: list[dict[str, Any]] = []
-        self._queue: queue.Queue[bytes | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            self._queue.put(line)
-        self._queue.put(None)
-
-    def write(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            raise AssertionError(f"nbstage mcp stopped reading: {self.stderr_tail()}") from None
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.write(orjson.dumps(message) + b"\n")
+        super().__init__(daemon.paths.root, daemon.env, "--no-autostart", cwd=cwd)
 
     def read(self, deadline: float) -> dict[str, Any]:
         """The next message that is not a server notification; fails on timeout or EOF."""
         while True:
-            timeout = max(0.0, deadline - time.monotonic())
-            try:
-                line = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no line on stdout within {READ_TIMEOUT}s") from None
-            if line is None:
-                raise AssertionError(f"stdout closed; stderr: {self.stderr_tail()}")
-            message = orjson.loads(line)
-            assert isinstance(message, dict), line[:300]
-            assert message.get("jsonrpc") == "2.0", line[:300]
+            message = self.next_message(deadline - time.monotonic())
+            assert isinstance(message, dict), str(message)[:300]
+            assert message.get("jsonrpc") == "2.0", str(message)[:300]
             if "method" in message:
                 assert message["method"] in SERVER_NOTIFICATIONS, message
                 assert "id" not in message, message
@@ -163,18 +121,6 @@ class StdioServer:
         answer = self.read(time.monotonic() + READ_TIMEOUT)
         assert answer.get("id") == request_id, answer
         return answer
-
-    def stderr_tail(self, size: int = 4000) -> str:
-        return self.stderr_path.read_bytes()[-size:].decode(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(10)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None and not pipe.closed:
-                pipe.close()
 
 
 @pytest.fixture(scope="module")
@@ -959,14 +905,10 @@ def test_after_the_fuzz_a_workflow_works_the_daemon_answers_and_eof_ends_the_pro
     rooms = fuzz_daemon.request("list_rooms")["rooms"]
     assert created["notebook_id"] in [room["notebook_id"] for room in rooms]
 
-    pid = server.proc.pid
-    assert server.proc.stdin is not None
-    server.proc.stdin.close()
+    server.close_stdin()
     assert server.proc.wait(timeout=10) == 0, server.stderr_tail()
     server._reader.join(10)
-    wait_until(
-        lambda: not processes_of_daemon(pid), 10, f"nbstage mcp pid {pid}'s processes to exit"
-    )
+    wait_edge_tree_gone(server.proc.pid)
 
     ids = Counter()
     for line in server.lines:

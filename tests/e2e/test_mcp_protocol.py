@@ -9,12 +9,9 @@ thread puts stdout lines on a queue; every read has a timeout, so nothing can ha
 from __future__ import annotations
 
 import itertools
-import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +25,8 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.tools import TOOLS_BY_NAME
-from tests.support import NBSTAGE, RunningDaemon, processes_of_daemon, run_cli, wait_until
+from tests.raw_mcp import RawMcpProcess
+from tests.support import NBSTAGE, RunningDaemon, run_cli, wait_edge_tree_gone
 
 pytestmark = pytest.mark.e2e
 
@@ -44,50 +42,12 @@ ARRAY_PARAMS_CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": ["get_c
 """JSON-RPC allows array params; tools/call takes an object."""
 
 
-class RawServer:
-    """One ``nbstage mcp`` process on pipes. Every stdout line is kept in ``lines``."""
+class RawServer(RawMcpProcess):
+    """One ``nbstage mcp`` process on pipes, with JSON-RPC requests on top."""
 
-    def __init__(
-        self,
-        state_dir: Path,
-        env: dict[str, str],
-        *extra: str,
-        cwd: Path,
-        command: tuple[str, ...] = tuple(NBSTAGE),
-    ) -> None:
-        self.stderr_path = cwd / f"mcp-stderr-{time.monotonic_ns()}.log"
-        with self.stderr_path.open("wb") as stderr:
-            self.proc = subprocess.Popen(
-                [*command, "mcp", "--state-dir", str(state_dir), *extra],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env={**os.environ, **env},
-                cwd=cwd,
-            )
-        self.lines: list[bytes] = []
-        self._queue: queue.Queue[bytes | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._ids = itertools.count(1)
-        self.notifications: list[dict[str, Any]] = []
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            self._queue.put(line)
-        self._queue.put(None)
-
-    # --- writing --------------------------------------------------------------------------
-
-    def write(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + b"\n")
-        self.proc.stdin.flush()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.write(orjson.dumps(message))
 
     def next_id(self) -> int:
         return next(self._ids)
@@ -95,14 +55,7 @@ class RawServer:
     # --- reading --------------------------------------------------------------------------
 
     def read(self, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
-        """The next message on stdout; fails on a timeout or on EOF."""
-        try:
-            line = self._queue.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no line on stdout within {timeout}s") from None
-        if line is None:
-            raise AssertionError(f"stdout closed; stderr: {self.stderr_tail()}")
-        return orjson.loads(line)
+        return self.next_message(timeout)
 
     def reply(self, request_id: Any, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
         """The reply to ``request_id``; notifications on the way are kept aside."""
@@ -142,25 +95,6 @@ class RawServer:
         assert "result" in answer, answer
         assert answer["result"]["isError"] is False, answer["result"]
         return answer["result"]
-
-    # --- ending ---------------------------------------------------------------------------
-
-    def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-
-    def stderr_tail(self, size: int = 4000) -> str:
-        return self.stderr_path.read_bytes()[-size:].decode(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(10)
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 @contextmanager
@@ -258,17 +192,17 @@ def test_a_line_that_is_not_json_gets_a_parse_error_and_the_server_carries_on(
 ) -> None:
     with raw_server(state_dir, {}, "--no-autostart", cwd=state_dir.parent) as server:
         for garbage in (b"this is not json", b'{"jsonrpc": "2.0", "id": 1,', b"\xff\xfe"):
-            server.write(garbage)
+            server.write_line(garbage)
             answer = server.read()
             assert answer["id"] is None
             assert answer["error"]["code"] == -32700
-        server.write(b"[]")
+        server.write_line(b"[]")
         assert server.read()["error"]["code"] == -32600
-        server.write(b"42")
+        server.write_line(b"42")
         assert server.read()["error"]["code"] == -32600
 
         assert server.initialize()["result"]["protocolVersion"] == "2025-11-25"
-        server.write(b"still not json")
+        server.write_line(b"still not json")
         assert server.read()["error"]["code"] == -32700
         server.send({"jsonrpc": "2.0", "id": "after-garbage", "method": "ping"})
         assert server.read() == {"jsonrpc": "2.0", "id": "after-garbage", "result": {}}
@@ -387,7 +321,7 @@ def _assert_daemon_unharmed(daemon: RunningDaemon, notebook_id: str, server_pid:
     assert daemon.request("identity")["pid"] == daemon.pid
     rooms = daemon.request("list_rooms")["rooms"]
     assert notebook_id in [room["notebook_id"] for room in rooms]
-    wait_until(lambda: not processes_of_daemon(server_pid), 10, "the mcp actor processes to exit")
+    wait_edge_tree_gone(server_pid)
 
 
 def test_stdin_eof_exits_zero_quickly_and_leaves_the_daemon_running(
@@ -692,7 +626,7 @@ def test_generated_lines_each_get_the_reply_they_are_owed(
                     may_have_null_errors += 1
                     if kind == "bytes" or not isinstance(message, dict):
                         must_have_null_errors += 1
-                server.write(line)
+                server.write_line(line)
             sentinel = fresh()
             server.send({"jsonrpc": "2.0", "id": sentinel, "method": "ping"})
 
