@@ -13,7 +13,8 @@ first result (or has failed), all of them execute the cell again together. Repor
 - the latency of create_notebook, of the first executes, and of the second, simultaneous
   ones (p50 / p99);
 - the peak total RSS of the whole process tree (daemon, its actors and kernels, every
-  `nbstage mcp` and its children), sampled every 100 ms with psutil.
+  `nbstage mcp` and its children), sampled every 100 ms with psutil, and once more
+  when every client has its second result, before any of them closes.
 
 ``--cpu-hog`` runs one CPU-bound busy loop beside it for the duration. Everything is
 bounded: the client phase by ``--budget`` seconds, the clean-up by fixed grace periods,
@@ -103,6 +104,7 @@ class TreeSampler:
         self.samples = 0
         self.all_pids: set[int] = set()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def start(self) -> None:
@@ -162,9 +164,10 @@ class TreeSampler:
             self.all_pids.add(pid)
         return {"total": rss["daemon"] + rss["mcp"], "rss": rss, "count": count}
 
-    def _run(self) -> None:
-        deadline = time.monotonic() + self.max_secs
-        while not self._stop.is_set() and time.monotonic() < deadline:
+    def take(self) -> None:
+        """One sample, kept as the peak if it is one; the timer thread and a caller that
+        wants the moment it knows to be the peak (every client and kernel alive) share it."""
+        with self._lock:
             taken = self.sample()
             taken["at"] = time.monotonic()
             self.samples += 1
@@ -173,6 +176,11 @@ class TreeSampler:
             if taken["total"] > self.peak_total:
                 self.peak_total = taken["total"]
                 self.peak = taken
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self.max_secs
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            self.take()
             self._stop.wait(SAMPLE_SECS)
 
 
@@ -221,6 +229,20 @@ class ClientRun:
 
 
 @dataclass
+class Barrier:
+    """Opens once ``parties`` clients have arrived (served or failed)."""
+
+    parties: int
+    opened: anyio.Event = field(default_factory=anyio.Event)
+    arrived: int = 0
+
+    def arrive(self) -> None:
+        self.arrived += 1
+        if self.arrived >= self.parties:
+            self.opened.set()
+
+
+@dataclass
 class Run:
     clients: int
     budget: float
@@ -228,15 +250,16 @@ class Run:
     work: Path
     env: dict[str, str]
     go: anyio.Event = field(default_factory=anyio.Event)
-    again: anyio.Event = field(default_factory=anyio.Event)
     released_at: float = 0.0
-    firsts_done: int = 0
+    firsts: Barrier = field(init=False)
+    """Every client has its first result: the second executes go out together."""
+    seconds: Barrier = field(init=False)
+    """Every client has its second result and is still open: the tree is sampled."""
+    sampled: anyio.Event = field(default_factory=anyio.Event)
 
-    def first_done(self) -> None:
-        """One more client has its first result or has failed; the last one opens `again`."""
-        self.firsts_done += 1
-        if self.firsts_done >= self.clients:
-            self.again.set()
+    def __post_init__(self) -> None:
+        self.firsts = Barrier(self.clients)
+        self.seconds = Barrier(self.clients)
 
 
 def client_of(run: Run, one: ClientRun, errlog: Any) -> Client:
@@ -282,7 +305,7 @@ def stderr_path(run: Run, one: ClientRun) -> Path:
 async def one_client(
     run: Run, one: ClientRun, *, task_status: Any = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    first_reported = False
+    first_reported = second_reported = False
     with stderr_path(run, one).open("w") as errlog:
         task_status.started()
         await run.go.wait()
@@ -300,11 +323,15 @@ async def one_client(
                 one.execute_s.append(await execute(client, cell_id))
                 one.first_result_s = time.perf_counter() - run.released_at
                 first_reported = True
-                run.first_done()
+                run.firsts.arrive()
                 one.stage = "waiting for the others"
-                await run.again.wait()
+                await run.firsts.opened.wait()
                 one.stage = "execute #2"
                 one.execute_s.append(await execute(client, cell_id))
+                second_reported = True
+                run.seconds.arrive()
+                one.stage = "waiting for the sample"
+                await run.sampled.wait()
                 one.stage = "closing"
             one.served = True
             one.stage = "done"
@@ -312,13 +339,24 @@ async def one_client(
             one.error = f"{type(exc).__name__}: {exc}"[:400]
         finally:
             if not first_reported:
-                run.first_done()
+                run.firsts.arrive()
+            if not second_reported:
+                run.seconds.arrive()
 
 
-async def drive(run: Run, runs: list[ClientRun]) -> bool:
+async def sample_at_the_peak(run: Run, sampler: TreeSampler) -> None:
+    """Sample the tree while every client and every kernel is alive, which the sampler's
+    timer alone can miss on a loaded machine, where one sample takes most of a second."""
+    await run.seconds.opened.wait()
+    await anyio.to_thread.run_sync(sampler.take)
+    run.sampled.set()
+
+
+async def drive(run: Run, runs: list[ClientRun], sampler: TreeSampler) -> bool:
     """All clients, released together; False when the budget ran out first."""
     with anyio.move_on_after(run.budget) as scope:
         async with anyio.create_task_group() as group:
+            group.start_soon(sample_at_the_peak, run, sampler)
             for one in runs:
                 await group.start(one_client, run, one)
             run.released_at = time.perf_counter()
@@ -375,7 +413,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     sampler.start()
                     run = Run(args.clients, args.budget, state, work, env)
                     started = time.perf_counter()
-                    in_budget = anyio.run(drive, run, runs)
+                    in_budget = anyio.run(drive, run, runs, sampler)
                     wall = time.perf_counter() - started
                     killed["mcp"] = end_leftovers(sampler, "mcp", GONE_GRACE_SECS)
             finally:
