@@ -32,6 +32,7 @@ module counts the generated lines it writes; a test after the fuzz requires at l
 
 from __future__ import annotations
 
+import enum
 import itertools
 import tempfile
 import time
@@ -48,7 +49,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from nbstage.protocol.tools import TOOLS_BY_NAME, AllCellsFormat
+from nbstage.protocol.tools import TOOLS_BY_NAME
 from tests.conftest import daemon_of_a_module
 from tests.raw_mcp import RawMcpProcess
 from tests.support import RunningDaemon, wait_edge_tree_gone
@@ -519,16 +520,19 @@ def _arms(hint: Any) -> tuple[Any, ...]:
     return (hint,)
 
 
-FORMATS = tuple(member.value for member in AllCellsFormat)
-
-
 def _accepts(hint: Any, value: Any) -> bool:
     """Whether a tool argument annotated ``hint`` takes ``value``."""
     for arm in _arms(hint):
         if arm is type(None) and value is None:
             return True
-        if arm is AllCellsFormat and isinstance(value, str) and value in FORMATS:
-            return True
+        if isinstance(arm, type) and issubclass(arm, enum.Enum):
+            if value in {member.value for member in arm}:
+                return True
+            continue
+        if typing.get_origin(arm) is list and isinstance(value, list):
+            (item,) = typing.get_args(arm)
+            if all(_accepts(item, one) for one in value):
+                return True
         if arm is str and isinstance(value, str):
             return True
         if arm is bool and isinstance(value, bool):
