@@ -154,6 +154,7 @@ from nbstage.protocol.room_followups import (
     KeepAliveExpired,
     KernelspecsRead,
     LiveExecutionRecorded,
+    NotebookFileRead,
     SaveFinished,
     SavePurpose,
     StaleTempsSwept,
@@ -287,18 +288,57 @@ class Room(NbActor):
             has_runtime=msg.source is not RoomSource.NEW or msg.kernelspec is not None
         )
         self.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
+        # Joins wait for every read the start makes; an open by path also waits until the
+        # Daemon has recorded the path (PathRecorded), which may come before the file.
+        self.start_reads = int(msg.binding_pending)
+        if msg.source is RoomSource.FILE:
+            # Reading and parsing a large file would stall every room of the daemon.
+            self.held_joins = []
+            self.start_reads += 1
+            path = Path(msg.path)
+            self.offload(NotebookFileRead(), lambda: _read_notebook_file(path), self._lane)
+            return
         try:
             self.doc = self._load(msg)
         except NbstageError as exc:
-            self.load_error = exc
-            self.send(sender, RoomStartFailed(msg.notebook_id, exc.code, exc.message))
+            self._start_failed(exc)
             return
+        self._loaded()
+
+    def _notebook_file_read(self, done: BlockingWorkDone) -> None:
+        if self.closing is not None:
+            self._fail_held_joins(_closing_error("nobody joined it"))
+            return
+        if not done.ok:
+            error = done.error
+            if not isinstance(error, NbstageError):
+                message = f"The notebook file could not be read: {error}"
+                error = NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, message)
+            self._start_failed(error)
+            return
+        self.doc, self.disk_stamp, self.disk_base = done.result
+        self._loaded()
+        self._start_read_done()
+
+    def _start_failed(self, error: NbstageError) -> None:
+        self.load_error = error
+        self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
+        self._fail_held_joins(error)
+
+    def _fail_held_joins(self, error: NbstageError) -> None:
+        held, self.held_joins = self.held_joins or [], None
+        for join in held:
+            self.joins_seen = max(self.joins_seen, join.join_seq)
+            self.fail(join.origin, error)
+
+    def _loaded(self) -> None:
+        msg = self.config
         self.saved_revision = self.doc.revision
         if msg.source is RoomSource.FILE:
             self._sweep_stale_temps()
         if msg.source is not RoomSource.NEW:
-            self.held_joins = []
-            self.start_reads = (2 if self._journalled else 1) + int(msg.binding_pending)
+            self.held_joins = self.held_joins or []
+            self.start_reads += 2 if self._journalled else 1
             self._read_kernelspecs()
             if self._journalled:
                 self._read_journal()
@@ -316,18 +356,14 @@ class Room(NbActor):
 
     def _first_flush_finished(self, done: BlockingWorkDone) -> None:
         """A new persisted notebook exists once its untitled row is durable; joins wait."""
-        held, self.held_joins = self.held_joins, None
-        if done.ok:
-            self._started()
-            for join in held:
-                self.receiveMsg_JoinRoom(join, self.daemon)
+        if not done.ok:
+            self.doc = None
+            self._start_failed(save_error(done.error))
             return
-        self.doc = None
-        self.load_error = save_error(done.error)
-        error = self.load_error
-        self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
+        held, self.held_joins = self.held_joins, None
+        self._started()
         for join in held:
-            self.fail(join.origin, error)
+            self.receiveMsg_JoinRoom(join, self.daemon)
 
     def _sweep_stale_temps(self) -> None:
         from nbstage.actors.notebook_files import sweep_stale_temps
@@ -391,13 +427,7 @@ class Room(NbActor):
             self.notices.post(journal.restored_notice(where, self.restored, self.path is not None))
 
     def _load(self, msg: StartRoom) -> Document:
-        if msg.source is RoomSource.FILE:
-            from nbstage.actors.notebook_files import load_notebook_stamped
-
-            notebook, self.disk_stamp = load_notebook_stamped(Path(msg.path))
-            doc = Document.from_json(notebook)
-            self.disk_base = doc.to_json()
-            return doc
+        """The document of an untitled or a new notebook; a file's is read off the loop."""
         if msg.source is RoomSource.UNTITLED:
             content = msg.content
             if content is None:
@@ -883,6 +913,7 @@ class Room(NbActor):
             StoredExecutionRead: self._stored_execution_read,
             KernelspecsRead: self._kernelspecs_read,
             StaleTempsSwept: self._stale_temps_swept,
+            NotebookFileRead: self._notebook_file_read,
             JournalAppended: self._journal_appended,
             JournalRead: self._journal_read,
             JournalTruncated: self._journal_truncated,
@@ -1692,6 +1723,16 @@ def _record_trust(registry: Path, path: str, fingerprint: str) -> None:
         writer.trust(path, fingerprint)
     finally:
         writer.close()
+
+
+def _read_notebook_file(path: Path) -> tuple[Document, DiskStamp, dict[str, Any]]:
+    """Blocking: the room's document, the stamp of the file it came from, and the file's
+    notebook as read (the base of a later merge with the disk)."""
+    from nbstage.actors.notebook_files import load_notebook_stamped
+
+    notebook, stamp = load_notebook_stamped(path)
+    doc = Document.from_json(notebook)
+    return doc, stamp, doc.to_json()
 
 
 def _closing_error(outcome: str) -> NbstageError:

@@ -76,6 +76,12 @@ class FileCheckDue:
 
 
 @frozen
+class NotebookFileRead:
+    """Offload token: the room's notebook file was read and parsed at its start (the
+    result is the Document, the stamp of the file read, and the file's JSON as read)."""
+
+
+@frozen
 class StaleTempsSwept:
     """Offload token: the temp files that killed saves left beside the room's file were
     removed (the result says how many)."""
