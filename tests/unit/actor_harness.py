@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -34,6 +35,8 @@ from nbstage.actors.daemon_link import (
 from nbstage.protocol.frames import WIRE_VERSION, decode_body
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
 from nbstage.protocol.room_followups import JournalAppended
+from nbstage.protocol.rooms import RoomSource, StartRoom
+from nbstage.protocol.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -272,3 +275,28 @@ class HoldingRecorder(Recorder):
 
 def held_work(bench: ActorBench, kind: type) -> list[BlockingWorkRequested]:
     return [m for m in bench.seen_of(BlockingWorkRequested) if isinstance(m.token, kind)]
+
+
+def file_room_start(
+    notebook_id: str,
+    path: Path,
+    settings: Settings,
+    edge: ActorAddress,
+    binding_pending: bool = False,
+) -> StartRoom:
+    """StartRoom for a Room on the notebook file ``path``, with a scripted kernel and its
+    state beside the file."""
+    return StartRoom(
+        notebook_id=notebook_id,
+        source=RoomSource.FILE,
+        path=str(path),
+        ephemeral=False,
+        kernelspec=None,
+        working_dir=None,
+        state_dir=str(path.parent / "state"),
+        kernel_dir=str(path.parent / "kernels"),
+        settings=settings,
+        edge=edge,
+        binding_pending=binding_pending,
+        kernel_backend="scripted",
+    )

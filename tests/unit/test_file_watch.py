@@ -35,11 +35,9 @@ from nbstage.protocol.rooms import (
     CloseRoom,
     JoinRoom,
     RoomClosed,
-    RoomSource,
-    StartRoom,
 )
 from nbstage.protocol.settings import Settings
-from tests.unit.actor_harness import ActorBench
+from tests.unit.actor_harness import ActorBench, file_room_start
 
 NOTEBOOK = "nb-watch"
 QUIET = Settings(
@@ -172,22 +170,7 @@ class Opened:
         self.room = bench.create(Room)
         self.requests = 0
         self.check_generation = 1
-        bench.send(
-            self.room,
-            StartRoom(
-                notebook_id=NOTEBOOK,
-                source=RoomSource.FILE,
-                path=str(path),
-                ephemeral=False,
-                kernelspec=None,
-                working_dir=None,
-                state_dir=str(path.parent / "state"),
-                kernel_dir=str(path.parent / "kernels"),
-                settings=QUIET,
-                edge=bench.recorder,
-                kernel_backend="scripted",
-            ),
-        )
+        bench.send(self.room, file_room_start(NOTEBOOK, path, QUIET, bench.recorder))
         bench.send(self.room, JoinRoom(Origin(PEER_CONN, "join"), "tester", False, 1))
         self.answer_to("join")
 

@@ -21,13 +21,17 @@ from nbstage.protocol.rooms import (
     JoinRoom,
     PathRecorded,
     RoomClosed,
-    RoomSource,
     RoomStarted,
     RoomStartFailed,
-    StartRoom,
 )
 from nbstage.protocol.settings import Settings
-from tests.unit.actor_harness import ActorBench, HoldAppends, ReleaseAppends, held_work
+from tests.unit.actor_harness import (
+    ActorBench,
+    HoldAppends,
+    ReleaseAppends,
+    file_room_start,
+    held_work,
+)
 
 NOTEBOOK = "nb-file"
 QUIET = Settings(keep_alive_secs=3600.0, file_check_secs=3600.0)
@@ -46,23 +50,7 @@ def start_held(bench: ActorBench, path: Path, binding_pending: bool = False) -> 
     """A room whose file read is held; the test decides when it finishes."""
     bench.system.tell(bench.recorder, HoldAppends(NotebookFileRead))
     room = bench.create(Room)
-    bench.send(
-        room,
-        StartRoom(
-            notebook_id=NOTEBOOK,
-            source=RoomSource.FILE,
-            path=str(path),
-            ephemeral=False,
-            kernelspec=None,
-            working_dir=None,
-            state_dir=str(path.parent / "state"),
-            kernel_dir=str(path.parent / "kernels"),
-            settings=QUIET,
-            edge=bench.recorder,
-            binding_pending=binding_pending,
-            kernel_backend="scripted",
-        ),
-    )
+    bench.send(room, file_room_start(NOTEBOOK, path, QUIET, bench.recorder, binding_pending))
     bench.run_until(lambda: held_work(bench, NotebookFileRead))
     return room
 
