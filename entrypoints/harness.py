@@ -72,8 +72,16 @@ def run_harness(script: str, json_report: str | None) -> int:
 
 
 def _interrupt_instead(signum: int, frame: object) -> None:
-    """SIGTERM (a CI job's timeout, say) ends the run the way Ctrl-C does, cleanly."""
-    os.kill(os.getpid(), signal.SIGINT)
+    """SIGTERM (a CI job's timeout, say) ends the run the way Ctrl-C does, cleanly.
+
+    It calls whatever would take Ctrl-C rather than sending SIGINT: a harness started in
+    the background of a script (`nbstage harness x.toml &`) has SIGINT ignored, and a
+    SIGINT sent to itself would be lost with it."""
+    on_sigint = signal.getsignal(signal.SIGINT)
+    if callable(on_sigint):
+        on_sigint(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
 
 
 def last_resort(run: Run, workspace: Workspace) -> list[int]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,12 @@ import pytest
 
 from nbstage.actors.environments import ENVS_DIR_ENV
 from tests.support import RunningDaemon, daemon_running
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # A suite started in the background of a non-interactive shell (`make test &`) has
+    # SIGINT ignored, and every process it starts would inherit that: the tests of Ctrl-C
+    # in the harness and the admin console need it delivered, as in a terminal.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 FAST_SETTINGS = {
     "NBSTAGE_HEARTBEAT_SECS": "0.2",

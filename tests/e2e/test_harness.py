@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from nbstage.entrypoints.daemon_control import query_status
+from nbstage.entrypoints.daemon_control import query_status, stop
 from nbstage.entrypoints.statedir import state_paths
 from tests.support import NBSTAGE, processes_of_daemon, wait_until
 
@@ -320,14 +320,24 @@ def _read_until(proc: subprocess.Popen[str], prefix: str, timeout: float) -> lis
     raise AssertionError(f"no line starting {prefix!r} within {timeout}s; saw {seen}")
 
 
+IN_THE_BACKGROUND = ["/bin/sh", "-c", 'trap "" INT; exec "$@"', "sh"]
+"""Start a command as a script's ``cmd &`` would: with SIGINT ignored."""
+
+
 @pytest.mark.timeout(RUN_BOUND_SECS + 30)
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, signum: int) -> None:
+@pytest.mark.parametrize(
+    ("signum", "launcher"),
+    [(signal.SIGINT, []), (signal.SIGTERM, []), (signal.SIGTERM, IN_THE_BACKGROUND)],
+    ids=["ctrl-c", "sigterm", "sigterm-in-the-background"],
+)
+def test_ctrl_c_ends_the_run_and_everything_it_started(
+    tmp_path: Path, signum: int, launcher: list[str]
+) -> None:
     state_dir = tmp_path / "state"
     script = write_script(tmp_path, INTERRUPTED.format(state_dir=state_dir))
     report_path = tmp_path / "report.json"
     proc = subprocess.Popen(
-        [*NBSTAGE, "harness", str(script), "--json", str(report_path)],
+        [*launcher, *NBSTAGE, "harness", str(script), "--json", str(report_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -344,6 +354,9 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, signum: i
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.communicate(timeout=10)
+            # The harness was killed before its own clean-up: its daemon would outlive the test.
+            stop(state_paths(state_dir))
     lines = seen + out.strip().splitlines()
     assert proc.returncode == 130, err
     assert lines[2].startswith("FAIL   3  fault sleep 150.0s")
