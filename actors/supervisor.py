@@ -56,7 +56,12 @@ from nbstage.protocol.supervision import (
     ToolListChanged,
     ToSessionChild,
 )
-from nbstage.protocol.supervisor_followups import CallWaitExpired, ProgressDue, RestartDue
+from nbstage.protocol.supervisor_followups import (
+    CallWaitExpired,
+    DrainOver,
+    ProgressDue,
+    RestartDue,
+)
 from nbstage.protocol.version import VERSION
 
 log = logging.getLogger("nbstage.supervisor")
@@ -128,6 +133,9 @@ class ProxySupervisor(NbActor):
         self.banner: str | None = None
         self.banner_note: str | None = None
         self.handoff_to: tuple[str, str] | None = None
+        self.draining = False
+        """stdin has ended: the process stops once the calls in flight are answered."""
+        self.stopped = False
 
     # --- start and stop -------------------------------------------------------------------
 
@@ -141,8 +149,22 @@ class ProxySupervisor(NbActor):
         self._start_child()
 
     def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
+        if msg.drain_secs > 0 and self.calls:
+            self.draining = True
+            self.wakeupAfter(timedelta(seconds=msg.drain_secs), payload=DrainOver())
+            return
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
+
+    def _stop_when_drained(self) -> None:
+        if self.draining and not self.calls:
+            self._stop()
 
     # --- MCP messages ---------------------------------------------------------------------
 
@@ -224,6 +246,7 @@ class ProxySupervisor(NbActor):
         call = self.calls.pop(call_id, None)
         if call is not None and self.child is not None:
             self._to_child(ToolCallCancelled(call_id))
+        self._stop_when_drained()
 
     def _to_child(self, message: Any) -> None:
         self.send(self.edge, ToSessionChild(self.generation, message))
@@ -269,8 +292,9 @@ class ProxySupervisor(NbActor):
         del self.calls[msg.call_id]
         if self.banner is None and not is_modern_version(call.version):
             self.send(self.edge, McpResultToSend(call.request_id, msg.result_json))
-            return
-        self._reply(msg.call_id, call, msg.result())
+        else:
+            self._reply(msg.call_id, call, msg.result())
+        self._stop_when_drained()
 
     def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
         if self.banner is not None:
@@ -417,7 +441,11 @@ class ProxySupervisor(NbActor):
         self._reply(call_id, call, mcp.tool_result(structured, text="Session server restarted."))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+        if self.stopped:
+            return
         match msg.payload:
+            case DrainOver():
+                self._stop()
             case RestartDue(generation) if generation == self.generation and self.child is None:
                 self._start_child()
             case RestartDue(generation) if generation == self.generation and not self.configured:
@@ -434,3 +462,4 @@ class ProxySupervisor(NbActor):
                     del self.calls[call_id]
                     message = "The nbstage session server did not come back in time; try again."
                     self._reply(call_id, call, mcp.tool_error(message))
+        self._stop_when_drained()

@@ -69,6 +69,9 @@ READ_CHUNK = 1024 * 1024
 PIPE_SIZE = 1024 * 1024
 """Linux's default limit for a pipe an unprivileged process widens (fs.pipe-max-size)."""
 STOP_TIMEOUT = 2.0
+EOF_DRAIN_SECS = 1.5
+"""At stdin's end, how long the calls in flight may take to be answered (SPEC §8: the
+actors stop within 2 s)."""
 CHILD_STOP_GRACE = 1.0
 TOOL_CACHE = "tool-cache.json"
 
@@ -142,6 +145,7 @@ class McpEdge:
         self._host: ActorHost | None = None
         self._supervisor: Any = None
         self._stopped = asyncio.Event()
+        self._at_eof = False
         self._supervisor_stopped = asyncio.Event()
         self.lifecycle = mcp.Lifecycle(version=VERSION)
         self._children: dict[int, SessionChild] = {}
@@ -170,10 +174,10 @@ class McpEdge:
         await self._stopped.wait()
         reader.cancel()
         self.lifecycle.close()
-        await self._stop_actors()
+        await self._stop_actors(EOF_DRAIN_SECS if self._at_eof else 0.0)
 
-    async def _stop_actors(self) -> None:
-        self._host.tell(self._supervisor, StdinClosed())
+    async def _stop_actors(self, drain_secs: float) -> None:
+        self._host.tell(self._supervisor, StdinClosed(drain_secs))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._supervisor_stopped.wait(), STOP_TIMEOUT)
         children = [c.process for c in self._children.values() if c.process is not None]
@@ -231,6 +235,7 @@ class McpEdge:
                 pieces.clear()
                 size = 0
                 skipping = False
+        self._at_eof = True
         self._stopped.set()
 
     def _on_line(self, line: bytes) -> None:

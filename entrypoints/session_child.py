@@ -98,8 +98,8 @@ class SessionChildEdge:
             case SendToDaemon(link_id, frame):
                 self._send_on_link(link_id, frame)
             case OpenDaemonLink(link_id, socket_path, owner):
-                self._links[link_id] = Link(owner)
-                start_kept(self._tasks, self._run_link(link_id, socket_path))
+                link = self._links[link_id] = Link(owner)
+                start_kept(self._tasks, self._run_link(link_id, link, socket_path))
             case CloseDaemonLink(link_id):
                 self._close_link(link_id)
             case _ if isinstance(message, session_frames.FROM_CHILD):
@@ -115,8 +115,11 @@ class SessionChildEdge:
 
     # --- daemon links ---------------------------------------------------------------------
 
-    async def _run_link(self, link_id: int, socket_path: str) -> None:
-        link = self._links[link_id]
+    async def _run_link(self, link_id: int, link: Link, socket_path: str) -> None:
+        """Connect and relay one link's frames. The link may be closed (and forgotten)
+        before this task first runs, or while it connects."""
+        if link.closed:
+            return
         writer = None
         try:
             check_private_dir(Path(socket_path).parent)

@@ -69,7 +69,13 @@ class McpMessageToSend:
 
 @frozen
 class StdinClosed:
-    """The client went away: stop the children and end the process."""
+    """The client went away, or a signal came: stop the children and end the process.
+
+    At stdin's end the calls still in flight get up to ``drain_secs`` to be answered first
+    (a client may write its last requests and close stdin at once); a signal stops at once.
+    """
+
+    drain_secs: float = 0.0
 
 
 @frozen

@@ -21,5 +21,10 @@ class ProgressDue:
 
 
 @frozen
+class DrainOver:
+    """Timer payload: stdin has ended and the calls in flight had their time; stop."""
+
+
+@frozen
 class CallWaitExpired:
     call_id: str

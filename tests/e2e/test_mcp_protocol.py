@@ -336,6 +336,30 @@ def test_stdin_eof_exits_zero_quickly_and_leaves_the_daemon_running(
     assert_stdout_is_only_json_rpc(server)
 
 
+def test_calls_written_just_before_stdin_ends_are_answered_before_the_exit(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """A client may write its last requests and close stdin at once (`printf … | nbstage
+    mcp`): what is in flight then is still answered, within the exit budget."""
+    with raw_server(daemon.paths.root, daemon.env, cwd=tmp_path) as server:
+        server.initialize()
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "last",
+                "method": "tools/call",
+                "params": {"name": "create_notebook", "arguments": {}},
+            }
+        )
+        code, took = exit_after(server, server.close_stdin)
+        assert code == 0, server.stderr_tail()
+        assert took < EXIT_BUDGET_SECS
+        answer = server.reply("last")
+        assert answer["result"]["isError"] is False, answer
+        assert answer["result"]["structuredContent"]["notebook_id"]
+    assert_stdout_is_only_json_rpc(server)
+
+
 def test_sigterm_exits_zero_and_leaves_the_daemon_running(
     daemon: RunningDaemon, tmp_path: Path
 ) -> None:

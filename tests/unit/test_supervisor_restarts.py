@@ -7,10 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.protocol.supervision import ChildProcessDied, SessionConfig
-from nbstage.protocol.supervisor_followups import RestartDue
+from nbstage.protocol.supervision import (
+    ChildProcessDied,
+    SessionConfig,
+    StdinClosed,
+    StopSessionChild,
+    SupervisorStopped,
+    ToolCallRequested,
+)
+from nbstage.protocol.supervisor_followups import DrainOver, RestartDue
 from tests.unit.actor_harness import ActorBench
-from tests.unit.test_session_races import SupervisorEdge, ready
+from tests.unit.test_session_races import SupervisorEdge, finished, ready
 
 
 @pytest.fixture
@@ -47,3 +54,48 @@ def test_a_late_timer_of_a_replaced_generation_starts_nothing(edge) -> None:
     edge.bench.fire(edge.supervisor, RestartDue(1))
     assert edge.started() == [1, 2]
     assert len(edge.to_child(2, SessionConfig)) == 1
+
+
+# --- stdin's end with calls in flight (SPEC §8) ----------------------------------------------
+
+RESULT = {"content": [{"type": "text", "text": "done"}], "isError": False}
+
+
+def test_at_stdins_end_a_call_in_flight_is_answered_and_then_the_supervisor_stops(edge) -> None:
+    edge.child_says(1, ready(1))
+    edge.tools_call(7, "list_active_notebooks")
+    (in_flight,) = edge.to_child(1, ToolCallRequested)
+    edge.bench.send(edge.supervisor, StdinClosed(drain_secs=1.5))
+    assert edge.bench.seen_of(SupervisorStopped) == []
+    assert edge.bench.seen_of(StopSessionChild) == []
+
+    edge.child_says(1, finished(in_flight.call_id, RESULT))
+    assert [a["content"][0]["text"] for a in edge.answers(7)] == ["done"]
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1
+    assert [m.generation for m in edge.bench.seen_of(StopSessionChild)] == [1]
+
+
+def test_at_stdins_end_a_call_that_never_finishes_is_given_up_when_the_drain_is_over(
+    edge,
+) -> None:
+    edge.child_says(1, ready(1))
+    edge.tools_call(7, "list_active_notebooks")
+    edge.bench.send(edge.supervisor, StdinClosed(drain_secs=1.5))
+    edge.bench.fire(edge.supervisor, DrainOver())
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1
+    edge.bench.fire(edge.supervisor, DrainOver())
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1, "stopping happens once"
+
+
+@pytest.mark.parametrize("drain_secs", [0.0, 1.5], ids=["a signal", "stdin's end"])
+def test_with_no_call_in_flight_the_supervisor_stops_at_once(edge, drain_secs: float) -> None:
+    edge.child_says(1, ready(1))
+    edge.bench.send(edge.supervisor, StdinClosed(drain_secs=drain_secs))
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1
+
+
+def test_a_signal_does_not_wait_for_the_calls_in_flight(edge) -> None:
+    edge.child_says(1, ready(1))
+    edge.tools_call(7, "list_active_notebooks")
+    edge.bench.send(edge.supervisor, StdinClosed())
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1
