@@ -538,7 +538,12 @@ class Daemon(NbActor):
 
     def receiveMsg_RoomStartFailed(self, msg: RoomStartFailed, sender: ActorAddress) -> None:
         log.info("room %s failed to start: %s", msg.notebook_id, msg.message)
+        entry = self.rooms.get(msg.notebook_id)
         self._forget_room(msg.notebook_id)
+        # An eviction asked while the room was starting waits for a RoomClosed that the
+        # exit below cuts short: the room is gone, with nothing of it left to save.
+        for origin in entry.evicted_by if entry is not None else []:
+            self.answer(origin, RoomEvicted(msg.notebook_id, True))
         self.send(sender, ActorExitRequest())
 
     def receiveMsg_RoomStatus(self, msg: RoomStatus, sender: ActorAddress) -> None:

@@ -60,6 +60,7 @@ from nbstage.actors.registry import Registry
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.edge import (
+    ClientRequest,
     EventKind,
     KernelProcessEnded,
     Origin,
@@ -360,7 +361,7 @@ class Room(NbActor):
             self.doc = None
             self._start_failed(save_error(done.error))
             return
-        held, self.held_joins = self.held_joins, None
+        held, self.held_joins = self.held_joins or [], None
         self._started()
         for join in held:
             self.receiveMsg_JoinRoom(join, self.daemon)
@@ -418,7 +419,7 @@ class Room(NbActor):
         self.start_reads -= 1
         if self.start_reads > 0:
             return
-        held, self.held_joins = self.held_joins, None
+        held, self.held_joins = self.held_joins or [], None
         self._started()
         for join in held:
             self.receiveMsg_JoinRoom(join, self.daemon)
@@ -468,10 +469,7 @@ class Room(NbActor):
             return
         if self.doc is None:
             self.joins_seen = max(self.joins_seen, msg.join_seq)
-            unloaded = NbstageError(
-                ErrorCode.NOTEBOOK_UNAVAILABLE, "The notebook could not be loaded."
-            )
-            self.fail(msg.origin, self.load_error or unloaded)
+            self.fail(msg.origin, self._unloaded_error())
             return
         self.joins_seen = max(self.joins_seen, msg.join_seq)
         peer_id = uuid.uuid4().hex[:12]
@@ -485,6 +483,23 @@ class Room(NbActor):
         self.answer(msg.origin, joined)
         self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
         self._report_status()
+
+    def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
+        """A request may name a starting room before anyone joined it (the operator's
+        console lists starting rooms): there is no document to answer from yet."""
+        if self.doc is None:
+            self.fail(msg.origin, self._unloaded_error())
+            return
+        super().receiveMsg_ClientRequest(msg, sender)
+
+    def _unloaded_error(self) -> NbstageError:
+        if self.load_error is not None:
+            return self.load_error
+        if self.held_joins is not None:
+            message = "The notebook is still being opened; try again in a moment."
+        else:
+            message = "The notebook could not be loaded."
+        return NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, message)
 
     def _leave(self, origin: Origin, req: LeaveRoom) -> None:
         label = self.peers.pop(req.peer_id, None)
@@ -1132,6 +1147,9 @@ class Room(NbActor):
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
         the kernel has stopped."""
         self.closing = sender
+        # Joins held for the start are answered now: the Daemon ends this room once it is
+        # closed, maybe before the start's reads come back.
+        self._fail_held_joins(_closing_error("nobody joined it"))
         self._fail_restarts(_closing_error("the kernel was not restarted"))
         if self.kernel is not None:
             self._detach_kernel(msg.reason)

@@ -87,15 +87,17 @@ def _interrupt_instead(signum: int, frame: object) -> None:
 def last_resort(run: Run, workspace: Workspace) -> list[int]:
     """Stop whatever daemon is left, kill whatever process of ours is left, remove the dirs.
 
-    Ctrl-C is ignored meanwhile, so a second one cannot leave half of it undone.
+    Ctrl-C and SIGTERM are ignored meanwhile, so a second one cannot leave half of it
+    undone.
     """
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         stop_any_daemon(run.paths, run.owned, LAST_STOP_SECS)
         return run.owned.kill_leftovers(LEFTOVER_GRACE_SECS)
     finally:
         workspace.remove()
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @dataclass

@@ -526,7 +526,7 @@ def _accepts(hint: Any, value: Any) -> bool:
         if arm is type(None) and value is None:
             return True
         if isinstance(arm, type) and issubclass(arm, enum.Enum):
-            if value in {member.value for member in arm}:
+            if value in [member.value for member in arm]:
                 return True
             continue
         if typing.get_origin(arm) is list and isinstance(value, list):

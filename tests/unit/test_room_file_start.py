@@ -10,19 +10,30 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from thespian.actors import ActorExitRequest
 
+from nbstage.actors.daemon import Daemon
 from nbstage.actors.room import Room
-from nbstage.protocol.edge import Origin, RequestAnswered, RequestFailed
+from nbstage.protocol.edge import (
+    ClientRequest,
+    Origin,
+    RequestAnswered,
+    RequestFailed,
+    RoomResident,
+)
 from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.requests import DescribeRoom, EvictRoom, OpenNotebook
 from nbstage.protocol.room_followups import NotebookFileRead
 from nbstage.protocol.rooms import (
     CloseReason,
     CloseRoom,
+    DaemonStarted,
     JoinRoom,
     PathRecorded,
     RoomClosed,
     RoomStarted,
     RoomStartFailed,
+    StartDaemon,
 )
 from nbstage.protocol.settings import Settings
 from tests.unit.actor_harness import (
@@ -31,6 +42,7 @@ from tests.unit.actor_harness import (
     ReleaseAppends,
     file_room_start,
     held_work,
+    run_inline,
 )
 
 NOTEBOOK = "nb-file"
@@ -113,7 +125,11 @@ def test_a_file_that_cannot_be_parsed_fails_the_room_and_its_held_joins(
     assert holding_bench.seen_of(RoomStarted) == []
 
 
-def test_a_close_while_the_file_is_read_fails_the_held_join(holding_bench, notebook_file) -> None:
+def test_a_close_while_the_file_is_read_fails_the_held_join_at_once(
+    holding_bench, notebook_file
+) -> None:
+    """The Daemon ends a closed room (ActorExitRequest) maybe before its read comes back,
+    so the join held for the start is answered by the close itself."""
     room = start_held(holding_bench, notebook_file)
     holding_bench.send_in_order(
         (room, JoinRoom(Origin(1, "join"), "tester", False, 1)),
@@ -121,8 +137,55 @@ def test_a_close_while_the_file_is_read_fails_the_held_join(holding_bench, noteb
     )
     closed = holding_bench.run_until(lambda: holding_bench.seen_of(RoomClosed))
     assert closed[0].saved is True
+    answers = reply_to(holding_bench, "join")
+    assert [type(a) for a in answers] == [RequestFailed]
+
+    holding_bench.send(room, ActorExitRequest())
+    holding_bench.system.tell(holding_bench.recorder, ReleaseAppends())
+    assert len(reply_to(holding_bench, "join")) == 1
+    assert holding_bench.seen_of(RoomStarted) == []
+
+
+def test_a_request_while_the_file_is_read_is_refused_as_unavailable(
+    holding_bench, notebook_file
+) -> None:
+    """The operator's console lists a starting room and may ask it before anyone joined."""
+    room = start_held(holding_bench, notebook_file)
+    holding_bench.send(room, ClientRequest(Origin(2, "describe"), DescribeRoom(NOTEBOOK)))
+    (refused,) = reply_to(holding_bench, "describe")
+    assert isinstance(refused, RequestFailed)
+    assert refused.code is ErrorCode.NOTEBOOK_UNAVAILABLE
+    assert "still being opened" in refused.message
 
     holding_bench.system.tell(holding_bench.recorder, ReleaseAppends())
-    answers = holding_bench.run_until(lambda: reply_to(holding_bench, "join"))
-    assert [type(a) for a in answers] == [RequestFailed]
-    assert holding_bench.seen_of(RoomStarted) == []
+    holding_bench.run_until(lambda: holding_bench.seen_of(RoomStarted))
+    holding_bench.send(room, ClientRequest(Origin(2, "again"), DescribeRoom(NOTEBOOK)))
+    (described,) = reply_to(holding_bench, "again")
+    assert isinstance(described, RequestAnswered)
+
+
+def test_an_eviction_asked_while_the_read_fails_is_still_answered(holding_bench, tmp_path) -> None:
+    """The order that loses the eviction: the Daemon takes EvictRoom (and sends CloseRoom),
+    the room's read fails first (RoomStartFailed), and only then does the room close."""
+    bench = holding_bench
+    state = tmp_path / "state"
+    state.mkdir()
+    daemon = bench.create(Daemon)
+    bench.send(daemon, StartDaemon(str(state), str(state / "kernels"), QUIET))
+    bench.run_until(lambda: bench.seen_of(DaemonStarted))
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{ not json")
+    bench.system.tell(bench.recorder, HoldAppends(NotebookFileRead))
+    bench.send(daemon, ClientRequest(Origin(1, "open"), OpenNotebook(str(broken), "a")))
+    (read,) = bench.run_until(lambda: held_work(bench, NotebookFileRead))
+    (notebook_id,) = [m.notebook_id for m in bench.seen_of(RoomResident)]
+
+    bench.send_in_order(
+        (daemon, ClientRequest(Origin(2, "evict"), EvictRoom(notebook_id))),
+        (read.reply_to, run_inline(read)),
+    )
+    (evicted,) = bench.run_until(lambda: reply_to(bench, "evict"))
+    assert isinstance(evicted, RequestAnswered)
+    assert evicted.result() == {"evicted": notebook_id, "saved": True}
+    (opened,) = reply_to(bench, "open")
+    assert isinstance(opened, RequestFailed)
