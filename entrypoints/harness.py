@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,8 @@ def run_harness(script: str, json_report: str | None) -> int:
     run = Run(parsed, workspace.paths, workspace.work_dir, Owned(), report.emit)
     previous = signal.signal(signal.SIGTERM, _interrupt_instead)
     try:
-        anyio.run(run.execute)
+        if anyio.run(_until_terminated, run.execute):
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         report.interrupted = True
         run.fail_unrun("not run: the run was interrupted")
@@ -66,17 +68,36 @@ def run_harness(script: str, json_report: str | None) -> int:
         report.crash = traceback.format_exc()
         print(f"harness: internal error\n{report.crash}", file=sys.stderr)
     finally:
+        # The loop's signal receiver leaves SIGTERM at its default when the loop ends.
+        signal.signal(signal.SIGTERM, _interrupt_instead)
         report.leftovers = last_resort(run, workspace)
         signal.signal(signal.SIGTERM, previous)
     return report.finish(run, json_report)
 
 
-def _interrupt_instead(signum: int, frame: object) -> None:
-    """SIGTERM (a CI job's timeout, say) ends the run the way Ctrl-C does, cleanly.
+async def _until_terminated(body: Callable[[], Awaitable[None]]) -> bool:
+    """Run ``body``; SIGTERM (a CI job's timeout, say) cancels it as Ctrl-C would, and
+    then this returns True. The loop takes the signal, so a harness started in the
+    background of a script (`nbstage harness x.toml &`), where SIGINT is ignored, ends
+    cleanly too."""
+    terminated = False
+    async with anyio.create_task_group() as group:
 
-    It calls whatever would take Ctrl-C rather than sending SIGINT: a harness started in
-    the background of a script (`nbstage harness x.toml &`) has SIGINT ignored, and a
-    SIGINT sent to itself would be lost with it."""
+        async def cancel_on_sigterm() -> None:
+            nonlocal terminated
+            with anyio.open_signal_receiver(signal.SIGTERM) as received:
+                async for _ in received:
+                    terminated = True
+                    group.cancel_scope.cancel()
+
+        group.start_soon(cancel_on_sigterm)
+        await body()
+        group.cancel_scope.cancel()
+    return terminated
+
+
+def _interrupt_instead(signum: int, frame: object) -> None:
+    """SIGTERM outside the loop (as the run starts or ends) acts as Ctrl-C would."""
     on_sigint = signal.getsignal(signal.SIGINT)
     if callable(on_sigint):
         on_sigint(signal.SIGINT, frame)
