@@ -542,9 +542,12 @@ class Daemon(NbActor):
         self._forget_room(msg.notebook_id)
         # An eviction asked while the room was starting waits for a RoomClosed that the
         # exit below cuts short: the room is gone, with nothing of it left to save.
-        for origin in entry.evicted_by if entry is not None else []:
-            self.answer(origin, RoomEvicted(msg.notebook_id, True))
+        self._answer_evictions(entry, msg.notebook_id, saved=True)
         self.send(sender, ActorExitRequest())
+
+    def _answer_evictions(self, entry: RoomEntry | None, notebook_id: str, saved: bool) -> None:
+        for origin in entry.evicted_by if entry is not None else []:
+            self.answer(origin, RoomEvicted(notebook_id, saved))
 
     def receiveMsg_RoomStatus(self, msg: RoomStatus, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
@@ -633,8 +636,7 @@ class Daemon(NbActor):
                 log.error("room %s removed (%s) unsaved: %s", msg.notebook_id, reason, msg.problem)
         self._forget_room(msg.notebook_id)
         self._reap_settled(msg.notebook_id)
-        for origin in entry.evicted_by if entry is not None else []:
-            self.answer(origin, RoomEvicted(msg.notebook_id, msg.saved))
+        self._answer_evictions(entry, msg.notebook_id, msg.saved)
         self.send(sender, ActorExitRequest())
         if self.stopping is not None:
             self.stopping.waiting.discard(msg.notebook_id)

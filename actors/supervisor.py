@@ -162,7 +162,10 @@ class ProxySupervisor(NbActor):
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
 
-    def _stop_when_drained(self) -> None:
+    def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
+        """Whatever answers or drops the last call in flight after stdin's end (an answer,
+        a cancel, a wait that ran out, a crash that gives up) lets the process stop."""
+        super().receiveMessage(msg, sender)
         if self.draining and not self.calls:
             self._stop()
 
@@ -246,7 +249,6 @@ class ProxySupervisor(NbActor):
         call = self.calls.pop(call_id, None)
         if call is not None and self.child is not None:
             self._to_child(ToolCallCancelled(call_id))
-        self._stop_when_drained()
 
     def _to_child(self, message: Any) -> None:
         self.send(self.edge, ToSessionChild(self.generation, message))
@@ -294,7 +296,6 @@ class ProxySupervisor(NbActor):
             self.send(self.edge, McpResultToSend(call.request_id, msg.result_json))
         else:
             self._reply(msg.call_id, call, msg.result())
-        self._stop_when_drained()
 
     def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
         if self.banner is not None:
@@ -462,4 +463,3 @@ class ProxySupervisor(NbActor):
                     del self.calls[call_id]
                     message = "The nbstage session server did not come back in time; try again."
                     self._reply(call_id, call, mcp.tool_error(message))
-        self._stop_when_drained()
