@@ -14,6 +14,7 @@ import orjson
 
 from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import STATE_DIR_ENV, client_paths, state_paths
+from nbstage.protocol.version import VERSION
 
 state_dir_option = click.option(
     "--state-dir",
@@ -36,6 +37,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(VERSION, prog_name="nbstage", message="%(prog)s %(version)s")
 def main() -> None:
     """nbstage: Jupyter notebooks for AI agents, over MCP."""
 

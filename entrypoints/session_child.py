@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -168,6 +169,9 @@ class SessionChildEdge:
 def main() -> None:
     from nbstage.entrypoints.lifelines import EDGE_PID_ENV, die_with_parent
 
+    # Ctrl-C in a terminal reaches the whole foreground group; the edge alone decides
+    # what it means and ends this child through the socketpair.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(int(os.environ[EDGE_PID_ENV]))
     sock = socket.socket(fileno=int(os.environ.pop(SESSION_FD_ENV)))
     edge = SessionChildEdge(sock)
