@@ -492,7 +492,7 @@ class SessionManager(NbActor):
         before = (self.state.active, self.state.parked)
         self.state, actions = sessions.decide(self.state, event)
         if (self.state.active, self.state.parked) != before:
-            held = {s.notebook_id for s in (self.state.active, *self.state.parked) if s}
+            held = {s.notebook_id: s.path for s in (self.state.active, *self.state.parked) if s}
             self.snapshot = stale_reads.keep_only(self.snapshot, held)
         if (self.state.active, self.state.parked) != before and self.watch is not None:
             self.send(self.watch, ClientInfoChanged(self._client_info()))

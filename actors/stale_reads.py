@@ -6,6 +6,10 @@ made, so keeping it costs no extra request: the newest ``GetCell`` answer per ce
 newest ``GetCells`` answer per window and format, and the newest ``ListRooms``. Cells of
 a json ``GetCells`` answer with outputs count as ``GetCell`` answers too. A stale answer
 replays the tool's own handler against the snapshot, so it is rendered as a live one.
+
+The session's own active and parked notebooks are not the daemon's to tell: a listing
+always names them, with what only the daemon knows (peers, kernel status) left unknown
+when the snapshot has nothing newer.
 """
 
 from __future__ import annotations
@@ -18,8 +22,16 @@ from typing import Any
 
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.kernels import KernelState
 from nbstage.protocol.mcp import text_content, tool_error
-from nbstage.protocol.replies import CellShown, CellsShown, CellsSummarized, CellView, RoomsListed
+from nbstage.protocol.replies import (
+    CellShown,
+    CellsShown,
+    CellsSummarized,
+    CellView,
+    RoomsListed,
+    RoomView,
+)
 from nbstage.protocol.requests import (
     CreateCell,
     DeleteCell,
@@ -56,6 +68,8 @@ class Snapshot:
     rooms: Seen | None = None
     changed: Mapping[str, float] = field(default_factory=dict)
     """notebook_id → when this session last changed it."""
+    own: Mapping[str, str | None] = field(default_factory=dict)
+    """notebook_id → path of this session's active and parked notebooks."""
 
 
 def record(snapshot: Snapshot, request: object, reply: object, at: float) -> Snapshot:
@@ -89,17 +103,34 @@ def _shown(cell: Mapping[str, Any]) -> CellShown:
     return CellShown(view)
 
 
-def keep_only(snapshot: Snapshot, notebook_ids: set[str]) -> Snapshot:
-    """Forget the notebooks this session no longer holds (neither active nor parked)."""
+def keep_only(snapshot: Snapshot, held: Mapping[str, str | None]) -> Snapshot:
+    """Forget the notebooks this session no longer holds (neither active nor parked), and
+    remember the ones it holds: ``held`` maps each notebook id to its path."""
     return Snapshot(
-        cells={k: v for k, v in snapshot.cells.items() if k[0] in notebook_ids},
-        listings={k: v for k, v in snapshot.listings.items() if k.notebook_id in notebook_ids},
+        cells={k: v for k, v in snapshot.cells.items() if k[0] in held},
+        listings={k: v for k, v in snapshot.listings.items() if k.notebook_id in held},
         rooms=snapshot.rooms,
-        changed={k: v for k, v in snapshot.changed.items() if k in notebook_ids},
+        changed={k: v for k, v in snapshot.changed.items() if k in held},
+        own=dict(held),
     )
 
 
-def lookup(snapshot: Snapshot, request: object) -> Seen | None:
+def _with_own(snapshot: Snapshot, now: float) -> Seen | None:
+    """The newest listing with every notebook of the session's own in it."""
+    listed = snapshot.rooms.reply.rooms if snapshot.rooms else []
+    known = {room.notebook_id for room in listed}
+    missing = [
+        RoomView(notebook_id, path, False, False, None, None, KernelState.UNKNOWN, None)
+        for notebook_id, path in snapshot.own.items()
+        if notebook_id not in known
+    ]
+    if snapshot.rooms is None and not missing:
+        return None
+    at = snapshot.rooms.at if snapshot.rooms else now
+    return Seen(at, RoomsListed([*listed, *missing]))
+
+
+def lookup(snapshot: Snapshot, request: object, now: float | None = None) -> Seen | None:
     """The snapshot's answer to ``request``, or None when it has none.
 
     A GetCells window is answered by the same request, else by the whole notebook's
@@ -127,7 +158,7 @@ def lookup(snapshot: Snapshot, request: object) -> Seen | None:
             end = None if request.count is None else request.start + request.count
             return Seen(seen.at, replace(seen.reply, cells=seen.reply.cells[request.start : end]))
         case ListRooms():
-            return snapshot.rooms
+            return _with_own(snapshot, time.time() if now is None else now)
     return None
 
 

@@ -292,7 +292,7 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
         {
             "notebook_id": room.notebook_id,
             "path": room.path,
-            "peers": [p.label for p in room.peers],
+            "peers": None if room.peers is None else [p.label for p in room.peers],
             "kernel_status": room.kernel_status,
             "kernelspec": room.kernelspec,
             **environment_fields(to_wire(room.environment) if room.environment else None),
@@ -305,7 +305,7 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
         f"{'*' if n['active'] else ' '} {n['notebook_id']}  {n['path'] or '(untitled)'}  "
         f"kernel {n['kernelspec'] or '-'} {n['kernel_status']}"
         f"{' in ' + n['env_source'] if n['env_source'] else ''}  "
-        f"peers: {', '.join(n['peers']) or 'none'}"
+        f"peers: {'unknown' if n['peers'] is None else ', '.join(n['peers']) or 'none'}"
         for n in notebooks
     ]
     text = "\n".join(lines) if lines else "No notebooks are open."

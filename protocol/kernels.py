@@ -23,6 +23,8 @@ class KernelState(StrEnum):
     BUSY = "busy"
     RESTARTING = "restarting"
     DEAD = "dead"
+    UNKNOWN = "unknown"
+    """Only a session whose daemon is unreachable says this, of its own notebooks."""
 
 
 class ExecutionStatus(StrEnum):

@@ -137,7 +137,8 @@ class RoomView:
     ephemeral: bool
     starting: bool
     room_pid: int | None
-    peers: list[PeerView]
+    peers: list[PeerView] | None
+    """None when not known: a session lists its own notebooks so while the daemon is away."""
     kernel_status: KernelState
     kernel_pid: int | None
     kernelspec: str | None = None

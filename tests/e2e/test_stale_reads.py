@@ -89,3 +89,27 @@ def test_reads_while_the_daemon_is_away_show_the_snapshot_and_changes_are_refuse
                 assert not STALE.match(texts_of(refused)[0])
 
     run_bounded(body)
+
+
+@MODES
+def test_the_sessions_own_notebooks_are_listed_while_the_daemon_is_away(
+    daemon: RunningDaemon, tmp_path: Path, mode: str
+) -> None:
+    async def body() -> None:
+        async with mcp_client(daemon, mode, label="sam", cwd=tmp_path, no_autostart=True) as c:
+            parked = await call_ok(c, "create_notebook")
+            active = await call_ok(c, "create_notebook")
+
+            await anyio.to_thread.run_sync(daemon.kill)
+
+            listed = await c.call_tool("list_active_notebooks", {})
+            assert not listed.is_error, texts_of(listed)
+            assert STALE.match(texts_of(listed)[0])
+            rows = {n["notebook_id"]: n for n in listed.structured_content["notebooks"]}
+            assert set(rows) == {parked["notebook_id"], active["notebook_id"]}
+            assert rows[active["notebook_id"]]["active"] is True
+            assert rows[parked["notebook_id"]]["parked"] is True
+            for row in rows.values():
+                assert (row["peers"], row["kernel_status"]) == (None, "unknown")
+
+    run_bounded(body)

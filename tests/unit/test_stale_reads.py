@@ -158,10 +158,39 @@ def test_keep_only_forgets_notebooks_no_longer_held_but_keeps_the_list() -> None
         (GetCells("M"), CellsSummarized(ROWS, 4), T0),
         (ListRooms(), ROOMS, T0),
     )
-    kept = stale_reads.keep_only(snap, {"N"})
+    kept = stale_reads.keep_only(snap, {"N": "/n.ipynb"})
     assert set(kept.cells) == {("N", "c1")}
     assert kept.listings == {}
     assert kept.rooms == Seen(T0, ROOMS)
+    assert kept.own == {"N": "/n.ipynb"}
+
+
+OWN = {"N": "/n.ipynb", "P": None}
+UNKNOWN_P = RoomView("P", None, False, False, None, None, "unknown", None)
+LISTED = [
+    pytest.param(Snapshot(), None, id="nothing known, nothing held"),
+    pytest.param(
+        Snapshot(own=OWN),
+        Seen(
+            T0 + 9,
+            RoomsListed(
+                [RoomView("N", "/n.ipynb", False, False, None, None, "unknown", None), UNKNOWN_P]
+            ),
+        ),
+        id="held, never listed: the session's own, as of now",
+    ),
+    pytest.param(
+        Snapshot(rooms=Seen(T0, ROOMS), own=OWN),
+        Seen(T0, RoomsListed([*ROOMS.rooms, UNKNOWN_P])),
+        id="listed before: that listing, and what it lacks of the session's own",
+    ),
+    pytest.param(Snapshot(rooms=Seen(T0, ROOMS)), Seen(T0, ROOMS), id="listed, nothing held"),
+]
+
+
+@pytest.mark.parametrize(("snap", "seen"), LISTED)
+def test_a_listing_always_names_the_sessions_own_notebooks(snap: Snapshot, seen: Any) -> None:
+    assert lookup(snap, ListRooms(), now=T0 + 9) == seen
 
 
 # --- the stale answers -------------------------------------------------------------------------
@@ -327,9 +356,22 @@ def test_reads_are_served_from_the_snapshot_once_the_link_is_down(bench: Any, tm
     assert stale["structuredContent"]["stale"] is True
 
     child.call("r3", "list_active_notebooks")
-    nothing = child.result("r3")
-    assert nothing["isError"] is True
-    assert "has not listed the notebooks yet" in texts(nothing)[0]
+    own = child.result("r3")
+    assert STALE.match(texts(own)[0])
+    assert own["structuredContent"]["notebooks"] == [
+        {
+            "notebook_id": "N",
+            "path": notebook(tmp_path, "N").path,
+            "peers": None,
+            "kernel_status": "unknown",
+            "kernelspec": None,
+            "env_source": None,
+            "fingerprint": None,
+            "active": True,
+            "parked": False,
+        }
+    ]
+    assert "peers: unknown" in texts(own)[1]
 
 
 def test_a_read_waiting_when_the_link_drops_is_answered_from_the_snapshot(
