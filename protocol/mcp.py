@@ -115,10 +115,10 @@ INSTRUCTIONS: Final = (
     "active notebook. Read with get_all_cells or get_cell, edit with create_cell, set_cell, "
     "replace_match or move_cell, and run with execute_cell or and_run=true. A run that "
     "outlasts timeout_secs returns status 'running': fetch the rest with "
-    "get_results(execution_id). Sessions survive restarts: if the server or daemon "
-    "restarts, your notebook is rejoined by itself and kernels keep their state; if a tool "
-    "reports no active session, reconnect with connect_notebook(notebook_id=...). Call "
-    "save_notebook to write the file."
+    "get_results(execution_id). After a restart your notebook is rejoined by itself: a "
+    "server restart keeps the kernel and its variables; a daemon restart starts a new "
+    "kernel, so rerun the cells you need. If a tool reports no active session, reconnect "
+    "with connect_notebook(notebook_id=...). Call save_notebook to write the file."
 )
 
 
