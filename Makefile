@@ -11,12 +11,15 @@ STATE_DIR ?= $(CURDIR)/.state
 
 install: $(STAMP)
 
+# The kernels' template venv (ipykernel, compiled) is built here, once per user and Python
+# (in ~/.cache/nbstage), so that a new user's first kernel does not wait for uv.
 # Every daemon, client, session child and kernel is a fresh Python process. Where
 # PYTHONDONTWRITEBYTECODE is set (CI images set it), each would compile nbstage's
 # sources again; compiling them once here spares every one of them that work.
 bytecode: install
 	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q actors entrypoints protocol
 	@$(BIN)/python -c "from nbstage.protocol.method_cache import write; write()"
+	@$(BIN)/python -c "from nbstage.actors.environments import ensure_template, template_root; ensure_template(template_root())"
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

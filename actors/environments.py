@@ -2,10 +2,13 @@
 
 Issue 12's first part (docs/notes/environments.md has the plan and its numbers).
 
-- **The template.** One venv per Python version, holding ipykernel and pip with their
-  bytecode compiled, is built once with uv in ``envs_dir`` (``NBSTAGE_ENVS_DIR``, by
-  default ``<state dir>/envs``). Builds are serialised across processes by a lock file,
-  so concurrent kernel starts build it once.
+- **The template.** One venv per Python interpreter, holding ipykernel and pip with their
+  bytecode compiled, is built once with uv in ``template_root`` and shared by every
+  state dir of the user, as uv shares its own cache: ``NBSTAGE_TEMPLATE_DIR``, else
+  ``$XDG_CACHE_HOME/nbstage``, else ``~/.cache/nbstage``. ``make install`` builds it, so
+  a new user's first kernel does not wait for it; a daemon that finds none builds it
+  as it starts. Builds are serialised across processes by a lock file, so concurrent
+  kernel starts build it once.
 - **A pool environment** is a bare venv made for one kernel under
   ``<state dir>/envs/pool/<kernel id>`` (17 files, about 15 ms) and removed with the
   kernel. A ``.pth`` file puts the template's site-packages after its own, so it
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -38,6 +42,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 ENVS_DIR_ENV = "NBSTAGE_ENVS_DIR"
+TEMPLATE_DIR_ENV = "NBSTAGE_TEMPLATE_DIR"
 POOL = "pool"
 READY = ".nbstage-ready"
 USED = ".nbstage-used"
@@ -64,8 +69,26 @@ def pool_dir(state_dir: str | Path) -> Path:
     return Path(state_dir) / "envs" / POOL
 
 
-def template_name(version: tuple[int, int] = sys.version_info[:2]) -> str:
-    return f"{TEMPLATE_PREFIX}{version[0]}.{version[1]}"
+def template_root(environ: dict[str, str] | None = None) -> Path:
+    """Where this user's kernel templates live, shared by all of the user's state dirs."""
+    environ = os.environ if environ is None else environ
+    if chosen := environ.get(TEMPLATE_DIR_ENV):
+        return Path(chosen)
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "nbstage"
+
+
+def template_name(
+    version: tuple[int, int] = sys.version_info[:2], interpreter: str = sys.executable
+) -> str:
+    """The template of one interpreter: its version, and which installation it is (two
+    Pythons of one version are two templates)."""
+    installation = hashlib.sha256(os.path.realpath(interpreter).encode()).hexdigest()[:8]
+    return f"{TEMPLATE_PREFIX}{version[0]}.{version[1]}-{installation}"
+
+
+def template_path(environ: dict[str, str] | None = None) -> Path:
+    return template_root(environ) / template_name()
 
 
 def env_python(env: Path) -> Path:
@@ -139,10 +162,24 @@ def _build_once(env: Path, packages: Sequence[str], on_line: OnLine | None) -> b
 
 
 def ensure_template(root: Path) -> Path:
-    """The compiled template venv in ``root``, built first if it is not there yet."""
+    """The compiled template venv in ``root``, built first if it is not there yet. Every
+    pool kernel imports from it, so ``root`` must be this user's alone."""
+    _check_private(root)
     template = root / template_name()
     _build_once(template, (), None)
     return template
+
+
+def _check_private(root: Path) -> None:
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    facts = root.lstat()
+    if not root.is_dir() or root.is_symlink():
+        raise EnvironmentUnavailable(f"the template folder {root} is not a plain folder")
+    if facts.st_uid != os.getuid() or facts.st_mode & 0o022:
+        raise EnvironmentUnavailable(
+            f"the template folder {root} is not private to this user (owner uid "
+            f"{facts.st_uid}, mode {facts.st_mode & 0o777:o}), so no kernel is layered on it"
+        )
 
 
 def _check_fingerprint(fingerprint: str) -> None:
@@ -281,11 +318,10 @@ def prepare_envs(state_dir: str | Path, stale: list[Path]) -> None:
     for ``UNUSED_FOR`` (no room is open yet, so none is in use)."""
     for env in stale:
         remove_env(env)
-    root = envs_dir(state_dir)
     try:
-        ensure_template(root)
+        ensure_template(template_root())
     finally:
-        collect_envs(root, set(), time.time(), UNUSED_FOR)
+        collect_envs(envs_dir(state_dir), set(), time.time(), UNUSED_FOR)
 
 
 def _size(env: Path) -> int:
@@ -298,14 +334,14 @@ def _size(env: Path) -> int:
 
 
 def describe_envs(state_dir: str | Path, root: Path | None = None) -> list[dict[str, object]]:
-    """Every template, pool and inline venv of this state dir (the template and inline
-    ones under ``root``, by default this process's ``envs_dir``): kind, path, bytes on
+    """The template, and every pool and inline venv of this state dir (the inline ones
+    under ``root``, by default this process's ``envs_dir``): kind, path, bytes on
     disk, the time it was last changed (a pool venv's is its kernel's start) and last
     used (an inline venv's use stamp, the others' change); an inline venv's row also has
     its fingerprint. Blocking: it walks the files, which is why only the admin console
     asks."""
     root = envs_dir(state_dir) if root is None else root
-    found = [("template", root / template_name())]
+    found = [("template", template_path())]
     found += [("pool", env) for env in pool_envs(state_dir)]
     found += [("inline", env) for env in inline_envs(root)]
     rows: list[dict[str, object]] = []

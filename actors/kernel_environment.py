@@ -68,7 +68,7 @@ def _inline(wanted: EnvironmentWanted, state_dir: str) -> Placement:
 
 def _pool(state_dir: str, kernel_id: str, problem: str | None) -> Placement:
     try:
-        template = environments.ensure_template(environments.envs_dir(state_dir))
+        template = environments.ensure_template(environments.template_root())
     except environments.EnvironmentUnavailable as exc:
         said = f"no pool environment, so nbstage's own runs the kernel: {exc}"
         log.warning("kernel %s: %s", kernel_id, said)

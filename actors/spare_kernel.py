@@ -50,7 +50,7 @@ class Spare:
 
 def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
     """Launch a pool kernel if the template is built already; never builds it."""
-    template = environments.envs_dir(state_dir) / environments.template_name()
+    template = environments.template_path()
     if not (template / environments.READY).exists():
         return None
     kernel_id = f"spare-{secrets.token_hex(3)}"

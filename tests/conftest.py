@@ -41,9 +41,10 @@ def daemon_of_a_module() -> Iterator[RunningDaemon]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _one_kernel_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every daemon of the run copies its kernels' environments from one template, built
-    once with uv by the first kernel that needs it, instead of each building its own."""
+def _one_set_of_environments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every daemon of the run shares one folder of inline environments, so a set that
+    several tests ask for is built once. The kernels' template is the user's own
+    (``~/.cache/nbstage``, which ``make`` builds), as for any daemon."""
     os.environ[ENVS_DIR_ENV] = str(tmp_path_factory.mktemp("envs"))
     yield
     del os.environ[ENVS_DIR_ENV]

@@ -1,7 +1,8 @@
 """Kernels run in a pool environment of their own, never in nbstage's venv (issue 12).
 
-The template they are copied from is built once per test run, with real uv
-(tests/conftest.py points NBSTAGE_ENVS_DIR at a directory the whole run shares).
+The template they are layered on is the user's, which ``make`` builds with real uv
+(``~/.cache/nbstage``); inline environments go to a directory the whole run shares
+(tests/conftest.py points NBSTAGE_ENVS_DIR at it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nbstage.actors.environments import envs_dir, pool_dir, site_packages, template_name
+from nbstage.actors.environments import TEMPLATE_LINK, pool_dir, site_packages, template_path
 from tests.support import RunningDaemon, pid_gone, printed, room_view, run_cell, run_cli, wait_until
 
 
@@ -35,6 +36,10 @@ def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
         pool = pool_dir(daemon.paths.root)
         assert Path(prefix).parent == pool, prefix
         assert Path(prefix) != Path(sys.prefix)
+        layered = site_packages(Path(prefix)) / TEMPLATE_LINK
+        assert layered.read_text().strip() == str(site_packages(template_path())), (
+            "a fresh state dir's kernel is layered on the user's template, built by make"
+        )
 
         install = "%pip install --quiet --disable-pip-version-check six"
         printed(run_cell(client, nid, install, wait_secs=180))
@@ -62,7 +67,7 @@ def test_a_kernel_runs_in_its_own_pool_environment_and_pip_installs_only_there(
         kinds = [line.split()[0] for line in shown.stdout.splitlines()[1:]]
         assert kinds[:2] == ["template", "pool"], "the run's inline environments come after"
     assert nbstage_packages() == before, "nbstage's own venv is unchanged"
-    template = envs_dir(daemon.paths.root) / template_name()
+    template = template_path()
     assert (site_packages(template) / "ipykernel").is_dir()
     assert not list(site_packages(template).glob("six*")), "the template is unchanged"
 

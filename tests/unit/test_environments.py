@@ -33,6 +33,43 @@ def test_where_templates_live(environ: dict[str, str], expected: str) -> None:
     assert environments.envs_dir("/s", environ) == Path(expected)
 
 
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        pytest.param({"HOME": "/h"}, "/h/.cache/nbstage", id="the user's cache by default"),
+        pytest.param({"XDG_CACHE_HOME": "/c"}, "/c/nbstage", id="the XDG cache where set"),
+        pytest.param(
+            {"XDG_CACHE_HOME": "/c", "NBSTAGE_TEMPLATE_DIR": "/t"}, "/t", id="or where it says"
+        ),
+        pytest.param({"NBSTAGE_ENVS_DIR": "/e", "HOME": "/h"}, "/h/.cache/nbstage", id="not envs"),
+    ],
+)
+def test_templates_are_shared_by_all_of_a_users_state_dirs(
+    environ: dict[str, str], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", environ.get("HOME", "/h"))
+    assert environments.template_root(environ) == Path(expected)
+
+
+def test_each_python_installation_has_a_template_of_its_own() -> None:
+    names = {
+        environments.template_name((3, 11), "/usr/bin/python3.11"),
+        environments.template_name((3, 11), "/opt/py/bin/python3.11"),
+        environments.template_name((3, 12), "/usr/bin/python3.11"),
+    }
+    assert len(names) == 3
+    assert environments.template_name((3, 11), "/usr/bin/python3.11").startswith("template-py3.11-")
+
+
+def test_a_template_folder_others_can_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    with pytest.raises(environments.EnvironmentUnavailable, match="not private"):
+        environments.ensure_template(shared)
+    assert list(shared.iterdir()) == []
+
+
 def test_a_pool_environment_is_its_own_prefix_and_imports_from_the_template(
     tmp_path: Path,
 ) -> None:
@@ -347,9 +384,10 @@ def test_the_daemon_start_removes_stale_pool_envs_and_long_unused_inline_envs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(environments.ENVS_DIR_ENV, raising=False)
+    monkeypatch.setenv(environments.TEMPLATE_DIR_ENV, str(tmp_path / "templates"))
     state = tmp_path / "state"
     root = environments.envs_dir(state)
-    template = fake_env(root, environments.template_name())
+    template = fake_env(tmp_path / "templates", environments.template_name())
     stale = fake_env(environments.pool_dir(state), "k1", ready=False)
     long_ago = time.time() - environments.UNUSED_FOR - DAY
     old = fake_env(root, "old", long_ago)

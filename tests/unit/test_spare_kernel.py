@@ -30,7 +30,7 @@ def gone(spare: Spare) -> bool:
 
 
 def test_no_spare_without_a_built_template(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("NBSTAGE_ENVS_DIR", str(tmp_path / "envs"))
+    monkeypatch.setenv("NBSTAGE_TEMPLATE_DIR", str(tmp_path / "templates"))
     assert launch_spare(tmp_path / "state", tmp_path / "kernels") is None
     assert not (tmp_path / "kernels").exists()
     assert not (tmp_path / "state").exists()
