@@ -5,7 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-STATE_DIR ?= $(CURDIR)/.state
+# Empty: the user's own state dir, the one an agent registered as the README says uses.
+STATE_DIR ?=
+STATE_FLAG := $(if $(STATE_DIR),--state-dir $(STATE_DIR))
 
 .PHONY: install bytecode run daemon test lint format bench demo clean
 
@@ -28,13 +30,14 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 # The main job: the MCP server on stdio (it starts the daemon if none runs), with its
-# state in .state/. From a terminal it first prints how to add it to Claude Code and Codex.
+# state in the user's state dir (or STATE_DIR=...). From a terminal it first prints how
+# to add it to Claude Code and Codex.
 run: bytecode
-	@$(BIN)/nbstage mcp --state-dir $(STATE_DIR)
+	@$(BIN)/nbstage mcp $(STATE_FLAG)
 
 # The daemon alone, in the foreground.
 daemon: bytecode
-	$(BIN)/nbstage daemon start --foreground --state-dir $(STATE_DIR)
+	$(BIN)/nbstage daemon start --foreground $(STATE_FLAG)
 
 test: bytecode
 	$(BIN)/python -m pytest -q

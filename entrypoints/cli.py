@@ -127,13 +127,26 @@ def daemon_status(as_json: bool, state_dir: str | None) -> None:
 
 _WELCOME = """nbstage mcp speaks MCP on stdin/stdout; an MCP client launches it. To add it:
 
-  Claude Code:  claude mcp add nbstage -- {nbstage} mcp
+  Claude Code:  claude mcp add nbstage -- {nbstage} {args}
   Codex:        in ~/.codex/config.toml
                 [mcp_servers.nbstage]
                 command = "{nbstage}"
-                args = ["mcp"]
+                args = {toml_args}
 
+Its notebooks and daemon live in {state_dir}; `nbstage admin{flag}` shows them.
 Waiting for MCP messages on stdin (Ctrl-D to quit)."""
+
+
+def _welcome(nbstage: Path, state_dir: str | None, root: Path) -> str:
+    """How to register this very command, with the state dir it uses if not the default."""
+    extra = ["--state-dir", str(root)] if state_dir else []
+    return _WELCOME.format(
+        nbstage=nbstage,
+        args=" ".join(["mcp", *extra]),
+        toml_args=orjson.dumps(["mcp", *extra]).decode().replace(",", ", "),
+        state_dir=root,
+        flag=f" --state-dir {root}" if state_dir else "",
+    )
 
 
 @main.command("mcp")
@@ -151,7 +164,7 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
         start_daemon_unless_running(paths)
     if sys.stdin.isatty():
         executable = Path(sys.executable).with_name("nbstage")
-        click.echo(_WELCOME.format(nbstage=executable), err=True)
+        click.echo(_welcome(executable, state_dir, paths.root), err=True)
     prepare(paths)
     become_edge(recorded_paths(paths), label, not no_autostart)
 
