@@ -52,7 +52,7 @@ def owner_problem(uid: int, mode: int, me: int) -> str | None:
     if uid not in (me, 0):
         return f"belongs to another user (uid {uid})"
     if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "others can write to it"
+        return "is writable by others"
     return None
 
 
@@ -130,6 +130,12 @@ def waiting_project(view: EnvironmentView | None) -> str | None:
     if view is None or view.source != "pool" or view.project is None:
         return None
     return view.fingerprint
+
+
+def placed_afresh(view: EnvironmentView | None) -> bool:
+    """Whether a restart must start a new kernel, placed again, rather than relaunch the
+    same command: a project's files may have changed (or been approved) since."""
+    return view is not None and view.project is not None
 
 
 def locked_fingerprint(view: EnvironmentView | None) -> str | None:

@@ -1494,9 +1494,11 @@ class Room(NbActor):
         self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
         self.pending_restart.append(origin)
         if self.kernel is not None and self.kernel_state is not KernelState.DEAD:
-            self.kernel_state = KernelState.RESTARTING
-            self.send(self.kernel, RestartKernelNow(origin))
-            return
+            if not projects.placed_afresh(self.environment):
+                self.kernel_state = KernelState.RESTARTING
+                self.send(self.kernel, RestartKernelNow(origin))
+                return
+            self._detach_kernel("the kernel was restarted")
         if self.kernel is not None:
             self._stop_kernel_actor()
             self.kernel = None

@@ -27,9 +27,9 @@ PROJECT = '[project]\nname = "x"\nversion = "1"\n'
         pytest.param(0, 0o755, None, id="root's"),
         pytest.param(ME, 0o700, None, id="mine, private"),
         pytest.param(OTHER, 0o755, "belongs to another user", id="another user's"),
-        pytest.param(ME, 0o775, "others can write", id="group-writable"),
-        pytest.param(ME, 0o757, "others can write", id="world-writable"),
-        pytest.param(0, 0o1777, "others can write", id="like /tmp"),
+        pytest.param(ME, 0o775, "writable by others", id="group-writable"),
+        pytest.param(ME, 0o757, "writable by others", id="world-writable"),
+        pytest.param(0, 0o1777, "writable by others", id="like /tmp"),
         pytest.param(OTHER, 0o777, "belongs to another user", id="both"),
     ],
 )
@@ -78,16 +78,16 @@ def test_finding_a_project(tree: Path) -> None:
     ("where", "mode", "owner", "outcome"),
     [
         pytest.param(None, None, None, "found", id="all the user's"),
-        pytest.param("repo", 0o775, None, "others can write", id="the project's folder g+w"),
+        pytest.param("repo", 0o775, None, "writable by others", id="the project's folder g+w"),
         pytest.param("repo/analysis", 0o777, None, None, id="the walk stops below it"),
         pytest.param("repo/analysis", 0o1777, None, None, id="a /tmp-like folder below it"),
         pytest.param("repo/analysis/notebooks", 0o1777, None, None, id="the start is /tmp-like"),
-        pytest.param("repo/pyproject.toml", 0o664, None, "others can write", id="pyproject g+w"),
-        pytest.param("repo/pyproject.toml", 0o646, None, "others can write", id="pyproject o+w"),
-        pytest.param("repo/uv.lock", 0o666, None, "uv.lock others can write", id="lock o+w"),
-        pytest.param("repo/.venv", 0o777, None, ".venv others can write", id="venv o+w"),
+        pytest.param("repo/pyproject.toml", 0o664, None, "writable by others", id="pyproject g+w"),
+        pytest.param("repo/pyproject.toml", 0o646, None, "writable by others", id="pyproject o+w"),
+        pytest.param("repo/uv.lock", 0o666, None, "uv.lock writable by others", id="lock o+w"),
+        pytest.param("repo/.venv", 0o777, None, ".venv writable by others", id="venv o+w"),
         pytest.param(
-            "repo/.venv/bin/python", 0o775, None, "python others can write", id="python g+w"
+            "repo/.venv/bin/python", 0o775, None, "python writable by others", id="python g+w"
         ),
         pytest.param("repo/analysis", None, OTHER, None, id="another user's folder below it"),
         pytest.param("repo", None, OTHER, "belongs to another user", id="another user's folder"),
@@ -142,7 +142,7 @@ def test_a_project_in_a_folder_others_can_write_is_refused_not_read(tree: Path) 
     found = find_project(shared / "mine", tree)
     assert isinstance(found, ProjectRefused)
     assert found.folder == shared
-    assert "others can write" in found.reason
+    assert "writable by others" in found.reason
 
 
 @as_root
