@@ -136,28 +136,33 @@ build_wheel = build_editable
 """
 
 
+@pytest.mark.parametrize("planted", ["backend.py", ".venv/bin/python"])
 def test_another_users_project_in_a_shared_folder_is_never_built(
-    daemon: RunningDaemon, tmp_path: Path, other_user: pwd.struct_passwd
+    daemon: RunningDaemon, tmp_path: Path, other_user: pwd.struct_passwd, planted: str
 ) -> None:
-    """A folder like /tmp (root's, mode 1777) holds the other user's pyproject.toml, with
-    a build backend in the folder and a planted ``.venv/bin/python``; a notebook of the
-    victim's own below it runs a cell, and neither ever runs."""
+    """A folder like /tmp (root's, mode 1777) holds the other user's pyproject.toml with
+    a build backend in the folder, or a ``.venv/bin/python`` of theirs (uv runs that one
+    first, so each gets a run of its own); a notebook of the victim's own below it runs a
+    cell, and what they planted never runs."""
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
-    marker, planted = tmp_path / "backend-ran", tmp_path / "python-ran"
+    marker = tmp_path / "planted-ran"
     hostile = {
         "pyproject.toml": PYPROJECT
         + '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
         "backend.py": HOSTILE_BACKEND.format(marker=str(marker)),
-        ".venv/bin/python": f"#!/bin/sh\necho ran > {planted}\n",
+        ".venv/bin/python": f"#!/bin/sh\necho ran > {marker}\n",
     }
-    for name, text in hostile.items():
+    owned = [shared / "pyproject.toml", shared / planted]
+    for name in ("pyproject.toml", planted):
         (shared / name).parent.mkdir(parents=True, exist_ok=True)
-        (shared / name).write_text(text)
+        (shared / name).write_text(hostile[name])
         (shared / name).chmod(0o755)
-    for owned in (*(shared / name for name in hostile), shared / ".venv", shared / ".venv/bin"):
-        os.chown(owned, other_user.pw_uid, other_user.pw_gid)
+    if planted.startswith(".venv"):
+        owned += [shared / ".venv", shared / ".venv/bin"]
+    for each in owned:
+        os.chown(each, other_user.pw_uid, other_user.pw_gid)
     mine = shared / "mine"
     mine.mkdir(mode=0o755)
     path = mine / "victim.ipynb"
@@ -168,8 +173,7 @@ def test_another_users_project_in_a_shared_folder_is_never_built(
             await call_ok(client, "connect_notebook", path=str(path))
             cell = await call_ok(client, "create_cell", source="import sys; print(sys.prefix)")
             ran = await client.call_tool("execute_cell", {"cell_id": cell["cell_id"]})
-            assert not marker.exists(), "the other user's build backend ran"
-            assert not planted.exists(), "the other user's python ran"
+            assert not marker.exists(), f"the other user's {planted} ran"
             assert not ran.is_error, texts_of(ran)
             assert ran.structured_content["execution"]["status"] == "done"
             said = " ".join(texts_of(ran))
