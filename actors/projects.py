@@ -14,8 +14,10 @@ world) may write to, and it refuses a project whose ``pyproject.toml``, ``uv.loc
 
 from __future__ import annotations
 
+import grp
 import hashlib
 import os
+import pwd
 import stat
 import tomllib
 from collections.abc import Collection
@@ -46,23 +48,44 @@ class ProjectRefused:
     reason: str
 
 
-def owner_problem(uid: int, mode: int, me: int) -> str | None:
-    """Why a file or folder with this owner and mode may hold what others wrote, or None
-    when only ``me`` (or root) can have written it."""
-    if uid not in (me, 0):
+@frozen
+class User:
+    uid: int
+    private_gid: int | None = None
+    """The user's own group when no one else is in it (a user-private group, as with
+    umask 002): its write bit lets no one else write."""
+
+
+def current_user() -> User:
+    """Blocking: it reads the user and group databases."""
+    uid = os.geteuid()
+    try:
+        me = pwd.getpwuid(uid)
+        group = grp.getgrgid(me.pw_gid)
+        sharing = any(p.pw_gid == me.pw_gid and p.pw_uid != uid for p in pwd.getpwall())
+    except KeyError:
+        return User(uid)
+    private = group.gr_name == me.pw_name and set(group.gr_mem) <= {me.pw_name}
+    return User(uid, me.pw_gid if private and not sharing else None)
+
+
+def owner_problem(uid: int, gid: int, mode: int, user: User) -> str | None:
+    """Why a file or folder with this owner, group and mode may hold what others wrote,
+    or None when only ``user`` (or root) can have written it."""
+    if uid not in (user.uid, 0):
         return f"belongs to another user (uid {uid})"
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and gid != user.private_gid):
         return "is writable by others"
     return None
 
 
 def find_project(
-    start: Path, home: Path, me: int | None = None
+    start: Path, home: Path, user: User | None = None
 ) -> ProjectFound | ProjectRefused | None:
     """The project around ``start``, refused with a reason if others could have written
     it; None when there is none. The walk looks in a folder with ``.git`` and stops there,
     and stops before the home folder and before any folder that is not safe."""
-    me = os.geteuid() if me is None else me
+    user = current_user() if user is None else user
     start, home = start.resolve(), home.resolve()
     for folder in (start, *start.parents):
         if folder == home:
@@ -71,14 +94,14 @@ def find_project(
             info = folder.stat()
         except OSError:
             return None
-        unsafe = owner_problem(info.st_uid, info.st_mode, me)
+        unsafe = owner_problem(info.st_uid, info.st_gid, info.st_mode, user)
         pyproject = folder / "pyproject.toml"
         if unsafe is not None:
             if pyproject.is_file():
                 return ProjectRefused(folder, f"the folder {folder} {unsafe}")
             return None
         if _declares_project(pyproject):
-            return _checked(folder, me)
+            return _checked(folder, user)
         if (folder / ".git").exists():
             return None
     return None
@@ -96,7 +119,7 @@ def _declares_project(pyproject: Path) -> bool:
         return False
 
 
-def _checked(folder: Path, me: int) -> ProjectFound | ProjectRefused:
+def _checked(folder: Path, user: User) -> ProjectFound | ProjectRefused:
     for name in _GUARDED:
         try:
             info = (folder / name).stat()
@@ -104,7 +127,7 @@ def _checked(folder: Path, me: int) -> ProjectFound | ProjectRefused:
             continue
         except OSError as exc:
             return ProjectRefused(folder, f"{folder / name} could not be checked: {exc}")
-        problem = owner_problem(info.st_uid, info.st_mode, me)
+        problem = owner_problem(info.st_uid, info.st_gid, info.st_mode, user)
         if problem is not None:
             return ProjectRefused(folder, f"{folder / name} {problem}")
     try:

@@ -20,21 +20,28 @@ as_root = pytest.mark.skipif(ME != 0, reason="giving a file to another user take
 PROJECT = '[project]\nname = "x"\nversion = "1"\n'
 
 
+OWN_GROUP, SHARED_GROUP = 1001, 100
+
+
 @pytest.mark.parametrize(
-    ("uid", "mode", "problem"),
+    ("uid", "gid", "mode", "problem"),
     [
-        pytest.param(ME, 0o755, None, id="mine"),
-        pytest.param(0, 0o755, None, id="root's"),
-        pytest.param(ME, 0o700, None, id="mine, private"),
-        pytest.param(OTHER, 0o755, "belongs to another user", id="another user's"),
-        pytest.param(ME, 0o775, "writable by others", id="group-writable"),
-        pytest.param(ME, 0o757, "writable by others", id="world-writable"),
-        pytest.param(0, 0o1777, "writable by others", id="like /tmp"),
-        pytest.param(OTHER, 0o777, "belongs to another user", id="both"),
+        pytest.param(ME, SHARED_GROUP, 0o755, None, id="mine"),
+        pytest.param(0, 0, 0o755, None, id="root's"),
+        pytest.param(ME, SHARED_GROUP, 0o700, None, id="mine, private"),
+        pytest.param(OTHER, SHARED_GROUP, 0o755, "belongs to another user", id="another's"),
+        pytest.param(ME, SHARED_GROUP, 0o775, "writable by others", id="group-writable"),
+        pytest.param(ME, OWN_GROUP, 0o775, None, id="group-writable, my own group"),
+        pytest.param(0, OWN_GROUP, 0o775, None, id="root's, my own group may write"),
+        pytest.param(ME, OWN_GROUP, 0o757, "writable by others", id="world-writable"),
+        pytest.param(0, 0, 0o1777, "writable by others", id="like /tmp"),
+        pytest.param(OTHER, OWN_GROUP, 0o777, "belongs to another user", id="both"),
     ],
 )
-def test_what_only_the_user_can_have_written(uid: int, mode: int, problem: str | None) -> None:
-    found = projects.owner_problem(uid, mode, ME)
+def test_what_only_the_user_can_have_written(
+    uid: int, gid: int, mode: int, problem: str | None
+) -> None:
+    found = projects.owner_problem(uid, gid, mode, projects.User(ME, OWN_GROUP))
     assert found is None if problem is None else problem in found
 
 
@@ -121,7 +128,7 @@ def test_the_walk_trusts_only_what_no_one_else_can_have_written(
             target.chmod(mode)
         if owner is not None:
             os.chown(target, owner, -1)
-    found = find_project(repo / "analysis" / "notebooks", tree)
+    found = find_project(repo / "analysis" / "notebooks", tree, projects.User(ME))
     if outcome == "found":
         assert isinstance(found, ProjectFound)
         assert found.folder == repo
@@ -132,6 +139,18 @@ def test_the_walk_trusts_only_what_no_one_else_can_have_written(
         assert found.folder == repo
         assert outcome.split()[-1] in found.reason
         assert all(word in found.reason for word in outcome.split()), found.reason
+
+
+def test_a_group_only_the_user_is_in_may_write(tree: Path) -> None:
+    """Under umask 002 a clone is group-writable; with a user-private group, that is
+    the user alone."""
+    repo, notebooks = tree / "repo", tree / "repo" / "analysis" / "notebooks"
+    write(repo / "pyproject.toml", mode=0o664)
+    repo.chmod(0o775)
+    own = projects.User(ME, repo.stat().st_gid)
+    assert isinstance(find_project(notebooks, tree, own), ProjectFound)
+    shared = projects.User(ME, None)
+    assert isinstance(find_project(notebooks, tree, shared), ProjectRefused)
 
 
 def test_a_project_in_a_folder_others_can_write_is_refused_not_read(tree: Path) -> None:
