@@ -3,7 +3,7 @@
 The dependencies are upstream's key, ``metadata.runt.uv.dependencies``: a list of PEP 508
 requirement strings. A set is named by its *fingerprint*, a hash of the normalised set and
 the Python version, so notebooks asking for the same set share one environment
-(``actors/environments.py`` builds it). Nothing here touches a file but ``find_project``.
+(``actors/environments.py`` builds it). Nothing here touches a file.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import sys
-import tomllib
 from collections.abc import Collection, Iterable, Sequence
 from enum import StrEnum
-from pathlib import Path
 
+import orjson
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -97,9 +96,10 @@ def normalised_set(deps: Iterable[str]) -> tuple[str, ...]:
 
 
 def fingerprint(deps: Iterable[str], python: tuple[int, int] = sys.version_info[:2]) -> str:
-    """The name of the environment for ``deps``: equal for any order, case or repeat."""
-    text = "\n".join([f"python {python[0]}.{python[1]}", *normalised_set(deps)])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """The name of the environment for ``deps``: equal for any order, case or repeat. The
+    hash is of a JSON list, so no joining of strings can make two sets collide."""
+    canonical = orjson.dumps([f"python {python[0]}.{python[1]}", *normalised_set(deps)])
+    return hashlib.sha256(canonical).hexdigest()
 
 
 @frozen
@@ -150,9 +150,10 @@ def wanted_environment(
     deps: Sequence[str], trusted: Collection[str], search_from: str | None
 ) -> EnvironmentWanted:
     """Inline dependencies once trusted; an untrusted set runs in the pool, never in a
-    project's environment; with none, a project found from ``search_from``, else the pool."""
+    project's environment; with none, a project found from ``search_from`` if approved
+    (its fingerprint among ``trusted``, actors/projects.py), else the pool."""
     if not deps:
-        return EnvironmentWanted(search_from=search_from)
+        return EnvironmentWanted(search_from=search_from, trusted_projects=tuple(sorted(trusted)))
     fp = fingerprint(deps)
     if fp in trusted:
         return EnvironmentWanted(normalised_set(deps), fp)
@@ -167,6 +168,8 @@ class DependencyPlan:
     trusted_after: bool
     """Whether the set after the call may be built: approved now or before, or written by
     the agent from a set that was trusted (an edit never launders an untrusted set)."""
+    approve: bool = False
+    """The call said trust=true: with no set, that approves the project waiting for it."""
 
 
 def plan_change(
@@ -195,29 +198,7 @@ def plan_change(
     after_fp = fingerprint(edit.after)
     from_trusted = not current or before_fp in trusted
     trusted_after = trust or after_fp in trusted or (from_trusted and edit.after != edit.before)
-    return DependencyPlan(edit, before_fp, after_fp, trusted_after)
-
-
-def find_project(start: Path, home: Path) -> Path | None:
-    """The nearest folder from ``start`` up whose ``pyproject.toml`` declares a project (a
-    ``[project]`` table: a file holding only tool settings is no environment). The walk
-    stops at a folder with ``.git``, after looking in it, and before the home folder."""
-    for folder in (start, *start.parents):
-        if folder == home:
-            return None
-        if _declares_project(folder / "pyproject.toml"):
-            return folder
-        if (folder / ".git").exists():
-            return None
-    return None
-
-
-def _declares_project(pyproject: Path) -> bool:
-    try:
-        with pyproject.open("rb") as f:
-            return isinstance(tomllib.load(f).get("project"), dict)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
+    return DependencyPlan(edit, before_fp, after_fp, trusted_after, trust)
 
 
 def approval_line(deps: Sequence[str]) -> str:

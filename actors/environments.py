@@ -21,7 +21,8 @@ Issue 12's first part (docs/notes/environments.md has the plan and its numbers).
   time per fingerprint, ready only once its marker is written). Each use touches
   ``.nbstage-used``; the daemon removes those unused for ``UNUSED_FOR`` as it starts.
 - **A project** runs its kernel through ``uv run --project``, which keeps the project's
-  own ``.venv`` and ``uv.lock`` in the project directory (``project_argv``).
+  own ``.venv`` and ``uv.lock`` in the project directory (``lock_project``, then
+  ``project_argv``), once the project is approved (actors/projects.py).
 
 Everything here blocks (uv, file copies). It runs on a Kernel actor's blocking lane,
 never in a mailbox.
@@ -237,10 +238,20 @@ def uninstall_from(env: Path, names: Sequence[str]) -> None:
     _run([_uv(), "pip", "uninstall", "--python", str(env_python(env)), "--", *names])
 
 
+def lock_project(project: Path) -> None:
+    """Write or update ``project/uv.lock``, as ``uv run`` would (an approved project only:
+    locking may run its build backend)."""
+    _run([_uv(), "lock", "--project", str(project)])
+
+
 def project_argv(project: Path, launcher: Path) -> list[str]:
     """The start of the command that runs ``launcher`` in ``project``'s own environment
-    (uv makes ``project/.venv`` and ``project/uv.lock``), with ipykernel layered on."""
-    return [_uv(), "run", "--project", str(project), "--with", "ipykernel", "python", str(launcher)]
+    (uv makes ``project/.venv``), with ipykernel layered on. ``--frozen``: the lock is the
+    one ``lock_project`` left, which the project's approval covers."""
+    return [
+        *(_uv(), "run", "--frozen", "--project", str(project)),
+        *("--with", "ipykernel", "python", str(launcher)),
+    ]
 
 
 def inline_envs(root: Path) -> list[Path]:

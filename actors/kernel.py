@@ -90,18 +90,21 @@ def _launch(msg: StartKernel) -> tuple[Any, str]:
 
 
 def _adopt_spare(msg: StartKernel) -> Any:
-    from nbstage.actors.kernel_environment import runs_in_pool
+    from nbstage.actors.kernel_environment import pool_view
     from nbstage.actors.spare_kernel import KERNEL_NAME, SPARE, stop_spare
 
     fits = msg.backend != "scripted" and msg.state_dir is not None
-    if not fits or msg.kernel_name != KERNEL_NAME or not runs_in_pool(msg.environment):
+    if not fits or msg.kernel_name != KERNEL_NAME:
+        return None
+    pool = pool_view(msg.environment)
+    if pool is None:
         return None
     spare = SPARE.take()
     if spare is None:
         return None
     from nbstage.actors.kernel_backend import JupyterBackend
 
-    backend = JupyterBackend.adopting(spare, Path(msg.kernel_dir))
+    backend = JupyterBackend.adopting(spare, Path(msg.kernel_dir), pool)
     if backend is None:
         log.info("spare kernel %s does not fit the python3 kernelspec", spare.kernel_id)
         stop_spare(spare)

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -155,12 +156,15 @@ class JupyterBackend:
         self._working_dir: str | None = None
 
     @classmethod
-    def adopting(cls, spare: Spare, kernel_dir: Path) -> JupyterBackend | None:
+    def adopting(
+        cls, spare: Spare, kernel_dir: Path, pool: EnvironmentView | None = None
+    ) -> JupyterBackend | None:
         """A backend for the already running ``spare``, if the installed python3
         kernelspec would have launched it just so (the same command line, no variables of
-        its own); None otherwise. ``resume`` then connects to it."""
+        its own); None otherwise. ``resume`` then connects to it. ``pool`` is the view
+        ``pool_view`` gave (it may name a project waiting for approval)."""
         python = environments.env_python(spare.env)
-        view = EnvironmentView(EnvSource.POOL.value, path=str(spare.env))
+        view = replace(pool or EnvironmentView(EnvSource.POOL.value), path=str(spare.env))
         placement = Placement(view, python=python, owned=spare.env)
         backend = cls(KERNEL_NAME, kernel_dir, spare.kernel_id, lambda: placement)
         spec = backend._km.kernel_spec

@@ -47,6 +47,7 @@ from nbstage.actors import (
     lifetime,
     notebook_merge,
     persistence,
+    projects,
     save_target,
 )
 from nbstage.actors.base import NbActor
@@ -156,6 +157,7 @@ from nbstage.protocol.room_followups import (
     KernelspecsRead,
     LiveExecutionRecorded,
     NotebookFileRead,
+    ProjectTrustRecorded,
     SaveFinished,
     SavePurpose,
     StaleTempsSwept,
@@ -935,6 +937,7 @@ class Room(NbActor):
             JournalClosed: self._journal_closed,
             DependenciesPrepared: self._dependencies_prepared,
             DependenciesRecorded: self._dependencies_recorded,
+            ProjectTrustRecorded: self._project_trust_recorded,
         }
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
@@ -1244,6 +1247,7 @@ class Room(NbActor):
             self.kernel_pid = msg.pid
             self.kernel_actor_pid = msg.actor_pid
             self.environment = msg.environment
+            self._project_reported()
             self._answer_restarts()
             self._report_status()
 
@@ -1490,9 +1494,11 @@ class Room(NbActor):
         self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
         self.pending_restart.append(origin)
         if self.kernel is not None and self.kernel_state is not KernelState.DEAD:
-            self.kernel_state = KernelState.RESTARTING
-            self.send(self.kernel, RestartKernelNow(origin))
-            return
+            if not projects.placed_afresh(self.environment):
+                self.kernel_state = KernelState.RESTARTING
+                self.send(self.kernel, RestartKernelNow(origin))
+                return
+            self._detach_kernel("the kernel was restarted")
         if self.kernel is not None:
             self._stop_kernel_actor()
             self.kernel = None
@@ -1532,7 +1538,40 @@ class Room(NbActor):
 
     def _approval_line(self) -> str | None:
         deps, fp, trusted = self._dependency_set()
-        return dependencies.approval_line(deps) if fp and not trusted else None
+        if fp is not None:
+            return None if trusted else dependencies.approval_line(deps)
+        return projects.approval_line(self.environment, self.trusted)
+
+    def _project_reported(self) -> None:
+        """A kernel up in an approved project reports the fingerprint after uv's lock,
+        which is approved with it (``place_kernel``); a refused project is said once."""
+        refused = projects.refusal_line(self.environment)
+        if refused is not None:
+            self.notices.post(refused)
+        locked = projects.locked_fingerprint(self.environment)
+        if locked is None or locked in self.trusted:
+            return
+        self.trusted.add(locked)
+        if self.path is not None:
+            work = self._dependency_record_work(None, (locked,))
+            self._journal_work(ProjectTrustRecorded(), work)
+
+    def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
+        self.journal_jobs -= 1
+        if not done.ok:
+            log.error("could not record the project trust of %s: %s", self.path, done.error)
+        self._report_closed()
+
+    def _approved_project(self, plan: dependencies.DependencyPlan) -> str | None:
+        """trust=true with no inline set approves the project the kernel waits for."""
+        if not plan.approve or plan.edit.after:
+            return None
+        waiting = projects.waiting_project(self.environment)
+        if waiting is None or waiting in self.trusted:
+            return None
+        self.trusted.add(waiting)
+        self.notices.post(projects.approved_line(self.environment))
+        return waiting
 
     def _planned_environment(self) -> EnvironmentView | None:
         """Before the kernel is up: where its dependencies put it, if they decide."""
@@ -1666,6 +1705,7 @@ class Room(NbActor):
         newly_trusted = plan.trusted_after and plan.after_fingerprint not in self.trusted
         if plan.trusted_after:
             self.trusted.add(plan.after_fingerprint)
+        project = self._approved_project(plan)
         removal = edit.removed
         reply = DependenciesManaged(
             DependencySide(list(edit.before), plan.before_fingerprint),
@@ -1678,14 +1718,15 @@ class Room(NbActor):
             self.environment,
             applied,
         )
+        trusts = (plan.after_fingerprint,) if newly_trusted else ()
         work = self._dependency_record_work(
             edit.after if changed and self._journalled else None,
-            plan.after_fingerprint if newly_trusted and self.path is not None else None,
+            (*trusts, *(() if project is None else (project,))) if self.path is not None else (),
         )
         restart = applied is not None and applied.mode == ApplyDependencies.RESTART
         self._journal_work(DependenciesRecorded(origin, reply, restart), work)
 
-    def _dependency_record_work(self, journalled: tuple[str, ...] | None, trust: str | None):
+    def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
         store, notebook_id, path, where = None, self.notebook_id, self.path, self._registry_file
         seq, data = 0, b""
         if journalled is not None:
@@ -1696,7 +1737,7 @@ class Room(NbActor):
         def record() -> None:
             if store is not None:
                 store.append(notebook_id, seq, data)
-            if trust is not None:
+            for trust in trusts:
                 _record_trust(where, path, trust)
 
         return record

@@ -57,6 +57,9 @@ class EnvironmentWanted:
     fingerprint: str | None = None
     search_from: str | None = None
     """Where the walk up to a project's ``pyproject.toml`` starts."""
+    trusted_projects: tuple[str, ...] = ()
+    """The fingerprints approved for the notebook's path: a project whose fingerprint is
+    not among them runs its kernel in the pool (actors/projects.py)."""
 
 
 def _optional() -> Any:
@@ -70,8 +73,10 @@ class EnvironmentView:
     source: str
     """"inline", "project" or "pool"."""
     fingerprint: str | None = _optional()
-    """The inline environment's dependency fingerprint."""
+    """The inline environment's dependency fingerprint, or the project's."""
     project: str | None = _optional()
+    """The project's folder. With source "pool": a project that was found but not used,
+    waiting for approval (with its fingerprint) or refused (``problem`` says why)."""
     path: str | None = _optional()
     """The environment's folder, when nbstage made it."""
     problem: str | None = _optional()

@@ -206,3 +206,9 @@ class DependenciesRecorded:
     reply: object
     restart: bool
     """Start the kernel again in its (new) environment before answering."""
+
+
+@frozen
+class ProjectTrustRecorded:
+    """Offload token: the fingerprint of an approved project after uv locked it is on
+    record, so the next start finds it approved (actors/projects.py)."""

@@ -157,28 +157,6 @@ def test_refusals_change_nothing(daemon: RunningDaemon) -> None:
         assert accepted["after"]["dependencies"] == ["six"]
 
 
-def test_a_notebook_in_a_project_runs_in_the_projects_environment(
-    daemon: RunningDaemon, tmp_path: Path
-) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / ".git").mkdir()
-    pyproject = '[project]\nname = "demo"\nversion = "0.1"\ndependencies = ["iniconfig"]\n'
-    (project / "pyproject.toml").write_text(pyproject)
-    path = project / "analysis.ipynb"
-    write_notebook(path, [])
-    with daemon.client(timeout=300) as client:
-        nid = client.request("open", path=str(path))["notebook_id"]
-        where = printed(run_cell(client, nid, "import iniconfig; print(iniconfig.__file__)"))
-        assert where.startswith(str(project / ".venv")), where
-        cwd = printed(run_cell(client, nid, "import os; print(os.getcwd())")).strip()
-        assert cwd == str(project), "the kernel starts in the notebook's folder"
-        listed = room_view(daemon, nid)
-        assert listed["environment"] == {"source": "project", "project": str(project)}
-        assert tcp_listeners(processes_of_daemon(daemon.pid)) == [], "uv run keeps it off TCP"
-    assert (project / "pyproject.toml").read_text() == pyproject, "ipykernel is not added"
-
-
 def test_manage_dependencies_over_mcp_reports_progress_during_a_slow_build(
     state_dir: Path, tmp_path: Path
 ) -> None:

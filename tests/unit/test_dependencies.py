@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from nbstage.actors import dependencies as deps
@@ -50,6 +48,8 @@ def test_writing_keeps_every_other_key() -> None:
         pytest.param("six>=", "not a PEP 508", id="a dangling operator"),
         pytest.param("", "not a PEP 508", id="empty"),
         pytest.param("rm -rf /", "not a PEP 508", id="a command"),
+        pytest.param("packaging\nsix", "not a PEP 508", id="two lines"),
+        pytest.param("six\n", "not a PEP 508", id="a trailing newline"),
         pytest.param(5, "not a string", id="not a string"),
         pytest.param("a" * 1001, "over 1000", id="too long"),
     ],
@@ -83,6 +83,14 @@ def test_fingerprints_name_the_set_not_its_spelling(
 
 def test_the_python_version_is_part_of_the_fingerprint() -> None:
     assert deps.fingerprint(["six"], (3, 11)) != deps.fingerprint(["six"], (3, 12))
+
+
+def test_no_joining_of_strings_makes_two_sets_collide() -> None:
+    """A hand-edited file may hold a string with a newline (it is no requirement, so it is
+    kept as it is): it must not name the same environment as the set it spells out."""
+    assert deps.fingerprint(["six", "packaging"]) != deps.fingerprint(["packaging\nsix"])
+    assert deps.fingerprint(["a", "b"]) != deps.fingerprint(["a\nb"])
+    assert len(deps.fingerprint(["six"])) == 64, "the full sha256, as trust is keyed by it"
 
 
 @pytest.mark.parametrize(
@@ -175,6 +183,13 @@ def test_a_fingerprint_that_still_matches_is_accepted() -> None:
         pytest.param(["six"], {SIX}, "/nb", EnvironmentWanted(("six",), SIX), id="inline"),
         pytest.param(["six"], set(), "/nb", EnvironmentWanted(), id="untrusted: the pool"),
         pytest.param([], set(), "/nb", EnvironmentWanted(search_from="/nb"), id="project?"),
+        pytest.param(
+            [],
+            {"p1"},
+            "/nb",
+            EnvironmentWanted(search_from="/nb", trusted_projects=("p1",)),
+            id="approved projects go along",
+        ),
         pytest.param([], set(), None, EnvironmentWanted(), id="nowhere to look"),
     ],
 )
@@ -182,29 +197,6 @@ def test_where_a_kernel_runs(
     current: list[str], trusted: set[str], search_from: str | None, wanted: EnvironmentWanted
 ) -> None:
     assert deps.wanted_environment(current, trusted, search_from) == wanted
-
-
-def test_finding_a_project(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    repo = home / "repo"
-    notebooks = repo / "analysis" / "notebooks"
-    notebooks.mkdir(parents=True)
-    assert deps.find_project(notebooks, home) is None
-
-    (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
-    assert deps.find_project(notebooks, home) is None, "tool settings alone are no project"
-
-    (repo / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n')
-    assert deps.find_project(notebooks, home) == repo
-
-    (repo / "analysis" / ".git").mkdir()
-    assert deps.find_project(notebooks, home) is None, "the walk stops at a .git folder"
-
-    (home / "pyproject.toml").write_text('[project]\nname = "h"\n')
-    (home / "other").mkdir()
-    assert deps.find_project(home / "other", home) is None, "nor does it look in home"
-    (notebooks / "pyproject.toml").write_text("[project\n")
-    assert deps.find_project(notebooks, home) is None, "a file that does not parse is none"
 
 
 def test_the_approval_line() -> None:

@@ -346,6 +346,7 @@ def test_a_project_runs_through_uv_with_ipykernel_layered_on(tmp_path: Path) -> 
     assert argv == [
         environments._uv(),
         "run",
+        "--frozen",
         "--project",
         str(tmp_path / "proj"),
         "--with",

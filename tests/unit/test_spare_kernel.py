@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nbstage.actors.kernel_environment import runs_in_pool
+from nbstage.actors.projects import project_fingerprint
 from nbstage.actors.spare_kernel import Spare, SpareSlot, launch_spare
 from nbstage.protocol.kernels import EnvironmentWanted
 
@@ -80,20 +81,28 @@ def test_a_spare_that_exited_is_not_handed_out(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("wanted", "project", "pooled"),
     [
-        (EnvironmentWanted(), False, True),
-        (EnvironmentWanted(search_from="nb"), False, True),
-        (EnvironmentWanted(search_from="nb"), True, False),
-        (EnvironmentWanted(("six",), "f1"), False, False),
+        (EnvironmentWanted(), None, True),
+        (EnvironmentWanted(search_from="nb"), None, True),
+        (EnvironmentWanted(search_from="nb"), "approved", False),
+        (EnvironmentWanted(search_from="nb"), "not approved", True),
+        (EnvironmentWanted(("six",), "f1"), None, False),
     ],
 )
 def test_only_a_kernel_bound_for_the_pool_may_adopt_the_spare(
-    tmp_path: Path, wanted: EnvironmentWanted, project: bool, pooled: bool
+    tmp_path: Path, wanted: EnvironmentWanted, project: str | None, pooled: bool
 ) -> None:
     folder = tmp_path / "work"
     (folder / "nb").mkdir(parents=True)
     (folder / ".git").mkdir()
+    for each in (folder, folder / "nb"):
+        each.chmod(0o755)
+    trusted = ()
     if project:
         (folder / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\n')
+    if project == "approved":
+        trusted = (project_fingerprint(folder),)
     if wanted.search_from:
-        wanted = EnvironmentWanted(search_from=str(folder / wanted.search_from))
+        wanted = EnvironmentWanted(
+            search_from=str(folder / wanted.search_from), trusted_projects=trusted
+        )
     assert runs_in_pool(wanted, home=tmp_path / "home") is pooled
