@@ -275,6 +275,33 @@ def test_a_pathological_pattern_is_refused_and_the_notebook_stays_usable(
     run_bounded(body, budget=60)
 
 
+def test_a_pattern_too_large_to_compile_is_refused_through_the_tool(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Issue 20 §5: a 3 MB pattern took 18.7 s and 866 MB to compile in the daemon."""
+
+    async def body() -> None:
+        async with mcp_client(daemon, MODE, cwd=tmp_path) as client:
+            await ok(client, "create_notebook")
+            made = await ok(client, "create_cell", source="a = 1")
+            for pattern, phrase in (("a" * 3_000_000, "characters long"), ("a{1000000}", "items")):
+                said = await fails_with_code(
+                    client,
+                    "replace_regex",
+                    "bad_pattern",
+                    cell_id=made["cell_id"],
+                    pattern=pattern,
+                    content="x",
+                )
+                assert phrase in said, said
+            done = await ok(
+                client, "replace_regex", cell_id=made["cell_id"], pattern="a = 1", content="b = 2"
+            )
+            assert done["cell_id"] == made["cell_id"]
+
+    run_bounded(body, budget=60)
+
+
 # --- §3 resident rooms ---------------------------------------------------------------------
 
 
