@@ -127,7 +127,7 @@ def test_a_file_name_with_terminal_escapes_is_printed_escaped(
             assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", printed), repr(printed)
             assert shown in one_line(printed).replace(" ", ""), printed
         as_json = admin_ok(daemon, "rooms", "--json")
-        assert "\x1b" not in as_json and "\x9b" not in as_json, repr(as_json)
+        assert not re.search("[\x1b\x9b]", as_json), repr(as_json)
         paths = [room["path"] for room in json.loads(as_json)["rooms"]]
         assert paths == [str(tmp_path / name)]
 
