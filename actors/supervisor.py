@@ -29,6 +29,7 @@ from nbstage.actors import restart_policy, restart_target
 from nbstage.actors.base import NbActor
 from nbstage.protocol import jsonrpc, mcp, tools
 from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.labels import fitted_label
 from nbstage.protocol.mcp import is_modern_version
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
@@ -320,7 +321,7 @@ class ProxySupervisor(NbActor):
     def _configure_child(self) -> None:
         """The child's first message; it waits for the client's label (from initialize)."""
         self.configured = True
-        label = self.config.label or self.client_label or "agent"
+        label = fitted_label(self.config.label or self.client_label or "agent")
         config = SessionConfig(
             self.config.state_dir,
             self.config.socket_path,
