@@ -147,7 +147,8 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
         self.cached_tools = msg.cached_tools
         self.tools = self.cached_tools or tools.builtin_tool_list()
-        self._start_child()
+        if msg.no_daemon is None:
+            self._start_child()
 
     def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
         if msg.drain_secs > 0 and self.calls:
@@ -226,6 +227,9 @@ class ProxySupervisor(NbActor):
             dispatch.progress_token,
         )
         call_id = _id_key(request.id)
+        if self.config.no_daemon is not None:
+            self._reply(call_id, call, mcp.tool_error(self.config.no_daemon))
+            return
         if name == "reconnect":
             self._reconnect(call_id, call)
             return
