@@ -31,9 +31,10 @@ class Settings:
     """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
     max_rooms_per_connection: int = 48
     """Resident rooms one client connection may have started."""
-    max_unsent_bytes: int = 32 * 1024 * 1024
+    max_unsent_bytes: int = 64 * 1024 * 1024
     """Bytes the daemon holds for one connection that has not read them (a watcher that
-    stopped reading); past it the connection is closed. Two full frames."""
+    stopped reading, or a client that sends requests and never reads the replies); past
+    it the connection is closed. Four full frames."""
 
 
 _ENV_NAMES = {
