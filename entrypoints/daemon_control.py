@@ -105,6 +105,9 @@ def start_background(
     status = query_status(paths)
     if status is not None:
         return status, False
+    problem = runtime_dir.client_problem(paths)
+    if problem is not None:
+        raise runtime_dir.NoRuntimeDir(problem)
     prepare(paths)
     log_file = open(paths.logs / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
     with log_file:

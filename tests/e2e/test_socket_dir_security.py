@@ -331,6 +331,9 @@ def test_with_no_dir_to_be_had_nbstage_mcp_answers_and_each_tool_call_says_why(
                 assert f"No other dir could be made for the daemon's sockets in {base}" in said
 
     run_bounded(body, budget=60)
+    started = run_cli("daemon", "start", state_dir=long_state_dir, env=stand_in.env)
+    assert started.returncode == 1
+    assert "No other dir could be made" in one_line(started.stderr), started.stderr
     assert _daemons_of(long_state_dir) == [], "no daemon was started to fail"
 
 
