@@ -23,6 +23,7 @@ import regex
 
 from nbstage.actors.dependencies import with_dependencies
 from nbstage.actors.kernelspecs import PYTHON3
+from nbstage.actors.pattern_bounds import pattern_problem
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import KernelspecInfo
 from nbstage.protocol.replies import CellSummary, CellView
@@ -432,8 +433,13 @@ def _require_one(count: int, cell_id: str, what: str, narrow: str) -> None:
 
 
 def _compile(pattern: str) -> regex.Pattern:
+    """Compile ``pattern`` once it is known to be small enough (``pattern_bounds``); it is
+    not kept in the module's cache, which would hold up to 500 of them."""
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise NbstageError(ErrorCode.BAD_PATTERN, f"{problem} Nothing was replaced.")
     try:
-        return regex.compile(pattern, regex.MULTILINE)
+        return regex.compile(pattern, regex.MULTILINE, cache_pattern=False)
     except regex.error as exc:
         raise NbstageError(
             ErrorCode.BAD_PATTERN,

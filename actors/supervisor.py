@@ -29,6 +29,7 @@ from nbstage.actors import restart_policy, restart_target
 from nbstage.actors.base import NbActor
 from nbstage.protocol import jsonrpc, mcp, tools
 from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.labels import fitted_label
 from nbstage.protocol.mcp import is_modern_version
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
@@ -146,7 +147,8 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
         self.cached_tools = msg.cached_tools
         self.tools = self.cached_tools or tools.builtin_tool_list()
-        self._start_child()
+        if msg.no_daemon is None:
+            self._start_child()
 
     def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
         if msg.drain_secs > 0 and self.calls:
@@ -225,6 +227,9 @@ class ProxySupervisor(NbActor):
             dispatch.progress_token,
         )
         call_id = _id_key(request.id)
+        if self.config.no_daemon is not None:
+            self._reply(call_id, call, mcp.tool_error(self.config.no_daemon))
+            return
         if name == "reconnect":
             self._reconnect(call_id, call)
             return
@@ -320,7 +325,7 @@ class ProxySupervisor(NbActor):
     def _configure_child(self) -> None:
         """The child's first message; it waits for the client's label (from initialize)."""
         self.configured = True
-        label = self.config.label or self.client_label or "agent"
+        label = fitted_label(self.config.label or self.client_label or "agent")
         config = SessionConfig(
             self.config.state_dir,
             self.config.socket_path,

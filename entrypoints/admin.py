@@ -30,6 +30,7 @@ import orjson
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError, DaemonNotRunning
 from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import StatePaths, state_paths
+from nbstage.entrypoints.terminal_text import json_for_terminal, visible, visible_lines
 from nbstage.protocol.frozen import frozen
 
 try:
@@ -98,7 +99,7 @@ class Column:
 
 def table(columns: Sequence[Column], rows: Sequence[Sequence[Any]], width: int) -> str:
     """Rows under their headers, each column as wide as it needs, shrunk to fit ``width``."""
-    cells = [["-" if value is None else str(value) for value in row] for row in rows]
+    cells = [["-" if value is None else visible(str(value)) for value in row] for row in rows]
     widths = [
         max([len(col.header), *(len(row[i]) for row in cells)]) for i, col in enumerate(columns)
     ]
@@ -130,7 +131,7 @@ def key_values(pairs: Sequence[tuple[str, str, str]], width: int) -> str:
     key_width = max(len(key) for key, _, _ in pairs)
     room = max(width - key_width - len(GAP), 8)
     return "\n".join(
-        f"{key.ljust(key_width)}{GAP}{clip(value, room, keep)}".rstrip()
+        f"{key.ljust(key_width)}{GAP}{clip(visible(value), room, keep)}".rstrip()
         for key, value, keep in pairs
     )
 
@@ -685,13 +686,13 @@ ID_COMMANDS = frozenset(name for name, command in COMMANDS.items() if command.ar
 
 def fit_message(message: str, width: int) -> str:
     """A message wrapped to the terminal, paths and ids kept whole where they fit."""
-    return textwrap.fill(message, width, subsequent_indent="  ", break_on_hyphens=False)
+    return textwrap.fill(visible(message), width, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def render(outcome: Outcome, as_json: bool) -> str:
     if as_json:
-        return orjson.dumps(outcome.data, option=orjson.OPT_INDENT_2).decode()
-    return outcome.text
+        return json_for_terminal(orjson.dumps(outcome.data, option=orjson.OPT_INDENT_2).decode())
+    return visible_lines(outcome.text)
 
 
 def terminal_width() -> int:
@@ -792,7 +793,7 @@ def interact(admin: Admin, as_json: bool) -> int:
         return EXIT_FAILED
     console = Console(admin, as_json)
     console.intro = (
-        f"nbstage admin: daemon {status.get('version', '?')} pid {status['pid']}, "
+        f"nbstage admin: daemon {visible(str(status.get('version', '?')))} pid {status['pid']}, "
         f"{plural(status['rooms'], 'room')}, {plural(status['kernels'], 'kernel')}.\n"
         "Type help for the commands, quit to leave."
     )

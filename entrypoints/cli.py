@@ -157,16 +157,20 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     """Serve MCP on stdio: the command an MCP client launches."""
     from nbstage.entrypoints.daemon_launch import start_daemon_unless_running
     from nbstage.entrypoints.mcp_main import become_edge
+    from nbstage.entrypoints.runtime_dir import client_problem
     from nbstage.entrypoints.statedir import prepare, recorded_paths
 
     paths = state_paths(state_dir)
-    if not no_autostart:
+    problem = client_problem(paths)
+    if not no_autostart and problem is None:
         start_daemon_unless_running(paths)
     if sys.stdin.isatty():
         executable = Path(sys.executable).with_name("nbstage")
         click.echo(_welcome(executable, state_dir, paths.root), err=True)
+    if problem is not None:
+        click.echo(problem, err=True)
     prepare(paths)
-    become_edge(recorded_paths(paths), label, not no_autostart)
+    become_edge(recorded_paths(paths), label, not no_autostart, problem)
 
 
 @main.command("admin", context_settings={"ignore_unknown_options": True})

@@ -16,6 +16,8 @@ from typing import Any
 
 import psutil
 
+from nbstage.entrypoints import runtime_dir
+from nbstage.entrypoints.ownership import Untrusted, check_private_dir
 from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths, prepare, record_socket_dir, recorded_paths
 from nbstage.protocol.version import VERSION
@@ -34,12 +36,18 @@ def daemon_version() -> str:
 
 
 def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:
-    """The running daemon's status, or None if nothing answers on the socket it recorded.
-    Raises ownership.Untrusted if that socket, or its dir, is not this user's."""
+    """The running daemon's status, or None if nothing answers on the socket it recorded
+    (a socket dir that is not this user's alone holds no daemon of ours: runtime_dir.py).
+    Raises ownership.Untrusted if the process serving that socket is not this user's."""
     from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
 
+    socket_path = recorded_paths(paths).socket
     try:
-        with DaemonClient(recorded_paths(paths).socket, timeout=timeout) as client:
+        check_private_dir(socket_path.parent)
+    except (Untrusted, OSError):
+        return None
+    try:
+        with DaemonClient(socket_path, timeout=timeout) as client:
             return client.request("status")
     except (DaemonNotRunning, ConnectionError, OSError):
         return None
@@ -70,8 +78,9 @@ def run_foreground(paths: StatePaths) -> None:
     lock_fd = _take_lock(paths)
     faulthandler.register(signal.SIGUSR1)
     try:
-        record_socket_dir(paths)
         setup_logging(paths.logs, "daemon")
+        paths = runtime_dir.settle(paths)
+        record_socket_dir(paths)
         with contextlib.suppress(FileNotFoundError):
             paths.socket.unlink()
         os.environ[EDGE_PID_ENV] = str(os.getpid())
@@ -96,6 +105,9 @@ def start_background(
     status = query_status(paths)
     if status is not None:
         return status, False
+    problem = runtime_dir.client_problem(paths)
+    if problem is not None:
+        raise runtime_dir.NoRuntimeDir(problem)
     prepare(paths)
     log_file = open(paths.logs / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
     with log_file:

@@ -108,6 +108,8 @@ DAEMON_ANSWERS = (AttachNotebook, EvictRoom)
 class Connection:
     conn_id: int
     writer: asyncio.StreamWriter
+    max_unsent: int
+    """Past this many bytes written and not yet taken by the client, it is dropped."""
     watch_id: int | str | None = None
     client: dict[str, Any] | None = None
     peers: set[tuple[str, str]] = field(default_factory=set)
@@ -120,8 +122,27 @@ class Connection:
         self.send_raw(frame)
 
     def send_raw(self, frame: bytes) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(frame)
+        if self.writer.is_closing():
+            return
+        self.writer.write(frame)
+        unsent = self.writer.transport.get_write_buffer_size()
+        if unsent > self.max_unsent:
+            self._drop_unread(unsent)
+
+    def _drop_unread(self, unsent: int) -> None:
+        """Close a connection whose client does not read what it is sent (a watcher that
+        never reads would hold every event and heartbeat in the daemon), discarding what
+        is queued; its serving task then ends it as any closed connection."""
+        label = (self.client or {}).get("label")
+        log.warning(
+            "dropped connection %d%s: %d bytes were waiting for it to read, over the "
+            "limit of %d (max_unsent_bytes); it reads too slowly or not at all",
+            self.conn_id,
+            f" ({label})" if label else "",
+            unsent,
+            self.max_unsent,
+        )
+        self.writer.transport.abort()
 
 
 class Edge:
@@ -361,7 +382,7 @@ class Edge:
                 await writer.drain()
             writer.close()
             return
-        conn = Connection(next(self._conn_ids), writer)
+        conn = Connection(next(self._conn_ids), writer, self.settings.max_unsent_bytes)
         self.connections[conn.conn_id] = conn
         self._serving.add(asyncio.current_task())
         try:

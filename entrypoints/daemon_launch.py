@@ -13,9 +13,9 @@ import os
 import socket
 import subprocess
 
-from nbstage.entrypoints.ownership import Untrusted
+from nbstage.entrypoints.ownership import Untrusted, check_private_dir
 from nbstage.entrypoints.python_command import module_command
-from nbstage.entrypoints.statedir import StatePaths, prepare
+from nbstage.entrypoints.statedir import StatePaths, prepare, recorded_paths
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -25,9 +25,16 @@ that starts it will most likely ask for a kernel next. Not passed on to kernels.
 
 
 def daemon_answers(paths: StatePaths) -> bool:
+    """Whether something listens on the socket the state dir records, in a dir that is
+    this user's alone (a planted dir holds no daemon of ours)."""
+    try:
+        socket_path = recorded_paths(paths).socket
+        check_private_dir(socket_path.parent)
+    except (OSError, Untrusted):
+        return False
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
-            probe.connect(str(paths.socket))
+            probe.connect(str(socket_path))
         except OSError:
             return False
     return True

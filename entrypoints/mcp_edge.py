@@ -36,7 +36,7 @@ from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.python_command import module_command
-from nbstage.entrypoints.statedir import StatePaths
+from nbstage.entrypoints.statedir import LINK_STATE_DIR_ENV, StatePaths
 from nbstage.protocol import jsonrpc, mcp, session_frames
 from nbstage.protocol.frames import FrameError
 from nbstage.protocol.session_frames import SESSION_FD_ENV
@@ -134,11 +134,13 @@ class McpEdge:
         mcp_in: int,
         mcp_out: int,
         autostart: bool = True,
+        no_daemon: str | None = None,
     ) -> None:
         self.paths = paths
         self.label = label
         self.rejoin_target = rejoin_target
         self.autostart = autostart
+        self.no_daemon = no_daemon
         self._in = mcp_in
         self._out = os.fdopen(mcp_out, "wb", buffering=0)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -168,6 +170,7 @@ class McpEdge:
             os.getpid(),
             self.autostart,
             read_tool_cache(self.paths.root),
+            self.no_daemon,
         )
         self._host.tell(self._supervisor, start)
         reader = asyncio.create_task(self._read_stdin())
@@ -309,7 +312,12 @@ class McpEdge:
     async def _run_child(self, child: SessionChild) -> None:
         """Start one generation's process, relay its frames, and report its exit."""
         ours, theirs = socket.socketpair()
-        env = {**os.environ, EDGE_PID_ENV: str(os.getpid()), SESSION_FD_ENV: str(theirs.fileno())}
+        env = {
+            **os.environ,
+            EDGE_PID_ENV: str(os.getpid()),
+            SESSION_FD_ENV: str(theirs.fileno()),
+            LINK_STATE_DIR_ENV: str(self.paths.root),
+        }
         try:
             child.process = await asyncio.create_subprocess_exec(
                 *module_command("nbstage.entrypoints.session_main"),

@@ -26,13 +26,17 @@ REJOIN_ENV = "NBSTAGE_REJOIN_NOTEBOOK"
 set it when they start a client."""
 
 
-def become_edge(paths: StatePaths, label: str | None, autostart: bool) -> None:
-    """Replace this process with the edge; does not return."""
+def become_edge(
+    paths: StatePaths, label: str | None, autostart: bool, no_daemon: str | None = None
+) -> None:
+    """Replace this process with the edge; does not return. ``no_daemon``: why no daemon
+    can run for the state dir (runtime_dir.client_problem), which every tool call says."""
     settings = {
         "root": str(paths.root),
         "socket_dir": str(paths.socket_dir),
         "label": label,
         "autostart": autostart,
+        "no_daemon": no_daemon,
     }
     sys.stdout.flush()
     sys.stderr.flush()
@@ -60,7 +64,15 @@ def run(settings_json: str) -> None:
     paths = StatePaths(Path(settings["root"]), Path(settings["socket_dir"]))
     setup_logging(paths.logs, "mcp")
     rejoin = os.environ.get(REJOIN_ENV) or None
-    edge = McpEdge(paths, settings["label"], rejoin, mcp_in, mcp_out, settings["autostart"])
+    edge = McpEdge(
+        paths,
+        settings["label"],
+        rejoin,
+        mcp_in,
+        mcp_out,
+        settings["autostart"],
+        settings.get("no_daemon"),
+    )
     asyncio.run(edge.run())
 
 

@@ -39,6 +39,7 @@ from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.entrypoints.logs import setup_logging
 from nbstage.entrypoints.ownership import Untrusted, check_peer, check_private_dir
+from nbstage.entrypoints.statedir import LINK_STATE_DIR_ENV, followed_socket
 from nbstage.protocol import session_frames
 from nbstage.protocol.frames import FrameError, read_body
 from nbstage.protocol.session_frames import SESSION_FD_ENV
@@ -70,6 +71,7 @@ class SessionChildEdge:
         self._tasks: set[asyncio.Task] = set()
         self.exit_code = 0
         self._fault = fault_points.from_environment()
+        self._state_dir = os.environ.get(LINK_STATE_DIR_ENV)
 
     async def run(self) -> None:
         from nbstage.actors.session_manager import SessionManager
@@ -123,6 +125,7 @@ class SessionChildEdge:
             return
         writer = None
         try:
+            socket_path = followed_socket(self._state_dir, socket_path)
             check_private_dir(Path(socket_path).parent)
             reader, writer = await asyncio.open_unix_connection(socket_path)
             check_peer(writer.get_extra_info("socket"), f"the daemon on {socket_path}")

@@ -18,6 +18,9 @@ from nbstage.entrypoints.ownership import check_private_dir, make_private_dir
 from nbstage.protocol.frozen import frozen
 
 STATE_DIR_ENV = "NBSTAGE_STATE_DIR"
+LINK_STATE_DIR_ENV = "NBSTAGE_LINK_STATE_DIR"
+"""Set by the MCP edge for its session child: the state dir whose socket record each of
+the child's daemon links follows (:func:`followed_socket`)."""
 _SOCKET_PATH_LIMIT = 107
 _KERNEL_SOCKET_ALLOWANCE = 48
 """Room left for a kernel's IPC socket name (<kernel dir>/<uuid>-<port>)."""
@@ -78,8 +81,12 @@ def state_paths(state_dir: str | Path | None = None) -> StatePaths:
 
 def prepare(paths: StatePaths) -> None:
     """Create the state dir and its parts, each readable by this user alone; where one
-    already exists, accept it only if it is (raises ownership.Untrusted otherwise)."""
-    for path in (paths.root, paths.logs, paths.executions, paths.socket_dir, paths.kernel_dir):
+    already exists, accept it only if it is (raises ownership.Untrusted otherwise). A
+    short socket dir outside the state dir is the daemon's to settle (runtime_dir.py)."""
+    parts = [paths.root, paths.logs, paths.executions]
+    if paths.socket_dir == paths.root:
+        parts.append(paths.kernel_dir)
+    for path in parts:
         make_private_dir(path)
 
 
@@ -103,6 +110,16 @@ def recorded_paths(paths: StatePaths) -> StatePaths:
     if not os.path.isabs(recorded):
         return paths
     return StatePaths(paths.root, Path(recorded))
+
+
+def followed_socket(state_dir: str | None, socket_path: str) -> str:
+    """The socket a link to the daemon connects to: the one ``state_dir`` records now (a
+    daemon that started after the client, or fell back to a fresh dir, recorded where),
+    else ``socket_path``. Raises ownership.Untrusted if the state dir is not private."""
+    if not state_dir:
+        return socket_path
+    given = StatePaths(Path(state_dir), Path(socket_path).parent)
+    return str(recorded_paths(given).socket)
 
 
 def client_paths(state_dir: str | Path | None = None) -> StatePaths:

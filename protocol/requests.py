@@ -17,6 +17,7 @@ from nbstage.protocol.codec import from_wire
 from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.labels import check_labels
 from nbstage.protocol.paths import check_paths
 
 REQUEST_TYPES: dict[str, type] = {}
@@ -54,7 +55,7 @@ def decode_request(frame: dict[str, Any]) -> object:
             ErrorCode.BAD_REQUEST,
             f"unknown field {unknown[0]!r} for {frame['type']!r}; it takes {takes}",
         )
-    return check_paths(from_wire(cls, fields))
+    return check_labels(check_paths(from_wire(cls, fields)))
 
 
 # --- daemon-level requests -------------------------------------------------------------

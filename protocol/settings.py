@@ -31,6 +31,10 @@ class Settings:
     """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
     max_rooms_per_connection: int = 48
     """Resident rooms one client connection may have started."""
+    max_unsent_bytes: int = 64 * 1024 * 1024
+    """Bytes the daemon holds for one connection that has not read them (a watcher that
+    stopped reading, or a client that sends requests and never reads the replies); past
+    it the connection is closed. Four full frames."""
 
 
 _ENV_NAMES = {
@@ -45,6 +49,7 @@ _ENV_NAMES = {
     "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
     "max_rooms": "NBSTAGE_MAX_ROOMS",
     "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
+    "max_unsent_bytes": "NBSTAGE_MAX_UNSENT_BYTES",
 }
 
 

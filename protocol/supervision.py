@@ -30,6 +30,9 @@ class StartSupervisor:
     """Whether a daemon is being started for this client, so first calls wait for it."""
     cached_tools: list[dict[str, Any]] = field(default_factory=list)
     """The tool list last seen from a session child (tool-cache.json), read by the edge."""
+    no_daemon: str | None = None
+    """Why no daemon can run for the state dir (no dir for its sockets): no session child
+    starts, and every tool call fails saying so."""
 
 
 @frozen

@@ -113,6 +113,25 @@ def deep_folder(base: Path) -> Path:
     return base / "projects" / "a-rather-deep-folder-tree" / "that-goes-on" / "and-on-and-on"
 
 
+def test_a_file_name_with_terminal_escapes_is_printed_escaped(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Issue 20 §5: a notebook's file name could retitle or clear the operator's terminal."""
+    name = "\x1b]0;owned\x07\x1b[2J\x9b1m.ipynb"
+    with daemon.client() as client:
+        created = client.request("create", runtime=None, ephemeral=False, peer_label="ops")
+        client.request("save", notebook_id=created["notebook_id"], path=str(tmp_path / name))
+        shown = "\\x1b]0;owned\\x07\\x1b[2J\\x9b1m.ipynb"
+        for args in (["rooms"], ["room", created["notebook_id"]]):
+            printed = admin_ok(daemon, *args)
+            assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", printed), repr(printed)
+            assert shown in one_line(printed).replace(" ", ""), printed
+        as_json = admin_ok(daemon, "rooms", "--json")
+        assert not re.search("[\x1b\x9b]", as_json), repr(as_json)
+        paths = [room["path"] for room in json.loads(as_json)["rooms"]]
+        assert paths == [str(tmp_path / name)]
+
+
 # --- one-shot read commands ---------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import struct
@@ -27,6 +28,7 @@ import pytest
 
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
 from nbstage.protocol.frames import MAX_FRAME_BYTES, recv_frame
+from nbstage.protocol.labels import MAX_LABEL_CHARS
 from nbstage.protocol.paths import PATH_MAX
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running, mcp_client, run_bounded, texts_of
@@ -204,6 +206,82 @@ def test_a_300_level_watcher_description_does_not_break_clients(daemon: RunningD
         assert "<nested too deep>" in orjson.dumps(record).decode()
 
 
+# --- issue 20 §5: labels and watchers that never read ------------------------------------
+
+UNSENT_LIMIT = 256 * 1024
+DROPPED = re.compile(r"dropped connection \d+ \(never-reads\): (\d+) bytes")
+
+
+def test_a_watcher_that_never_reads_is_dropped_while_others_are_served(state_dir: Path) -> None:
+    """A watcher that subscribes and never reads, beside a client that joins and leaves a
+    room as fast as it can (each join and leave is an event with its label for every
+    watcher): the daemon drops the watcher once 256 KiB wait for it, and says so."""
+    settings = {**FAST_SETTINGS, "NBSTAGE_MAX_UNSENT_BYTES": str(UNSENT_LIMIT)}
+    with (
+        daemon_running(state_dir, settings) as daemon,
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as watcher,
+        daemon.client(timeout=READ_TIMEOUT) as busy,
+        daemon.client(timeout=READ_TIMEOUT) as other,
+    ):
+        watcher.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        watcher.connect(str(daemon.paths.socket))
+        body = orjson.dumps({"v": 1, "type": "watch", "id": 1, "client": {"label": "never-reads"}})
+        watcher.sendall(HEADER.pack(len(body)) + body)
+
+        notebook_id = busy.request("create", runtime=None, peer_label="busy")["notebook_id"]
+        label = "b" * MAX_LABEL_CHARS
+        dropped = None
+        for cycle in range(10_000):
+            peer = busy.request("attach", notebook_id=notebook_id, peer_label=label)["peer_id"]
+            busy.request("leave", notebook_id=notebook_id, peer_id=peer)
+            if cycle % 100 == 99:
+                log = orjson.dumps(other.request("log", lines=200)).decode()
+                dropped = DROPPED.search(log)
+                if dropped:
+                    break
+        assert dropped, "the watcher was never dropped: the daemon holds all it was sent"
+        assert UNSENT_LIMIT < int(dropped.group(1)) < UNSENT_LIMIT + 4096
+
+        watcher.settimeout(READ_TIMEOUT)
+        while watcher.recv(65536):
+            pass
+        assert other.request("identity")["pid"] == daemon.pid
+        clients = other.request("clients")["clients"]
+        assert "never-reads" not in [c.get("label") for c in clients]
+
+
+def test_an_over_long_or_escaping_peer_label_is_refused_and_the_connection_stays(
+    daemon: RunningDaemon,
+) -> None:
+    with daemon.client(timeout=READ_TIMEOUT) as client:
+        for label, phrase in (
+            ("x" * 1_000_000, "1,000,000 characters long, over the limit of 256"),
+            ("\x1b]0;owned\x07", "control character \\x1b"),
+        ):
+            with pytest.raises(DaemonError) as refused:
+                client.request("create", runtime=None, peer_label=label)
+            assert refused.value.code == "bad_request"
+            assert "'peer_label' is not a usable label" in refused.value.message
+            assert phrase in refused.value.message
+        assert client.request("identity")["pid"] == daemon.pid
+        assert daemon.request("list_rooms")["rooms"] == []
+
+
+def test_an_mcp_client_with_an_over_long_name_still_opens_notebooks(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """The supervisor fits the client's label to the daemon's rules instead of having
+    every join refused."""
+
+    async def body() -> None:
+        async with mcp_client(daemon, MODE, label="c" * 5000 + "\x1b", cwd=tmp_path) as client:
+            await ok(client, "create_notebook")
+            (room,) = daemon.request("list_rooms")["rooms"]
+            assert [peer["label"] for peer in room["peers"]] == ["c" * MAX_LABEL_CHARS]
+
+    run_bounded(body, budget=60)
+
+
 # --- §3 replies over the frame limit -----------------------------------------------------
 
 
@@ -271,6 +349,33 @@ def test_a_pathological_pattern_is_refused_and_the_notebook_stays_usable(
                 assert result.structured_content["code"] in ("no_match", "bad_pattern")
             cell = await ok(client, "get_cell", cell_id=made["cell_id"])
             assert cell["cell"]["source"] == "a" * 40 + "b"
+
+    run_bounded(body, budget=60)
+
+
+def test_a_pattern_too_large_to_compile_is_refused_through_the_tool(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Issue 20 §5: a 3 MB pattern took 18.7 s and 866 MB to compile in the daemon."""
+
+    async def body() -> None:
+        async with mcp_client(daemon, MODE, cwd=tmp_path) as client:
+            await ok(client, "create_notebook")
+            made = await ok(client, "create_cell", source="a = 1")
+            for pattern, phrase in (("a" * 3_000_000, "characters long"), ("a{1000000}", "items")):
+                said = await fails_with_code(
+                    client,
+                    "replace_regex",
+                    "bad_pattern",
+                    cell_id=made["cell_id"],
+                    pattern=pattern,
+                    content="x",
+                )
+                assert phrase in said, said
+            done = await ok(
+                client, "replace_regex", cell_id=made["cell_id"], pattern="a = 1", content="b = 2"
+            )
+            assert done["cell_id"] == made["cell_id"]
 
     run_bounded(body, budget=60)
 

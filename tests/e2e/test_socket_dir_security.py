@@ -5,7 +5,9 @@ With a long state dir and no XDG_RUNTIME_DIR, the sockets go in ``/tmp/nbstage-<
 directory or a symlink) and serves a fake daemon there would receive every request a
 client sends, cell sources included. These tests create that second user for real and
 plant the dir as them, run a fake daemon as them, and connect to the real daemon as
-them; then the unit checks behind the refusals.
+them; then the unit checks behind the refusals. nbstage leaves a planted dir alone and
+serves from a fresh one it records (issue 20), and ``nbstage mcp`` answers even when no
+dir can be had.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nbstage.entrypoints import ownership
+from nbstage.entrypoints import ownership, runtime_dir
 from nbstage.entrypoints.daemon_client import DaemonClient
 from nbstage.entrypoints.ownership import Untrusted, check_private_dir, make_private_dir
-from nbstage.entrypoints.statedir import client_paths, prepare, state_paths
+from nbstage.entrypoints.statedir import (
+    StatePaths,
+    client_paths,
+    prepare,
+    record_socket_dir,
+    state_paths,
+)
 from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
 from tests.support import (
-    NBSTAGE,
     RunningDaemon,
     mcp_client,
     processes_of_daemon,
@@ -189,6 +196,11 @@ def long_state_dir(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
         yield long_dir
     finally:
         _stop_daemons_of(long_dir)
+        record = long_dir / "socket-dir"
+        if record.exists():
+            fresh = Path(record.read_text().strip())
+            if fresh != socket_dir and fresh.name.startswith(f"nbstage-{os.getuid()}-"):
+                shutil.rmtree(fresh, ignore_errors=True)
         if socket_dir.is_symlink() or socket_dir.is_file():
             socket_dir.unlink()
         else:
@@ -214,49 +226,47 @@ def _daemons_of(state_dir: Path) -> list[int]:
     return found
 
 
-def _mcp(state_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*NBSTAGE, "mcp", "--no-autostart", "--state-dir", str(state_dir)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def one_line(text: str) -> str:
     """Text with its wrapping undone (the admin console fits messages to the terminal)."""
     return " ".join(text.split())
 
 
-def _assert_refused_everywhere(state_dir: Path, planted: Path, problem: str) -> None:
-    """No daemon starts on ``state_dir`` and no client connects: each says why."""
-    for start in (["daemon", "start"], ["daemon", "start", "--foreground"]):
-        result = run_cli(*start, state_dir=state_dir, timeout=60)
-        assert result.returncode == 1, result.stdout + result.stderr
-        said = one_line(result.stderr)
-        assert str(planted) in said, said
-        assert problem in said, said
-    assert _daemons_of(state_dir) == []
-    assert not (state_dir / "socket-dir").exists(), "no daemon recorded a socket dir"
+def _served_in_a_fresh_dir(state_dir: Path, planted: Path, start_with_cli: bool) -> Path:
+    """The daemon (started by ``nbstage daemon start``, or by ``nbstage mcp`` itself)
+    serves in a fresh private dir beside ``planted`` and records it; ``nbstage mcp``
+    answers initialize and a tool call from it, and ``daemon status`` finds it too."""
+    if start_with_cli:
+        started = run_cli("daemon", "start", state_dir=state_dir, timeout=60)
+        assert started.returncode == 0, started.stdout + started.stderr
+    stand_in = RunningDaemon(state_paths(state_dir), {}, pid=-1)
 
-    for client in (["daemon", "status"], ["daemon", "stop"], ["admin", "status"]):
-        result = run_cli(*client, state_dir=state_dir, timeout=60)
-        assert result.returncode == 1, result.stdout + result.stderr
-        said = one_line(result.stderr)
-        assert str(planted) in said, said
-        assert problem in said, said
-    refused = _mcp(state_dir)
-    assert refused.returncode == 1, refused.stderr
-    assert problem in one_line(refused.stderr), refused.stderr
-    with pytest.raises(Untrusted, match=problem):
-        DaemonClient(client_paths(state_dir).socket, timeout=5)
+    async def body() -> None:
+        async with mcp_client(stand_in, "legacy", "fallback", tempfile.gettempdir()) as client:
+            listed = await client.call_tool("list_active_notebooks", {})
+            assert not listed.is_error, texts_of(listed)
+            assert listed.structured_content["notebooks"] == []
+
+    run_bounded(body, budget=90)
+    fresh = client_paths(state_dir).socket_dir
+    assert fresh != planted
+    assert fresh.parent == planted.parent
+    assert fresh.name.startswith(f"nbstage-{os.getuid()}-")
+    check_private_dir(fresh)
+    status = run_cli("daemon", "status", state_dir=state_dir)
+    assert status.returncode == 0, status.stderr
+    assert str(fresh / "daemon.sock") in status.stdout
+    said = one_line((state_dir / "logs" / "daemon.log").read_text())
+    assert str(planted) in said, said
+    assert f"The sockets go in {fresh} instead." in said, said
+    stopped = run_cli("daemon", "stop", state_dir=state_dir, timeout=60)
+    assert stopped.returncode == 0, stopped.stderr
+    return fresh
 
 
 # --- the attack: a planted socket dir ------------------------------------------------------
 
 
-def test_a_socket_dir_planted_by_another_user_is_refused(
+def test_a_socket_dir_planted_by_another_user_is_left_for_a_fresh_one(
     intruder: Intruder, long_state_dir: Path
 ) -> None:
     planted = state_paths(long_state_dir).socket_dir
@@ -265,7 +275,7 @@ def test_a_socket_dir_planted_by_another_user_is_refused(
     try:
         fake.wait_for("ready")
         assert planted.stat().st_uid == intruder.uid
-        _assert_refused_everywhere(long_state_dir, planted, f"owned by uid {intruder.uid}")
+        _served_in_a_fresh_dir(long_state_dir, planted, start_with_cli=False)
     finally:
         reported = fake.finish()
     assert "accepted" not in reported, "no client may even connect to the planted socket"
@@ -273,7 +283,7 @@ def test_a_socket_dir_planted_by_another_user_is_refused(
     assert stat.S_IMODE(planted.stat().st_mode) == 0o700, "nbstage left the planted dir alone"
 
 
-def test_a_socket_dir_planted_as_a_symlink_is_refused(
+def test_a_socket_dir_planted_as_a_symlink_is_left_for_a_fresh_one(
     intruder: Intruder, long_state_dir: Path, tmp_path: Path
 ) -> None:
     """The symlink points at a dir of ours with mode 0700: only lstat tells them apart."""
@@ -283,16 +293,48 @@ def test_a_socket_dir_planted_as_a_symlink_is_refused(
     intruder.do(lambda: os.symlink(target, planted))
     assert planted.is_symlink()
     assert os.lstat(planted).st_uid == intruder.uid
-    _assert_refused_everywhere(long_state_dir, planted, "is a symlink")
+    _served_in_a_fresh_dir(long_state_dir, planted, start_with_cli=True)
     assert list(target.iterdir()) == [], "nothing of the daemon went through the symlink"
+    assert planted.is_symlink()
 
 
-def test_a_socket_dir_of_ours_with_a_wider_mode_is_refused(long_state_dir: Path) -> None:
+def test_a_socket_dir_of_ours_with_a_wider_mode_is_left_for_a_fresh_one(
+    long_state_dir: Path,
+) -> None:
     socket_dir = state_paths(long_state_dir).socket_dir
     socket_dir.mkdir(mode=0o700)
     os.chmod(socket_dir, 0o755)
-    _assert_refused_everywhere(long_state_dir, socket_dir, "has mode 0755")
-    assert stat.S_IMODE(socket_dir.stat().st_mode) == 0o755, "refused, not silently changed"
+    _served_in_a_fresh_dir(long_state_dir, socket_dir, start_with_cli=False)
+    assert stat.S_IMODE(socket_dir.stat().st_mode) == 0o755, "left alone, not changed"
+    assert list(socket_dir.iterdir()) == []
+
+
+def test_with_no_dir_to_be_had_nbstage_mcp_answers_and_each_tool_call_says_why(
+    long_state_dir: Path, tmp_path: Path
+) -> None:
+    """The runtime base is a file, so neither the short dir nor a fresh one can be made:
+    before, ``nbstage mcp`` exited before it answered initialize."""
+    base = tmp_path / "runtime-base-is-a-file"
+    base.write_text("")
+    stand_in = RunningDaemon(state_paths(long_state_dir), {"XDG_RUNTIME_DIR": str(base)}, -1)
+
+    async def body() -> None:
+        async with mcp_client(stand_in, "legacy", "stuck", tmp_path) as client:
+            listed = await client.list_tools()
+            assert "create_notebook" in [tool.name for tool in listed.tools]
+            for name in ("create_notebook", "reconnect"):
+                refused = await client.call_tool(name, {})
+                assert refused.is_error
+                said = one_line(" ".join(texts_of(refused)))
+                assert "nbstage cannot use its sockets' dir: [Errno 20] Not a directory" in said
+                assert str(base / state_paths(long_state_dir).socket_dir.name) in said
+                assert f"No other dir could be made for the daemon's sockets in {base}" in said
+
+    run_bounded(body, budget=60)
+    started = run_cli("daemon", "start", state_dir=long_state_dir, env=stand_in.env)
+    assert started.returncode == 1
+    assert "No other dir could be made" in one_line(started.stderr), started.stderr
+    assert _daemons_of(long_state_dir) == [], "no daemon was started to fail"
 
 
 def test_a_state_dir_another_user_created_is_refused(intruder: Intruder) -> None:
@@ -533,3 +575,49 @@ def test_the_peer_check_passes_our_own_uid_and_names_a_foreign_one(
         monkeypatch.setattr(os, "getuid", lambda: me + 4242)
         with pytest.raises(Untrusted, match=f"the peer runs as uid {me} .*uid {me + 4242}"):
             ownership.check_peer(ours, "the peer")
+
+
+def _long_state_dir_in(base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StatePaths:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    paths = state_paths(tmp_path / ("long-enough-for-a-short-socket-dir-" * 3) / "state")
+    assert paths.socket_dir.parent == base
+    prepare(paths)
+    return paths
+
+
+def test_settle_uses_the_short_dir_then_a_fresh_one_then_keeps_to_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = tmp_path / "runtime"
+    base.mkdir(mode=0o700)
+    paths = _long_state_dir_in(base, tmp_path, monkeypatch)
+    assert runtime_dir.settle(paths) == paths
+    check_private_dir(paths.kernel_dir)
+
+    os.chmod(paths.socket_dir, 0o755)
+    assert runtime_dir.client_problem(paths) is None
+    fresh = runtime_dir.settle(paths)
+    assert fresh.socket_dir.parent == base
+    assert fresh.socket_dir != paths.socket_dir
+    check_private_dir(fresh.kernel_dir)
+    assert sorted(base.iterdir()) == sorted([paths.socket_dir, fresh.socket_dir])
+
+    record_socket_dir(fresh)
+    assert runtime_dir.settle(paths) == fresh, "a restarted daemon keeps to the dir it recorded"
+    assert len(list(base.iterdir())) == 2
+
+
+def test_settle_with_no_dir_to_be_had_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = tmp_path / "a-file"
+    base.write_text("")
+    paths = _long_state_dir_in(base, tmp_path, monkeypatch)
+    problem = runtime_dir.client_problem(paths)
+    assert problem is not None
+    with pytest.raises(runtime_dir.NoRuntimeDir) as refused:
+        runtime_dir.settle(paths)
+    for said in (problem, str(refused.value)):
+        assert "Not a directory" in said
+        assert f"No other dir could be made for the daemon's sockets in {base}" in said
+        assert f"no daemon can run for the state dir {paths.root}" in said

@@ -26,6 +26,7 @@ from nbstage.protocol.frames import (
     encode_frame,
     encode_result_frame,
 )
+from nbstage.protocol.labels import MAX_LABEL_CHARS, fitted_label, label_problem
 from nbstage.protocol.paths import PATH_MAX, path_problem
 from nbstage.protocol.requests import decode_request
 from nbstage.protocol.tools import TOOLS_BY_NAME
@@ -93,6 +94,54 @@ def test_every_tool_that_takes_a_path_refuses_a_bad_one(bad: str, tool: str, nam
     assert caught.value.code is ErrorCode.BAD_REQUEST
 
 
+LABEL_REQUESTS = [
+    ("open", {"path": "/a.ipynb"}),
+    ("create", {}),
+    ("attach", {"notebook_id": "N"}),
+]
+
+
+@pytest.mark.parametrize(("kind", "fields"), LABEL_REQUESTS)
+@pytest.mark.parametrize(
+    ("label", "phrase"),
+    [
+        ("x" * (MAX_LABEL_CHARS + 1), "257 characters long, over the limit of 256"),
+        ("x" * 20_000_000, "20,000,000 characters long"),
+        ("agent\x1b]0;owned\x07", "control character \\x1b"),
+        ("agent\n", "control character \\x0a"),
+        ("agent\x9b", "control character \\x9b"),
+    ],
+)
+def test_a_peer_label_too_long_or_with_controls_is_refused_as_it_is_decoded(
+    kind: str, fields: dict[str, Any], label: str, phrase: str
+):
+    frame = {"v": 1, "id": 1, "type": kind, **fields, "peer_label": label}
+    with pytest.raises(NbstageError) as caught:
+        decode_request(frame)
+    assert caught.value.code is ErrorCode.BAD_REQUEST
+    assert "'peer_label' is not a usable label" in caught.value.message
+    assert phrase in caught.value.message
+
+
+@pytest.mark.parametrize(("kind", "fields"), LABEL_REQUESTS)
+def test_a_label_at_the_limit_passes(kind: str, fields: dict[str, Any]):
+    label = "é" * MAX_LABEL_CHARS
+    assert decode_request({"v": 1, "id": 1, "type": kind, **fields, "peer_label": label})
+
+
+@pytest.mark.parametrize(
+    ("name", "fitted"),
+    [
+        ("claude-code", "claude-code"),
+        ("a\x1b[2Jb\tc", "a [2Jb c"),
+        ("y" * 1000, "y" * MAX_LABEL_CHARS),
+    ],
+)
+def test_an_mcp_client_name_is_fitted_to_a_label_the_daemon_takes(name: str, fitted: str):
+    assert fitted_label(name) == fitted
+    assert label_problem(fitted_label(name)) is None
+
+
 def test_save_carries_overwrite_after_its_key():
     request = decode_request({"v": 1, "id": 1, "type": "save", "notebook_id": "N"})
     assert (request.key, request.overwrite) == (None, False)
@@ -135,24 +184,50 @@ def test_a_request_id_too_large_to_echo_gets_the_error_with_a_null_id():
 
 
 class Writer:
+    """A stream writer whose client never reads: everything written stays buffered."""
+
     def __init__(self) -> None:
         self.written: list[bytes] = []
+        self.aborted = False
+        self.transport = self
 
     def is_closing(self) -> bool:
-        return False
+        return self.aborted
 
     def write(self, data: bytes) -> None:
         self.written.append(data)
 
+    def get_write_buffer_size(self) -> int:
+        return sum(map(len, self.written))
+
+    def abort(self) -> None:
+        self.aborted = True
+
 
 def test_an_oversized_error_echo_becomes_result_too_large_on_the_same_connection():
     writer = Writer()
-    conn = Connection(1, writer)
+    conn = Connection(1, writer, MAX_FRAME_BYTES * 2)
     conn.send({"id": 3, "type": "error", "error": {"code": "bad_request", "message": HUGE}})
     conn.send({"id": 4, "type": "result", "result": {}})
     first, second = map(read, writer.written)
     assert (first["id"], first["error"]["code"]) == (3, "result_too_large")
     assert (second["id"], second["type"]) == (4, "result")
+
+
+def test_a_connection_that_does_not_read_is_dropped_past_its_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    writer = Writer()
+    conn = Connection(5, writer, 1000, client={"label": "watcher"})
+    event = {"id": 1, "type": "event", "event": {"kind": "peer_joined", "label": "x" * 200}}
+    while not writer.aborted:
+        conn.send(event)
+        assert writer.get_write_buffer_size() < 1000 + 400, "dropped at the first frame past it"
+    sent = len(writer.written)
+    conn.send(event)
+    assert len(writer.written) == sent, "nothing is written to a dropped connection"
+    assert "dropped connection 5 (watcher)" in caplog.text
+    assert "over the limit of 1000 (max_unsent_bytes)" in caplog.text
 
 
 # --- watcher descriptions ---------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 
 from nbstage.actors.document import Cell, Document, source_preview
 from nbstage.actors.kernelspecs import PYTHON3
+from nbstage.actors.pattern_bounds import MAX_PATTERN_WEIGHT, pattern_weight
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import KernelspecInfo
 from nbstage.protocol.replies import CellSummary, CellView
@@ -398,6 +399,51 @@ def test_replace_regex_that_runs_out_of_time_says_so():
     doc = doc_with(code("a", "a" * 40 + "b"))
     with raises(ErrorCode.BAD_PATTERN, "took longer than"):
         doc.replace_regex("a", r"(a|a)+$", "x")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "phrase"),
+    [
+        pytest.param("a" * 10_001, "10,001 characters long", id="longer than 10,000 characters"),
+        pytest.param("a{1000000}", "1,000,000 items", id="a counted repeat of a million"),
+        pytest.param("(?:a{200}){200}", "items", id="nested repeats multiplied"),
+        pytest.param("a{1000}" * 11, "11,000 items", id="many repeats added up"),
+    ],
+)
+def test_replace_regex_refuses_a_pattern_too_large_to_compile(pattern, phrase):
+    """Before the bound, each of these compiled (0.4 s and 274 MB for a million) and the
+    answer was no_match; ``a{4294967294}`` ended the process."""
+    doc = doc_with(code("a", "a = 1"))
+    with raises(ErrorCode.BAD_PATTERN, phrase):
+        doc.replace_regex("a", pattern, "x")
+    assert doc.cells[0].source == "a = 1"
+    assert doc.revision == 0
+
+
+@pytest.mark.parametrize(
+    ("pattern", "weight"),
+    [
+        ("abc", 3),
+        ("a{4294967294}", 4294967294),
+        ("(ab){3}c", 7),
+        ("(?:(?:a{100}){100}){100}", 1_020_200),
+        ("a{0,100000}", 0),
+        (r"\{100000}", 8),
+        ("[{]{5}", 5),
+        ("[]{}]{3}", 3),
+        ("(?#{99999})x", 1),
+        ("x{}", 3),
+    ],
+)
+def test_pattern_weight_multiplies_counted_repeats_out(pattern, weight):
+    assert pattern_weight(pattern) == weight
+
+
+def test_a_pattern_within_the_limits_is_replaced():
+    doc = doc_with(code("a", "b" * 10 + "a" * 9_000))
+    pattern = "b{10}" + "a" * 9_000
+    assert pattern_weight(pattern) <= MAX_PATTERN_WEIGHT
+    assert doc.replace_regex("a", pattern, "x").source == "x"
 
 
 # outputs
