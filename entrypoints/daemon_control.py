@@ -94,6 +94,7 @@ def run_foreground(paths: StatePaths) -> None:
         asyncio.run(edge.run())
     finally:
         spare_kernel.SPARE.discard()
+        runtime_dir.release(paths)
         os.close(lock_fd)
 
 

@@ -16,6 +16,7 @@ before it answered ``initialize``, so the agent heard nothing. Instead:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
@@ -54,6 +55,22 @@ def settle(paths: StatePaths) -> StatePaths:
     make_private_dir(fresh.kernel_dir)
     log.warning("%s The sockets go in %s instead.", _reason(refused), fresh.socket_dir)
     return fresh
+
+
+def release(paths: StatePaths) -> None:
+    """A stopping daemon, still holding its lock, removes the socket dir it served in
+    outside its state dir, and the record naming it, once nothing is left in it (its
+    socket is gone, its kernels' files were swept); a dir still holding files stays."""
+    if paths.socket_dir == paths.root:
+        return
+    try:
+        os.rmdir(paths.kernel_dir)
+        os.rmdir(paths.socket_dir)
+    except OSError as exc:
+        log.info("kept the sockets' dir %s: %s", paths.socket_dir, exc.strerror)
+        return
+    with contextlib.suppress(FileNotFoundError):
+        paths.socket_record.unlink()
 
 
 def client_problem(paths: StatePaths) -> str | None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
@@ -38,6 +39,18 @@ def daemon_of_a_module() -> Iterator[RunningDaemon]:
         }
         with daemon_running(Path(tmp) / "state", env) as daemon:
             yield daemon
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_runtime_dirs_left() -> Iterator[None]:
+    """The suite leaves no short socket dir in the temp dir: a daemon that stops removes
+    the one it made, and those a killed daemon left are removed here at the end."""
+    base = Path(tempfile.gettempdir())
+    pattern = f"nbstage-{os.getuid()}-*"
+    before = set(base.glob(pattern))
+    yield
+    for left in set(base.glob(pattern)) - before:
+        shutil.rmtree(left, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

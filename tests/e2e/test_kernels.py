@@ -464,5 +464,7 @@ def test_a_long_state_dir_puts_sockets_in_a_short_runtime_dir(state_dir: Path) -
                 kernel_pid(daemon, nid, seen)
             assert list(paths.kernel_dir.glob("*.json")), "the kernel's files live by the socket"
             stop_and_prove_no_kernel_left(daemon, seen)
+            assert not paths.socket_dir.exists(), "a stopped daemon removes the dir it made"
+            assert not (long_dir / "socket-dir").exists()
     finally:
         shutil.rmtree(state_paths(long_dir).socket_dir, ignore_errors=True)
