@@ -39,8 +39,11 @@ run: bytecode
 daemon: bytecode
 	$(BIN)/nbstage daemon start --foreground $(STATE_FLAG)
 
+# The tests' temp files go in one dir that is removed afterwards, so a run leaves
+# nothing behind in /tmp.
 test: bytecode
-	$(BIN)/python -m pytest -q
+	@tmp=$$(mktemp -d /tmp/nbstage-tests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+		$(BIN)/python -m pytest -q --basetemp="$$tmp/t"
 
 lint: install
 	$(BIN)/ruff format --check .
