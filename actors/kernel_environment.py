@@ -44,7 +44,7 @@ def place_kernel(
 ) -> Placement:
     if wanted.requirements and wanted.fingerprint:
         try:
-            return _inline(wanted, state_dir)
+            return _inline(wanted, state_dir, kernel_id)
         except environments.EnvironmentUnavailable as exc:
             problem = f"the inline environment could not be built: {exc}"
             log.warning("kernel %s starts in the pool: %s", kernel_id, problem)
@@ -114,12 +114,16 @@ def _project(folder: Path) -> Placement:
     return Placement(view, project=folder)
 
 
-def _inline(wanted: EnvironmentWanted, state_dir: str) -> Placement:
+def _inline(wanted: EnvironmentWanted, state_dir: str, kernel_id: str) -> Placement:
+    """The shared environment of the set, under a bare venv of the kernel's own, as the
+    pool is layered on the template: a ``%pip install`` in the kernel lands in its own
+    venv, never in the environment that every notebook with this set shares."""
     root = environments.envs_dir(state_dir)
     env, _ = environments.ensure_inline_env(root, wanted.fingerprint, wanted.requirements)
     environments.mark_used(env)
+    own = environments.take_pool_env(env, state_dir, kernel_id)
     view = EnvironmentView(EnvSource.INLINE.value, wanted.fingerprint, path=str(env))
-    return Placement(view, python=environments.env_python(env))
+    return Placement(view, python=environments.env_python(own), owned=own)
 
 
 def _pool(state_dir: str, kernel_id: str, view: EnvironmentView) -> Placement:

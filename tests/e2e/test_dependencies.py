@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from nbstage.actors import dependencies
-from nbstage.actors.environments import READY, USED, envs_dir
+from nbstage.actors.environments import READY, USED, envs_dir, site_packages
 from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
 from tests.slow_index import slow_index
@@ -39,6 +39,19 @@ from tests.support import (
 
 def prefix_of(client: DaemonClient, nid: str) -> Path:
     return Path(printed(run_cell(client, nid, "import sys; print(sys.prefix)")).strip())
+
+
+LAYERED_ON = (
+    "import sys, pathlib\n"
+    "below = [p for p in sys.path if p.endswith('site-packages')\n"
+    "         and not p.startswith(sys.prefix)]\n"
+    "print(pathlib.Path(below[0]).parents[2])"
+)
+"""Cell source printing the environment a kernel's own bare venv is layered on."""
+
+
+def layered_on(client: DaemonClient, nid: str) -> Path:
+    return Path(printed(run_cell(client, nid, LAYERED_ON)).strip())
 
 
 def manage(client: DaemonClient, nid: str, **fields) -> dict:
@@ -77,7 +90,8 @@ def test_added_dependencies_are_built_shared_saved_and_reused_on_reopen(
         assert done["environment"]["fingerprint"] == fp
         env = envs_dir(daemon.paths.root) / fp
         assert Path(done["environment"]["path"]) == env
-        assert prefix_of(client, nid) == env != pool_prefix
+        assert layered_on(client, nid) == env
+        assert prefix_of(client, nid).parent == pool_prefix.parent, "a bare venv of its own"
         assert printed(run_cell(client, nid, "import six; print(six.__name__)")).strip() == "six"
         assert tcp_listeners(processes_of_daemon(daemon.pid)) == [], "nor does an inline one"
         listed = room_view(daemon, nid)
@@ -92,12 +106,12 @@ def test_added_dependencies_are_built_shared_saved_and_reused_on_reopen(
         other = client.request("create")["notebook_id"]
         shared = manage(client, other, add=["Six"], apply="restart")
         assert shared["environment"]["path"] == str(env), "the same set shares one environment"
-        assert prefix_of(client, other) == env
+        assert layered_on(client, other) == env
 
         built_at = (env / READY).stat().st_mtime_ns
         client.request("evict", notebook_id=nid)
         reopened = client.request("open", path=str(path))["notebook_id"]
-        assert prefix_of(client, reopened) == env, "nbstage wrote the set, so it is trusted"
+        assert layered_on(client, reopened) == env, "nbstage wrote the set, so it is trusted"
         assert (env / READY).stat().st_mtime_ns == built_at, "reused, not built again"
         assert not client.notices, client.notices
 
@@ -121,7 +135,8 @@ def test_a_file_with_dependencies_nbstage_did_not_write_waits_for_approval(
         assert approved["trust"] == {"status": "trusted", "needs_approval": False}
         assert approved["environment"]["source"] == "inline"
         assert (
-            prefix_of(client, nid) == envs_dir(daemon.paths.root) / approved["after"]["fingerprint"]
+            layered_on(client, nid)
+            == envs_dir(daemon.paths.root) / approved["after"]["fingerprint"]
         )
         assert not client.notices, "the approval line is gone"
 
@@ -287,3 +302,33 @@ def test_an_agent_sees_the_approval_line_and_syncs_the_approved_set_into_its_ker
             assert line not in texts_of(again)
 
     run_bounded(body, budget=180)
+
+
+def test_a_pip_install_in_an_inline_kernel_stays_with_that_kernel(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """The environment of a set is shared by every notebook with that set, so what one
+    kernel installs must not land there: it would show up in the others, and the
+    fingerprint would no longer describe the environment."""
+
+    async def printed_by(client, source: str) -> str:
+        ran = await call_ok(client, "create_cell", source=source, and_run=True, timeout_secs=180)
+        assert ran["execution"]["status"] == "done", ran
+        return "".join(o.get("text", "") for o in ran["execution"]["outputs"]).strip()
+
+    async def body() -> None:
+        async with mcp_client(daemon, "legacy", label="pip", cwd=tmp_path) as client:
+            await call_ok(client, "create_notebook")
+            await call_ok(client, "manage_dependencies", add=["six"], apply="restart")
+            await printed_by(client, "%pip install --quiet --disable-pip-version-check idna")
+            here = "import idna, sys; print(idna.__file__.startswith(sys.prefix))"
+            assert await printed_by(client, here) == "True"
+
+            await call_ok(client, "create_notebook")
+            await call_ok(client, "manage_dependencies", add=["six"], apply="restart")
+            absent = "import importlib.util; print(importlib.util.find_spec('idna') is None)"
+            assert await printed_by(client, absent) == "True"
+
+    run_bounded(body, budget=300)
+    shared = site_packages(envs_dir(daemon.paths.root) / dependencies.fingerprint(["six"]))
+    assert not list(shared.glob("idna*")), "the shared environment is as it was built"
