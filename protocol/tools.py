@@ -311,7 +311,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "save_notebook",
         "Save the notebook",
-        "Write the notebook atomically to its file, or to path (required the first time).",
+        "Write the notebook atomically to its file, or to path (required the first time). "
+        "A path that differs from the notebook's file is a 'save as': the notebook moves "
+        "there and keeps its notebook_id, and the old file is left as it was (opened again, "
+        "it is another notebook).",
         SaveArgs,
         A.DOCUMENT_MUTATION,
         idempotent=True,
