@@ -482,6 +482,7 @@ class Daemon(NbActor):
             raise NbstageError(refusal.code, refusal.message)
 
     def _join(self, entry: RoomEntry, origin: Origin, peer_label: str, created: bool) -> None:
+        log.info("%s joins %s", peer_label, entry.path or "an untitled notebook")
         entry.joins_sent += 1
         self.send(entry.address, JoinRoom(origin, peer_label, created, entry.joins_sent))
 
@@ -529,6 +530,7 @@ class Daemon(NbActor):
     def receiveMsg_RoomStarted(self, msg: RoomStarted, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         if entry is not None:
+            log.info("room %s opened: %s", msg.notebook_id, entry.path or "untitled")
             entry.starting = False
             entry.pid = msg.pid
             self.send(
@@ -634,6 +636,8 @@ class Daemon(NbActor):
                 return
             if not msg.saved:
                 log.error("room %s removed (%s) unsaved: %s", msg.notebook_id, reason, msg.problem)
+            else:
+                log.info("room %s closed (%s)", msg.notebook_id, reason)
         self._forget_room(msg.notebook_id)
         self._reap_settled(msg.notebook_id)
         self._answer_evictions(entry, msg.notebook_id, msg.saved)

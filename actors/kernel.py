@@ -281,6 +281,8 @@ class Kernel(NbActor):
         self.info_ids.clear()
         restarting = self.state is KernelState.RESTARTING
         self.state = KernelState.IDLE
+        what = "restarted" if restarting else "ready"
+        log.info("kernel pid %s of room %s %s", self.backend.pid, self.name, what)
         if restarting:
             self.send(self.room, KernelRestarted(self.restart_origin, self.backend.pid))
             self.restart_origin = None
@@ -393,7 +395,7 @@ class Kernel(NbActor):
 
     def _died(self) -> None:
         pid = self.backend.pid
-        log.warning("kernel pid %s died", pid)
+        log.warning("kernel pid %s of room %s died", pid, self.name)
         self.state = KernelState.DEAD
         self._stop_watching()
         self._abandon_run("the kernel died")
@@ -422,6 +424,8 @@ class Kernel(NbActor):
     def _stopped_for_good(self, done: BlockingWorkDone) -> None:
         if not done.ok:
             log.error("kernel shutdown failed: %s", done.error)
+        else:
+            log.info("kernel pid %s of room %s stopped", done.token.pid, self.name)
         self.send(done.token.room, KernelStopped(done.token.pid))
 
     def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:

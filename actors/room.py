@@ -586,8 +586,8 @@ class Room(NbActor):
             latch=Latch(life.kernel_attached, life.generation),
             keep_alive=KeepAlive(
                 self.config.settings.keep_alive_secs,
-                self.teardown_armed,
-                self.teardown_armed == life.generation and not self.peers,
+                self.teardown_armed if life.kernel_attached else None,
+                self.teardown_armed == life.generation and not self.peers and life.kernel_attached,
             ),
             unsaved=unsaved,
             room_pid=os.getpid(),

@@ -482,7 +482,7 @@ def run_clients(admin: Admin, args: list[str]) -> Outcome:
         return Outcome(answer, "No nbstage mcp clients are connected.")
     columns = [
         Column("LABEL", keep="head", min_width=8),
-        Column("OPERATOR"),
+        Column("OPERATOR", keep="head", min_width=12),
         Column("SUP PID", right=True),
         Column("SM PID", right=True),
         Column("RESTARTS", right=True),
@@ -492,7 +492,7 @@ def run_clients(admin: Admin, args: list[str]) -> Outcome:
     rows = [
         [
             client.get("label") or "-",
-            short_id(client.get("operator_id")),
+            client.get("operator_id") or "-",
             pid_text(client.get("supervisor_pid")),
             pid_text(client.get("session_manager_pid")),
             client.get("restarts", 0),

@@ -256,14 +256,14 @@ def test_clients_shows_each_connected_nbstage_mcp_with_its_notebooks(
             assert psutil.pid_exists(entry["session_manager_pid"])
             assert entry["session_manager_pid"] != session.server_pid
             assert entry["restarts"] == 0
-            assert entry["operator_id"]
+            assert entry["operator_id"] == "agent::night-shift"
 
             table = await anyio.to_thread.run_sync(admin_ok, daemon, "clients")
             assert_fits(table)
             row = rows_of(table)["night-shift"]
             assert row == [
                 "night-shift",
-                entry["operator_id"][:8],
+                "agent::night-shift",
                 str(session.server_pid),
                 str(entry["session_manager_pid"]),
                 "0",
@@ -285,6 +285,21 @@ def test_log_gives_the_newest_lines_wrapped_to_the_terminal(daemon: RunningDaemo
 
     lines = admin_json(daemon, "log", "500")["lines"]
     assert any(f"daemon ready on {daemon.paths.socket}" in line["msg"] for line in lines)
+
+    with daemon.client() as client:
+        nid = client.request("create")["notebook_id"]
+        run_cell(client, nid, "1+1")
+        kernel = room_view(daemon, nid)["kernel_pid"]
+        client.request("evict", notebook_id=nid)
+    said = [line["msg"] for line in admin_json(daemon, "log", "500")["lines"]]
+    for event in (
+        "anonymous joins an untitled notebook",
+        f"room {nid} opened: untitled",
+        f"kernel pid {kernel} of room {nid} ready",
+        f"kernel pid {kernel} of room {nid} stopped",
+        f"room {nid} closed (evicted by the operator)",
+    ):
+        assert event in said, f"the operator's log says {event!r}"
 
     text = admin_ok(daemon, "log", "500")
     assert_fits(text)

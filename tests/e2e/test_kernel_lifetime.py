@@ -79,6 +79,10 @@ def test_the_kernel_goes_after_keep_alive_the_room_stays_and_a_join_gets_a_fresh
         assert room is not None, "kernel teardown never removes the room"
         assert room["peers"] == []
         assert (room["kernel_status"], room["kernel_pid"]) == ("none", None)
+        described = daemon.request("describe_room", notebook_id=nid)["keep_alive"]
+        assert (described["pending"], described["armed_generation"]) == (False, None), (
+            "a torn-down kernel leaves no teardown pending"
+        )
 
         with daemon.client() as client:
             joined = client.request("attach", notebook_id=nid)
