@@ -264,7 +264,8 @@ class Document:
         if not match:
             raise NbstageError(
                 ErrorCode.BAD_REQUEST,
-                "match must not be empty. To replace a cell's whole source, use set_cell.",
+                "match must not be empty. To replace a cell's whole source, use "
+                f'set_cell(cell_id="{_clip(cell_id)}", source=...).',
             )
         cell = self.cell(cell_id)
         hits = _literal_hits(cell.source, match, context_before or "", context_after or "")
@@ -285,7 +286,8 @@ class Document:
                 ErrorCode.BAD_PATTERN,
                 f"The pattern took longer than {PATTERN_TIMEOUT_SECS} s on cell "
                 f"{_clip(cell_id)}, so nothing was replaced. Make it simpler (nested "
-                "repeats such as (a+)+ backtrack without end) or use replace_match.",
+                "repeats such as (a+)+ backtrack without end) or use "
+                f'replace_match(cell_id="{_clip(cell_id)}", match=..., content=...).',
             ) from None
         _require_one(len(found), cell_id, "pattern", "Make the pattern more specific")
         hit = found[0]

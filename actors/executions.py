@@ -143,6 +143,8 @@ class StoredView:
 class LostWithDaemon:
     at: float | None
     """When the daemon that ran it was last seen alive; None when that is not known."""
+    cell_id: str
+    """The cell it ran, which the agent can run again."""
 
 
 @dataclass(frozen=True)
@@ -168,11 +170,15 @@ def stored_execution(
     run = DaemonRun(*queued_by) if queued_by is not None else None
     if run == current:
         return NoRecord()
+    cell_id = str(record.get("cell_id", ""))
     if earlier is not None and run == earlier.run:
-        return LostWithDaemon(earlier.last_alive)
-    return LostWithDaemon(None)
+        return LostWithDaemon(earlier.last_alive, cell_id)
+    return LostWithDaemon(None, cell_id)
 
 
-def lost_message(execution_id: str, at: float | None) -> str:
+def lost_message(execution_id: str, at: float | None, cell_id: str) -> str:
     when = f" at {time.strftime('%H:%M:%S', time.localtime(at))}" if at is not None else ""
-    return f"execution {execution_id} was lost when the daemon stopped{when}; run the cell again"
+    return (
+        f"execution {execution_id} was lost when the daemon stopped{when}; run the cell "
+        f'again with execute_cell(cell_id="{cell_id}")'
+    )

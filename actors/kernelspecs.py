@@ -59,7 +59,7 @@ def choose_kernelspec(
     return NoKernelspec(
         f"No installed kernelspec fits this notebook: it {wanted}. {_listing(installed)} "
         "The notebook can be read, edited and saved without a kernel; to run it, install a "
-        "matching kernelspec and call restart_kernel."
+        "matching kernelspec and call restart_kernel()."
     )
 
 

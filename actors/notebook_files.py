@@ -231,7 +231,7 @@ def _read_text(path: Path) -> tuple[str, DiskStamp]:
     except FileNotFoundError:
         raise NbstageError(
             ErrorCode.NOT_FOUND,
-            f"There is no file at {path}. Check the path, or call create_notebook to start "
+            f"There is no file at {path}. Check the path, or call create_notebook() to start "
             "a new notebook.",
         ) from None
     except IsADirectoryError:

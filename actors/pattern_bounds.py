@@ -27,7 +27,8 @@ def pattern_problem(pattern: str) -> str | None:
         return (
             f"The pattern is {len(pattern):,} characters long, over the "
             f"{MAX_PATTERN_CHARS:,} that replace_regex compiles. Match a shorter, "
-            "distinctive part, or use replace_match or set_cell."
+            "distinctive part, or use replace_match(cell_id=..., match=..., content=...) or "
+            "set_cell(cell_id=..., source=...)."
         )
     weight = pattern_weight(pattern)
     if weight > MAX_PATTERN_WEIGHT:

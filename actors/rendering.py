@@ -298,7 +298,10 @@ def render_dependencies(state: Mapping[str, Any]) -> str:
         lines.append(f"Not listed, so not removed: {', '.join(removed['not_found'])}.")
     trust = state["trust"]
     if trust["needs_approval"]:
-        lines.append("Not approved yet: the kernel runs without them. Approve with trust=true.")
+        lines.append(
+            "Not approved yet: the kernel runs without them. Approve with "
+            'manage_dependencies(trust=true, apply="restart").'
+        )
     elif trust["status"] == "trusted":
         lines.append("Approved.")
     if state.get("env_source"):

@@ -1234,7 +1234,9 @@ class Room(NbActor):
         self.kernel_actor_pid = None
         self.environment = None
         self._fail_live_executions(
-            ExecutionStatus.ERROR, f"kernel stopped: {reason}; run the cell again"
+            ExecutionStatus.ERROR,
+            f"kernel stopped: {reason}; run the cell again with "
+            'execute_cell(cell_id="{cell_id}")',
         )
         self._report_status()
 
@@ -1374,8 +1376,8 @@ class Room(NbActor):
         match found:
             case executions.StoredView(view):
                 self.answer(origin, ExecutionReported(from_wire(ExecutionView, view)))
-            case executions.LostWithDaemon(at):
-                lost = executions.lost_message(execution_id, at)
+            case executions.LostWithDaemon(at, cell_id):
+                lost = executions.lost_message(execution_id, at, cell_id)
                 self.fail(origin, NbstageError(ErrorCode.EXECUTION_LOST, lost))
             case executions.NoRecord():
                 self.fail(
@@ -1418,8 +1420,11 @@ class Room(NbActor):
                 self._settle(record)
 
     def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
+        """End every live execution; ``{cell_id}`` in ``reason`` names each one's cell."""
         for execution_id in self.book.live_ids():
-            record = self.book.finish(execution_id, status, error=reason)
+            live = self.book.get(execution_id)
+            said = reason.replace("{cell_id}", live.cell_id) if live is not None else reason
+            record = self.book.finish(execution_id, status, error=said)
             if record is not None:
                 self._settle(record)
 
@@ -1629,11 +1634,17 @@ class Room(NbActor):
         where that would touch what is not the kernel's."""
         env = self.environment
         if not plan.trusted_after:
-            problem = "its dependencies are not approved; add trust=true"
+            problem = (
+                "its dependencies are not approved; approve them with "
+                'manage_dependencies(trust=true, apply="sync")'
+            )
         elif env is None:
             problem = "the kernel is still starting; try again in a moment"
         elif env.source != dependencies.EnvSource.POOL or env.path is None:
-            problem = f"the kernel runs in a shared {env.source} environment; use apply='restart'"
+            problem = (
+                f"the kernel runs in a shared {env.source} environment; use "
+                'manage_dependencies(apply="restart")'
+            )
         else:
             problem = None
         if problem is not None:

@@ -412,7 +412,7 @@ class ProxySupervisor(NbActor):
         return (
             f"The nbstage session server crashed {len(self.restart.crashes)} times in "
             f"{restart_policy.DEFAULT_POLICY.window_secs:.0f} s, so restarts are paused "
-            f"(circuit open). It retries by itself in {wait} s; call the reconnect tool to "
+            f"(circuit open). It retries by itself in {wait} s; call reconnect() to "
             "retry now."
         )
 

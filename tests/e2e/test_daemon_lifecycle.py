@@ -116,6 +116,7 @@ def test_an_execution_lost_with_a_killed_daemon_says_so_and_what_to_do(
     seen = {time.strftime("%H:%M:%S", time.localtime(killed_at - back)) for back in (0, 1, 2, 3)}
     message = refused.value.message
     assert message in {
-        f"execution {execution_id} was lost when the daemon stopped at {at}; run the cell again"
+        f"execution {execution_id} was lost when the daemon stopped at {at}; run the cell again "
+        f'with execute_cell(cell_id="{cell["cell_id"]}")'
         for at in seen
     }, message

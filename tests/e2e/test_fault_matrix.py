@@ -350,7 +350,8 @@ def test_what_a_daemon_restart_loses_is_reported_with_a_next_step(
             await cell.inject(notebook_id)
             first = await first_answer_after_recovery(client)
             lost = await client.call_tool("get_results", {"execution_id": cell.execution_id})
-            assert "run the cell again" in "\n".join(texts_of(lost)), texts_of(lost)
+            said = "\n".join(texts_of(lost))
+            assert 'run the cell again with execute_cell(cell_id="' in said, said
             ran = await client.call_tool("create_cell", {"source": "x", "and_run": True})
             told = "\n".join(texts_of(first) + texts_of(ran))
             assert "variables" in told, told

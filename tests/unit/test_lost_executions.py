@@ -44,16 +44,16 @@ CASES: list[tuple[str, dict[str, Any] | None, EarlierDaemon | None, object]] = [
         BEFORE_SEEN,
         StoredView(FINISHED.to_wire()),
     ),
-    ("running under the daemon before", live(BEFORE), BEFORE_SEEN, LostWithDaemon(1999.75)),
+    ("running under the daemon before", live(BEFORE), BEFORE_SEEN, LostWithDaemon(1999.75, "c-1")),
     (
         "queued under the daemon before",
         live(BEFORE, ExecutionStatus.QUEUED),
         BEFORE_SEEN,
-        LostWithDaemon(1999.75),
+        LostWithDaemon(1999.75, "c-1"),
     ),
-    ("running under an older daemon", live(LONG_AGO), BEFORE_SEEN, LostWithDaemon(None)),
-    ("running, no earlier daemon known", live(BEFORE), None, LostWithDaemon(None)),
-    ("running, naming no daemon", live(None), BEFORE_SEEN, LostWithDaemon(None)),
+    ("running under an older daemon", live(LONG_AGO), BEFORE_SEEN, LostWithDaemon(None, "c-1")),
+    ("running, no earlier daemon known", live(BEFORE), None, LostWithDaemon(None, "c-1")),
+    ("running, naming no daemon", live(None), BEFORE_SEEN, LostWithDaemon(None, "c-1")),
     ("running under this daemon, its room gone", live(NOW), BEFORE_SEEN, NoRecord()),
 ]
 
@@ -71,9 +71,11 @@ def test_what_a_stored_record_says(
 
 def test_the_message_says_when_and_what_to_do() -> None:
     at = time.mktime((2026, 12, 1, 14, 5, 9, 0, 0, -1))
-    assert lost_message("e-1", at) == (
-        "execution e-1 was lost when the daemon stopped at 14:05:09; run the cell again"
+    assert lost_message("e-1", at, "c-1") == (
+        "execution e-1 was lost when the daemon stopped at 14:05:09; run the cell again "
+        'with execute_cell(cell_id="c-1")'
     )
-    assert lost_message("e-1", None) == (
-        "execution e-1 was lost when the daemon stopped; run the cell again"
+    assert lost_message("e-1", None, "c-1") == (
+        "execution e-1 was lost when the daemon stopped; run the cell again with "
+        'execute_cell(cell_id="c-1")'
     )
