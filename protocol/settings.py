@@ -31,6 +31,9 @@ class Settings:
     """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
     max_rooms_per_connection: int = 48
     """Resident rooms one client connection may have started."""
+    uv_config_file: str = ""
+    """A ``uv.toml`` every uv build and install of the daemon reads (an index mirror, say),
+    as ``--config-file``; by default they read none (``--no-config``)."""
 
 
 _ENV_NAMES = {
@@ -45,6 +48,7 @@ _ENV_NAMES = {
     "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
     "max_rooms": "NBSTAGE_MAX_ROOMS",
     "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
+    "uv_config_file": "NBSTAGE_UV_CONFIG_FILE",
 }
 
 
