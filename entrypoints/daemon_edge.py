@@ -156,6 +156,9 @@ class Edge:
             self.loop.add_signal_handler(sig, self._stop_requested.set)
         earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
         self._envs = asyncio.create_task(self._prepare_envs(self._stale_envs))
+        swept = await asyncio.to_thread(sweep_kernel_dir, self.paths.kernel_dir)
+        if swept:
+            log.info("removed %d files of kernels that no longer run", len(swept))
         await self._start_actors(earlier)
         server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
         os.chmod(self.paths.socket, 0o600)

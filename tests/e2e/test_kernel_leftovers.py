@@ -1,0 +1,43 @@
+"""What a kernel leaves behind (issue 20): the connection files of kernels a killed daemon
+left, and the processes a cell started in a session of their own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import FAST_SETTINGS
+from tests.support import daemon_running, pid_gone, run_cell, start_daemon, wait_until
+
+
+def test_a_new_daemon_removes_the_connection_files_of_dead_kernels_only(
+    state_dir: Path,
+) -> None:
+    """A SIGKILLed daemon's kernel ends, but its connection file, key and all, stays until
+    the next daemon starts. A file some running process still uses is kept."""
+    killed = start_daemon(state_dir, FAST_SETTINGS)
+    kernel_dir = killed.paths.kernel_dir
+    with killed.client() as client:
+        nid = client.request("create")["notebook_id"]
+        run_cell(client, nid, "1")
+        kernel_pid = client.request("list_rooms")["rooms"][0]["kernel_pid"]
+    (left,) = kernel_dir.glob("*.json")
+    assert "key" in left.read_text()
+    killed.kill()
+    wait_until(lambda: pid_gone(kernel_pid), 10, "the killed daemon's kernel to end")
+
+    held = kernel_dir / "held-1234.json"
+    held.write_text("{}")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)", "-f", str(held)]
+    )
+    try:
+        with daemon_running(state_dir, FAST_SETTINGS) as daemon:
+            assert daemon.pid != killed.pid
+            assert not left.exists()
+            assert not list(kernel_dir.glob(f"{left.stem}-*")), "its IPC sockets go too"
+            assert held.exists()
+    finally:
+        holder.kill()
+        holder.wait()
