@@ -74,10 +74,14 @@ def named_on_command_lines(kernel_dir: Path) -> set[str]:
 
 def _command_lines() -> Iterator[list[bytes]]:
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry.name}/cmdline", "rb") as file:
-                    yield file.read().split(b"\0")
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as file:
+                command_line = file.read()
+        except OSError:
+            continue
+        yield command_line.split(b"\0")
 
 
 def _names(kernel_dir: Path) -> list[str]:
