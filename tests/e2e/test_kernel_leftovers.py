@@ -3,12 +3,23 @@ left, and the processes a cell started in a session of their own."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from nbstage.entrypoints.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
-from tests.support import daemon_running, pid_gone, run_cell, start_daemon, wait_until
+from tests.support import (
+    daemon_running,
+    pid_gone,
+    printed,
+    run_cell,
+    start_daemon,
+    wait_until,
+)
 
 
 def test_a_new_daemon_removes_the_connection_files_of_dead_kernels_only(
@@ -41,3 +52,36 @@ def test_a_new_daemon_removes_the_connection_files_of_dead_kernels_only(
     finally:
         holder.kill()
         holder.wait()
+
+
+SESSION_CHILD = (
+    "import subprocess\n"
+    "child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+    "print(child.pid)\n"
+)
+
+
+def _start_escaping_child(client: DaemonClient, nid: str) -> int:
+    pid = int(printed(run_cell(client, nid, SESSION_CHILD)))
+    assert not pid_gone(pid)
+    return pid
+
+
+def test_a_child_in_a_session_of_its_own_ends_with_its_kernel_at_a_restart_and_a_stop(
+    state_dir: Path,
+) -> None:
+    escaped: list[int] = []
+    try:
+        with daemon_running(state_dir, FAST_SETTINGS) as daemon:
+            with daemon.client() as client:
+                nid = client.request("create")["notebook_id"]
+                escaped.append(_start_escaping_child(client, nid))
+                client.request("restart_kernel", notebook_id=nid)
+                wait_until(lambda: pid_gone(escaped[0]), 5, "the child to end with the restart")
+                escaped.append(_start_escaping_child(client, nid))
+            daemon.stop()
+            wait_until(lambda: pid_gone(escaped[1]), 5, "the child to end with the daemon's stop")
+    finally:
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
