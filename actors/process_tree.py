@@ -33,9 +33,11 @@ def tagged_environ(tag: str, environ: dict[str, str] | None = None) -> dict[str,
     return {**(os.environ if environ is None else environ), TAG_ENV: tag}
 
 
-def tagged(tag: str) -> set[int]:
-    """The running processes of this user whose environment carries ``tag``."""
-    marker = f"\0{TAG_ENV}={tag}\0".encode()
+def tagged(tag: str, *, prefix: bool = False) -> set[int]:
+    """The running processes of this user whose environment carries ``tag`` (or, with
+    ``prefix``, a tag that starts so)."""
+    ends = "" if prefix else "\0"
+    marker = f"\0{TAG_ENV}={tag}{ends}".encode()
     uid = os.getuid()
     found = set()
     for entry in os.scandir("/proc"):
@@ -63,12 +65,30 @@ def descendants(pid: int | None) -> set[int]:
     return set()
 
 
-def end_tree(tag: str, root: int | None) -> set[int]:
+def end_orphans_of(daemon_pid: int) -> set[int]:
+    """SIGKILL what the kernels of the daemon ``daemon_pid``, SIGKILLed, left running. Only
+    once that pid has ended (a zombie has: its kernels end with it): while it runs, so may
+    its kernels, or the pid may be another daemon's now."""
+    if _running(daemon_pid):
+        return set()
+    return end_tree(f"{daemon_pid}-", None, prefix=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            state = file.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+def end_tree(tag: str, root: int | None, *, prefix: bool = False) -> set[int]:
     """SIGKILL the kernel ``root`` (its caller reaps it), its descendants and every process
     tagged ``tag``, round after round until none is left; returns the pids killed."""
     killed: set[int] = set()
     for _ in range(ROUNDS):
-        found = (tagged(tag) | descendants(root)) - killed
+        found = (tagged(tag, prefix=prefix) | descendants(root)) - killed
         if root is not None and root not in killed:
             found.add(root)
         if not found:

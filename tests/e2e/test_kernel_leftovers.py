@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nbstage.actors.kernel_files import named_on_command_lines
 from nbstage.entrypoints.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
@@ -22,36 +23,44 @@ from tests.support import (
 )
 
 
-def test_a_new_daemon_removes_the_connection_files_of_dead_kernels_only(
-    state_dir: Path,
-) -> None:
-    """A SIGKILLed daemon's kernel ends, but its connection file, key and all, stays until
-    the next daemon starts. A file some running process still uses is kept."""
+def test_a_new_daemon_removes_what_the_kernels_of_a_killed_one_left(state_dir: Path) -> None:
+    """A SIGKILLed daemon's kernel ends, but its connection file, key and all, stays, and
+    so does a child the kernel started in a session of its own, until the next daemon
+    starts. A connection file some running process still uses is kept."""
     killed = start_daemon(state_dir, FAST_SETTINGS)
     kernel_dir = killed.paths.kernel_dir
-    with killed.client() as client:
-        nid = client.request("create")["notebook_id"]
-        run_cell(client, nid, "1")
-        kernel_pid = client.request("list_rooms")["rooms"][0]["kernel_pid"]
-    (left,) = kernel_dir.glob("*.json")
-    assert "key" in left.read_text()
-    killed.kill()
-    wait_until(lambda: pid_gone(kernel_pid), 10, "the killed daemon's kernel to end")
-
+    escaped: list[int] = []
     held = kernel_dir / "held-1234.json"
-    held.write_text("{}")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(300)", "-f", str(held)]
-    )
+    holder = None
     try:
+        with killed.client() as client:
+            nid = client.request("create")["notebook_id"]
+            escaped.append(_start_escaping_child(client, nid))
+            kernel_pid = client.request("list_rooms")["rooms"][0]["kernel_pid"]
+        (left,) = kernel_dir.glob("*.json")
+        assert "key" in left.read_text()
+        killed.kill()
+        wait_until(lambda: pid_gone(kernel_pid), 10, "the killed daemon's kernel to end")
+        wait_until(lambda: pid_gone(killed.pid), 10, "the killed daemon to be reaped")
+
+        held.write_text("{}")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(300)", "-f", str(held)]
+        )
+        wait_until(lambda: named_on_command_lines(kernel_dir), 10, "the holder to run")
         with daemon_running(state_dir, FAST_SETTINGS) as daemon:
             assert daemon.pid != killed.pid
             assert not left.exists()
             assert not list(kernel_dir.glob(f"{left.stem}-*")), "its IPC sockets go too"
             assert held.exists()
+            wait_until(lambda: pid_gone(escaped[0]), 2, "the escaped child to be ended")
     finally:
-        holder.kill()
-        holder.wait()
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 SESSION_CHILD = (

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-from nbstage.actors.process_tree import end_tree, kernel_tag, tagged, tagged_environ
+from nbstage.actors.process_tree import (
+    end_orphans_of,
+    end_tree,
+    kernel_tag,
+    tagged,
+    tagged_environ,
+)
 from tests.support import pid_gone, wait_until
 
 ORPHAN = """
+import os
 import subprocess
 quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 print(subprocess.Popen(["sleep", "300"], start_new_session=True, **quiet).pid)
@@ -56,3 +64,13 @@ def test_the_root_and_its_descendants_end_even_without_the_tag() -> None:
     finally:
         root.kill()
         root.wait()
+
+
+def test_the_kernels_of_a_daemon_still_running_are_not_orphans() -> None:
+    kernel = subprocess.Popen(["sleep", "300"], env=tagged_environ(kernel_tag("mine")))
+    try:
+        assert end_orphans_of(os.getpid()) == set()
+        assert not pid_gone(kernel.pid)
+    finally:
+        kernel.kill()
+        kernel.wait()
