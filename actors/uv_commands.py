@@ -13,9 +13,12 @@ else's files among them. So every build, install and uninstall runs:
 uv's environment variables (``UV_INDEX``, ``UV_CACHE_DIR``…) come from the daemon's
 environment, the user's own, and are honoured as uv would honour them in their shell.
 
-A project's kernel (``uv run --project DIR``) reads the project's own configuration, its
-``uv.toml`` or ``[tool.uv]``, as part of the project; uv finds that first when it is
-there. A project with none gets ``--no-config`` too, so no file above it applies.
+A project's kernel (``uv run --project DIR``) reads the project's own configuration, as
+part of the project: its ``uv.toml`` (named with ``--config-file``), or the ``[tool.uv]``
+of its ``pyproject.toml``, which uv's discovery finds first. Not when a folder above
+declares a uv workspace, though: uv would then read that folder's configuration instead.
+Such a project, and one with no configuration, gets ``--no-config`` (or the operator's
+file), so no file above it applies.
 """
 
 from __future__ import annotations
@@ -44,20 +47,29 @@ def config_options() -> list[str]:
     return ["--config-file", str(_config_file)]
 
 
-def has_own_config(project: Path) -> bool:
-    """Whether ``project`` holds uv configuration of its own, which uv reads first."""
-    if (project / "uv.toml").is_file():
-        return True
+def _uv_table(pyproject: Path) -> dict | None:
     try:
-        with open(project / "pyproject.toml", "rb") as file:
+        with open(pyproject, "rb") as file:
             tool = tomllib.load(file).get("tool")
     except (OSError, tomllib.TOMLDecodeError):
-        return False
-    return isinstance(tool, dict) and "uv" in tool
+        return None
+    uv = tool.get("uv") if isinstance(tool, dict) else None
+    return uv if isinstance(uv, dict) else None
+
+
+def _below_a_workspace(project: Path) -> bool:
+    return any(
+        "workspace" in (_uv_table(folder / "pyproject.toml") or {}) for folder in project.parents
+    )
 
 
 def project_config_options(project: Path) -> list[str]:
-    return [] if has_own_config(project) else config_options()
+    """The options that decide which configuration a project kernel's ``uv run`` reads."""
+    if (project / "uv.toml").is_file():
+        return ["--config-file", str(project / "uv.toml")]
+    if _uv_table(project / "pyproject.toml") is not None and not _below_a_workspace(project):
+        return []
+    return config_options()
 
 
 def guarded(command: list[str], owner: int | None = None) -> list[str]:

@@ -51,7 +51,11 @@ def test_the_config_file_the_operator_named_is_the_one_read(
 @pytest.mark.parametrize(
     ("files", "options"),
     [
-        pytest.param({"uv.toml": "", "pyproject.toml": "[project]\n"}, [], id="its own uv.toml"),
+        pytest.param(
+            {"uv.toml": "", "pyproject.toml": "[project]\n"},
+            ["--config-file", "{project}/uv.toml"],
+            id="its own uv.toml",
+        ),
         pytest.param({"pyproject.toml": "[tool.uv]\npackage = false\n"}, [], id="[tool.uv]"),
         pytest.param({"pyproject.toml": "[project]\nname = 'p'\n"}, ["--no-config"], id="none"),
         pytest.param({"pyproject.toml": "tool = 'uv'\n"}, ["--no-config"], id="odd tool"),
@@ -67,8 +71,25 @@ def test_a_project_reads_its_own_configuration_and_nothing_above(
     for name, text in files.items():
         (project / name).write_text(text)
     argv = environments.project_argv(project, tmp_path / "launcher.py")
+    options = [option.format(project=project) for option in options]
     assert argv[2 : 2 + len(options)] == options
     assert argv[2 + len(options) : 4 + len(options)] == ["--project", str(project)]
+
+
+def test_a_project_below_a_workspace_root_reads_nothing_but_its_own_uv_toml(
+    tmp_path: Path,
+) -> None:
+    """uv would take the configuration of the workspace root above, not the project's."""
+    (tmp_path / "pyproject.toml").write_text("[tool.uv.workspace]\nmembers = ['*']\n")
+    project = tmp_path / "member"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'm'\n[tool.uv]\npackage = false\n")
+    assert uv_commands.project_config_options(project) == ["--no-config"]
+    (project / "uv.toml").write_text("")
+    assert uv_commands.project_config_options(project) == [
+        "--config-file",
+        str(project / "uv.toml"),
+    ]
 
 
 def test_a_project_without_configuration_reads_the_operators_file(
