@@ -24,6 +24,9 @@ Issue 12's first part (docs/notes/environments.md has the plan and its numbers).
   own ``.venv`` and ``uv.lock`` in the project directory (``lock_project``, then
   ``project_argv``), once the project is approved (actors/projects.py).
 
+uv runs with no configuration but the operator's (``uv_commands.py``), from a folder of
+nbstage's, and ends with the process that started it (``uv_guard.py``).
+
 Everything here blocks (uv, file copies). It runs on a Kernel actor's blocking lane,
 never in a mailbox.
 """
@@ -41,6 +44,8 @@ import time
 import venv
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
+
+from nbstage.actors import uv_commands
 
 ENVS_DIR_ENV = "NBSTAGE_ENVS_DIR"
 TEMPLATE_DIR_ENV = "NBSTAGE_TEMPLATE_DIR"
@@ -104,13 +109,20 @@ def _uv() -> str:
     return find_uv_bin()
 
 
-def _run(command: Sequence[str], on_line: OnLine | None = None) -> None:
-    """Run ``command``, handing each non-empty line it prints to ``on_line`` as it comes.
-    On failure, raise with the tail of what it printed."""
+def _run(command: Sequence[str], on_line: OnLine | None = None, *, cwd: Path) -> None:
+    """Run ``command`` (uv) in ``cwd``, a folder of nbstage's, through the guard that ends it
+    with this process (``uv_commands.py``), handing each non-empty line it prints to
+    ``on_line`` as it comes. On failure, raise with the tail of what it printed."""
     tail = ""
     try:
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            uv_commands.guarded(list(command)),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
         )
     except OSError as exc:
         raise EnvironmentUnavailable(f"{' '.join(command[:3])} failed: {exc}") from exc
@@ -125,7 +137,7 @@ def _run(command: Sequence[str], on_line: OnLine | None = None) -> None:
                 if on_line is not None:
                     on_line(line)
         except BaseException:
-            process.kill()
+            process.terminate()
             raise
     if process.returncode != 0:
         raise EnvironmentUnavailable(f"{' '.join(command[:3])} failed: {tail.strip()}")
@@ -151,10 +163,12 @@ def _build_once(env: Path, packages: Sequence[str], on_line: OnLine | None) -> b
         remove_env(env)
         uv = _uv()
         try:
-            _run([uv, "venv", "--python", sys.executable, str(env)], on_line)
+            options = uv_commands.config_options()
+            venv_command = [uv, "venv", *options, "--python", sys.executable, str(env)]
+            _run(venv_command, on_line, cwd=env.parent)
             python = str(env_python(env))
-            install = [uv, "pip", "install", "--compile-bytecode", "--python", python]
-            _run([*install, "--", *BASE_PACKAGES, *packages], on_line)
+            install = [uv, "pip", "install", *options, "--compile-bytecode", "--python", python]
+            _run([*install, "--", *BASE_PACKAGES, *packages], on_line, cwd=env.parent)
         except BaseException:
             remove_env(env)
             raise
@@ -229,28 +243,32 @@ def last_used(env: Path) -> float:
 def install_into(
     env: Path, requirements: Sequence[str], on_line: Callable[[str], None] | None = None
 ) -> None:
-    python = str(env_python(env))
-    _run([_uv(), "pip", "install", "--python", python, "--", *requirements], on_line)
+    command = [_uv(), "pip", "install", *uv_commands.config_options()]
+    _run([*command, "--python", str(env_python(env)), "--", *requirements], on_line, cwd=env)
 
 
 def uninstall_from(env: Path, names: Sequence[str]) -> None:
     """Uninstall ``names`` from ``env``; uv skips, with a warning, those not installed."""
-    _run([_uv(), "pip", "uninstall", "--python", str(env_python(env)), "--", *names])
+    command = [_uv(), "pip", "uninstall", *uv_commands.config_options()]
+    _run([*command, "--python", str(env_python(env)), "--", *names], cwd=env)
 
 
 def lock_project(project: Path) -> None:
     """Write or update ``project/uv.lock``, as ``uv run`` would (an approved project only:
     locking may run its build backend)."""
-    _run([_uv(), "lock", "--project", str(project)])
+    options = uv_commands.project_config_options(project)
+    _run([_uv(), "lock", *options, "--project", str(project)], cwd=project)
 
 
 def project_argv(project: Path, launcher: Path) -> list[str]:
     """The start of the command that runs ``launcher`` in ``project``'s own environment
     (uv makes ``project/.venv``), with ipykernel layered on. ``--frozen``: the lock is the
-    one ``lock_project`` left, which the project's approval covers."""
+    one ``lock_project`` left, which the project's approval covers. uv reads the project's
+    own configuration, and none from above it."""
+    options = uv_commands.project_config_options(project)
     return [
-        *(_uv(), "run", "--frozen", "--project", str(project)),
-        *("--with", "ipykernel", "python", str(launcher)),
+        *[_uv(), "run", "--frozen", *options, "--project", str(project)],
+        *["--with", "ipykernel", "python", str(launcher)],
     ]
 
 

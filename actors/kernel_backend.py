@@ -32,6 +32,7 @@ from nbstage.actors.kernel_backend_events import (
 )
 from nbstage.actors.kernel_environment import Placement
 from nbstage.actors.kernel_files import pipe_socket
+from nbstage.actors.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
 from nbstage.protocol.kernels import EnvironmentView, KernelspecInfo
 
@@ -143,6 +144,7 @@ class JupyterBackend:
         )
         self._kc: Any = None
         self._kernel_dir = kernel_dir
+        self._tag = kernel_tag(kernel_id)
         argv = self._km.kernel_spec.argv
         at = argv.index("ipykernel_launcher") if "ipykernel_launcher" in argv else -1
         self.placement: Placement | None = None
@@ -186,7 +188,7 @@ class JupyterBackend:
     def start(self, working_dir: str | None) -> str:
         """Launch the kernel and ask for kernel_info; returns that request's msg_id."""
         self._working_dir = working_dir
-        self._km.start_kernel(cwd=working_dir)
+        self._km.start_kernel(cwd=working_dir, env=tagged_environ(self._tag))
         self._connect()
         return self._kc.kernel_info()
 
@@ -246,11 +248,13 @@ class JupyterBackend:
             self._km.interrupt_kernel()
 
     def restart(self) -> str:
-        """Kill and relaunch in place; returns the new kernel_info request's msg_id. An
-        adopted spare is relaunched by jupyter_client, on the same connection file."""
+        """Kill, with every process it started, and relaunch in place; returns the new
+        kernel_info request's msg_id. An adopted spare is relaunched by jupyter_client, on
+        the same connection file."""
+        end_tree(self._tag, self.pid)
         if self._adopted is not None:
             self._stop_adopted()
-            self._km.start_kernel(cwd=self._working_dir)
+            self._km.start_kernel(cwd=self._working_dir, env=tagged_environ(self._tag))
         else:
             self._km.restart_kernel(now=True)
         self.drain()
@@ -266,6 +270,7 @@ class JupyterBackend:
         pid = self.pid
         if self._kc is not None:
             self._kc.stop_channels()
+        end_tree(self._tag, pid)
         if self._adopted is not None:
             self._stop_adopted()
             Path(self._km.connection_file).unlink(missing_ok=True)

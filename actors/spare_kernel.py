@@ -27,6 +27,7 @@ from pathlib import Path
 import orjson
 
 from nbstage.actors import environments
+from nbstage.actors.process_tree import kernel_tag, tagged_environ
 
 log = logging.getLogger("nbstage.kernel")
 
@@ -76,7 +77,12 @@ def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
         fd = os.open(connection_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(orjson.dumps(info))
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=tagged_environ(kernel_tag(kernel_id)),
+        )
     except BaseException:
         connection_file.unlink(missing_ok=True)
         environments.remove_env(env)

@@ -84,18 +84,33 @@ def run_foreground(paths: StatePaths) -> None:
         with contextlib.suppress(FileNotFoundError):
             paths.socket.unlink()
         os.environ[EDGE_PID_ENV] = str(os.getpid())
+        work_in_state_dir(paths)
         stale_envs = environments.pool_envs(paths.root)
         if os.environ.pop(WARM_KERNEL_ENV, "") == "1":
             spare_kernel.warm(paths.root, paths.kernel_dir)
+        from nbstage.actors import uv_commands
         from nbstage.entrypoints.daemon_edge import Edge
         from nbstage.protocol.settings import load_settings
 
-        edge = Edge(paths, load_settings(paths.root), daemon_version(), stale_envs)
+        settings = load_settings(paths.root)
+        uv_commands.use_config_file(settings.uv_config_file)
+        edge = Edge(paths, settings, daemon_version(), stale_envs)
         asyncio.run(edge.run())
     finally:
         spare_kernel.SPARE.discard()
         runtime_dir.release(paths)
         os.close(lock_fd)
+
+
+def work_in_state_dir(paths: StatePaths) -> None:
+    """Move the daemon out of the folder it was started in (an agent's, where anyone may
+    have left a ``uv.toml`` above) into its state dir. Clients send absolute paths, and a
+    relative ``NBSTAGE_ENVS_DIR`` is made absolute first, from where it was meant."""
+    from nbstage.actors.environments import ENVS_DIR_ENV
+
+    if os.environ.get(ENVS_DIR_ENV):
+        os.environ[ENVS_DIR_ENV] = os.path.abspath(os.environ[ENVS_DIR_ENV])
+    os.chdir(paths.root)
 
 
 def start_background(

@@ -26,6 +26,7 @@ from thespian.actors import ActorExitRequest
 
 from nbstage.actors import environments
 from nbstage.actors.kernel_files import sweep_kernel_dir
+from nbstage.actors.process_tree import end_orphans_of
 from nbstage.actors.spare_kernel import SPARE, SPARE_UNUSED_SECS
 from nbstage.entrypoints import alive_stamp
 from nbstage.entrypoints.actor_host import ActorHost
@@ -177,6 +178,7 @@ class Edge:
             self.loop.add_signal_handler(sig, self._stop_requested.set)
         earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
         self._envs = asyncio.create_task(self._prepare_envs(self._stale_envs))
+        await asyncio.to_thread(self._sweep_leftovers, earlier)
         await self._start_actors(earlier)
         server = await asyncio.start_unix_server(self._serve, path=str(self.paths.socket))
         os.chmod(self.paths.socket, 0o600)
@@ -205,6 +207,18 @@ class Edge:
             await asyncio.to_thread(environments.prepare_envs, self.paths.root, stale)
         except environments.EnvironmentUnavailable as exc:
             log.warning("no pool environment for kernels: %s", exc)
+
+    def _sweep_leftovers(self, earlier: EarlierDaemon | None) -> None:
+        """Blocking: what a killed predecessor's kernels left, as this daemon starts."""
+        if earlier is not None:
+            ended = end_orphans_of(earlier.run.pid)
+            if ended:
+                log.warning(
+                    "ended %d processes the kernels of daemon %d left", len(ended), earlier.run.pid
+                )
+        swept = sweep_kernel_dir(self.paths.kernel_dir)
+        if swept:
+            log.info("removed %d files of kernels that no longer run", len(swept))
 
     def _discard_spare(self) -> None:
         self._spawn(asyncio.to_thread(SPARE.discard))

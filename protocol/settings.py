@@ -35,6 +35,9 @@ class Settings:
     """Bytes the daemon holds for one connection that has not read them (a watcher that
     stopped reading, or a client that sends requests and never reads the replies); past
     it the connection is closed. Four full frames."""
+    uv_config_file: str = ""
+    """A ``uv.toml`` every uv build and install of the daemon reads (an index mirror, say),
+    as ``--config-file``; by default they read none (``--no-config``)."""
 
 
 _ENV_NAMES = {
@@ -50,6 +53,7 @@ _ENV_NAMES = {
     "max_rooms": "NBSTAGE_MAX_ROOMS",
     "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
     "max_unsent_bytes": "NBSTAGE_MAX_UNSENT_BYTES",
+    "uv_config_file": "NBSTAGE_UV_CONFIG_FILE",
 }
 
 

@@ -282,7 +282,8 @@ def test_concurrent_askers_share_one_build(tmp_path: Path, monkeypatch: pytest.M
 
     builds: list[list[str]] = []
 
-    def fake_uv_run(command: Sequence[str], on_line: object = None) -> None:
+    def fake_uv_run(command: Sequence[str], on_line: object = None, *, cwd: Path) -> None:
+        assert cwd == tmp_path
         if command[1] == "venv":
             assert at_the_lock.acquire(timeout=30), "the other asker never reached the lock"
             assert at_the_lock.acquire(timeout=30), "the other asker never reached the lock"
@@ -347,6 +348,7 @@ def test_a_project_runs_through_uv_with_ipykernel_layered_on(tmp_path: Path) -> 
         environments._uv(),
         "run",
         "--frozen",
+        "--no-config",
         "--project",
         str(tmp_path / "proj"),
         "--with",
