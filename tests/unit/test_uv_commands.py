@@ -72,8 +72,9 @@ def test_a_project_reads_its_own_configuration_and_nothing_above(
         (project / name).write_text(text)
     argv = environments.project_argv(project, tmp_path / "launcher.py")
     options = [option.format(project=project) for option in options]
-    assert argv[2 : 2 + len(options)] == options
-    assert argv[2 + len(options) : 4 + len(options)] == ["--project", str(project)]
+    assert argv[2] == "--frozen"
+    assert argv[3 : 3 + len(options)] == options
+    assert argv[3 + len(options) : 5 + len(options)] == ["--project", str(project)]
 
 
 def test_a_project_below_a_workspace_root_reads_nothing_but_its_own_uv_toml(
