@@ -98,6 +98,9 @@ log = logging.getLogger("nbstage.edge")
 
 ACTOR_START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+DRAIN_TIMEOUT = 5.0
+"""How long a stop waits for blocking work still under way once the rooms are closed (or
+their wait ran out); work still stuck then is left behind, and the process ends anyway."""
 HOME_CHECK_SECS = 2.0
 JOIN_REQUESTS = (OpenNotebook, CreateNotebook, AttachNotebook)
 DAEMON_ANSWERS = (AttachNotebook, EvictRoom)
@@ -214,7 +217,13 @@ class Edge:
             await asyncio.wait_for(self._stopped.wait(), STOP_TIMEOUT)
         except TimeoutError:
             log.error("rooms did not close within %.0fs; stopping anyway", STOP_TIMEOUT)
-        await self._offload.drain()
+        stuck = await self._offload.drain(DRAIN_TIMEOUT)
+        if stuck:
+            log.error(
+                "blocking work still running after %.0fs, left behind: %s",
+                DRAIN_TIMEOUT,
+                ", ".join(type(token).__name__ for token in stuck),
+            )
         leftover = [name for name in self._host.live_actors() if name != "Daemon"]
         if leftover:
             log.warning("killing leftover actors: %s", ", ".join(leftover))
