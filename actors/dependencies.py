@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
 
 MAX_REQUIREMENTS = 200
 MAX_REQUIREMENT_CHARS = 1000
@@ -214,8 +215,8 @@ def find_project(start: Path, home: Path) -> Path | None:
 
 def _declares_project(pyproject: Path) -> bool:
     try:
-        with pyproject.open("rb") as f:
-            return isinstance(tomllib.load(f).get("project"), dict)
+        text = read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8")
+        return isinstance(tomllib.loads(text).get("project"), dict)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return False
 
