@@ -17,7 +17,14 @@ from typing import Any
 import psutil
 
 from nbstage.entrypoints.python_command import module_command
-from nbstage.entrypoints.statedir import StatePaths, prepare, record_socket_dir, recorded_paths
+from nbstage.entrypoints.statedir import (
+    StatePaths,
+    daemon_output,
+    prepare,
+    record_socket_dir,
+    recorded_paths,
+)
+from nbstage.protocol.safe_files import open_private
 from nbstage.protocol.version import VERSION
 
 VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
@@ -46,7 +53,7 @@ def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | N
 
 
 def _take_lock(paths: StatePaths) -> int:
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(paths.lock, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -97,8 +104,7 @@ def start_background(
     if status is not None:
         return status, False
     prepare(paths)
-    log_file = open(paths.logs / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
-    with log_file:
+    with daemon_output(paths) as log_file:
         proc = subprocess.Popen(
             [
                 *module_command("nbstage.entrypoints.cli"),

@@ -15,7 +15,7 @@ import subprocess
 
 from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.python_command import module_command
-from nbstage.entrypoints.statedir import StatePaths, prepare
+from nbstage.entrypoints.statedir import StatePaths, daemon_output, prepare
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -43,7 +43,7 @@ def start_daemon_unless_running(paths: StatePaths) -> None:
         log.error("could not start the daemon: %s", exc)
         return
     daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
-    with open(paths.logs / "daemon.out", "ab") as out:
+    with daemon_output(paths) as out:
         subprocess.run(
             ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
             stdin=subprocess.DEVNULL,
