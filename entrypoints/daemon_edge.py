@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -91,6 +92,7 @@ from nbstage.protocol.rooms import (
     StartDaemon,
     StopDaemon,
 )
+from nbstage.protocol.safe_files import open_regular
 from nbstage.protocol.settings import Settings
 from nbstage.protocol.watching import bounded_client
 
@@ -498,11 +500,12 @@ def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:
     read as well where an older daemon left one, merged by time."""
     entries = []
     for name in ("daemon.log", "actors.log"):
-        path = logs_dir / name
-        if not path.exists():
+        try:
+            fd, info = open_regular(logs_dir / name, sys.maxsize)
+        except OSError:
             continue
-        with path.open("rb") as log_file:
-            log_file.seek(max(0, path.stat().st_size - 400 * lines))
+        with os.fdopen(fd, "rb") as log_file:
+            log_file.seek(max(0, info.st_size - 400 * lines))
             for raw in log_file.read().splitlines()[-lines:]:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     entries.append(orjson.loads(raw))

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from nbstage.entrypoints.daemon_client import DaemonError
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.statedir import prepare, state_paths
 from tests.conftest import FAST_SETTINGS
 from tests.support import daemon_running, run_cli
 
@@ -100,3 +100,31 @@ def test_a_sparse_notebook_over_the_limit_is_refused_before_it_is_read(
         "NBSTAGE_MAX_FILE_BYTES)."
     )
     assert grown_kb < 32 * 1024, f"the daemon's peak grew by {grown_kb} kB"
+
+
+def test_daemon_start_never_waits_on_a_fifo_where_a_daemon_s_output_goes(
+    state_dir: Path,
+) -> None:
+    prepare(state_paths(state_dir))
+    fifo = state_dir / "logs" / "daemon.out"
+    os.mkfifo(fifo)
+    started = run_cli("daemon", "start", state_dir=state_dir, timeout=PROMPT + 20)
+    assert started.returncode == 1
+    assert started.stderr == (
+        f"Error: {fifo} was refused: it is a FIFO (named pipe), not a regular file\n"
+    )
+
+
+def test_a_fifo_where_the_sockets_are_recorded_is_replaced_unread(state_dir: Path) -> None:
+    """socket-dir is the daemon's own record: a client asking whether a daemon runs takes
+    the FIFO for no record, and the daemon that starts writes its record in its place."""
+    prepare(state_paths(state_dir))
+    record = state_dir / "socket-dir"
+    os.mkfifo(record)
+    started = run_cli("daemon", "start", state_dir=state_dir, timeout=PROMPT + 50)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert stat.S_ISREG(os.lstat(record).st_mode)
+    finally:
+        stopped = run_cli("daemon", "stop", state_dir=state_dir, timeout=PROMPT + 50)
+    assert stopped.returncode == 0, stopped.stderr
