@@ -898,7 +898,7 @@ class Room(NbActor):
                 if trusted is not None:
                     try:
                         _record_trust(where, path, trusted)
-                    except sqlite3.Error as exc:
+                    except (sqlite3.Error, OSError) as exc:
                         log.error("saved to %s, but its dependencies' trust was not: %s", path, exc)
                 return saved
 
@@ -1734,7 +1734,7 @@ def _trusted_for(registry: Path, path: str | None) -> set[str]:
             return reader.trusted_fingerprints(path)
         finally:
             reader.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         log.warning("could not read the trusted dependencies of %s: %s", path, exc)
         return set()
 
