@@ -51,7 +51,7 @@ def promptly(work: Callable[[], Any], fifo: Path) -> Any:
     thread.join(BLOCKED_AFTER)
     if thread.is_alive():
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        thread.join()
+        thread.join(BLOCKED_AFTER)
         pytest.fail(f"the work waited on the FIFO {fifo} until its other end was opened")
     return outcome[0]
 
@@ -258,3 +258,11 @@ def test_a_database_and_its_side_files_are_0600(tmp_path: Path) -> None:
         "registry.sqlite3-wal": 0o600,
         "registry.sqlite3-shm": 0o600,
     }
+
+
+def test_a_registry_refused_for_what_it_is_trusts_nothing(tmp_path: Path) -> None:
+    from nbstage.actors.room import _trusted_for
+
+    fifo = tmp_path / "registry.sqlite3"
+    os.mkfifo(fifo)
+    assert promptly(lambda: _trusted_for(fifo, str(tmp_path / "n.ipynb")), fifo) == set()
