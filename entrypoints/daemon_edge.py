@@ -31,9 +31,10 @@ from nbstage.actors.spare_kernel import SPARE, SPARE_UNUSED_SECS
 from nbstage.entrypoints import alive_stamp
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.kept_tasks import start_kept
-from nbstage.entrypoints.offload_runner import OffloadRunner
+from nbstage.entrypoints.offload_runner import MOST_THREADS, OffloadRunner
 from nbstage.entrypoints.ownership import Untrusted, check_peer
 from nbstage.entrypoints.statedir import StatePaths
+from nbstage.entrypoints.worker_threads import DetachedWorkers
 from nbstage.protocol.codec import from_wire, to_wire
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -159,6 +160,7 @@ class Edge:
         self.loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stop_requested.set)
+        self._workers = DetachedWorkers(MOST_THREADS, "offload")
         earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
         self._envs = asyncio.create_task(self._prepare_envs(self._stale_envs))
         await self._start_actors(earlier)
@@ -186,7 +188,10 @@ class Edge:
 
     async def _prepare_envs(self, stale: list[Path]) -> None:
         try:
-            await asyncio.to_thread(environments.prepare_envs, self.paths.root, stale)
+            # On a detached worker: a stop never waits for a template build (uv) to end.
+            await self.loop.run_in_executor(
+                self._workers, environments.prepare_envs, self.paths.root, stale
+            )
         except environments.EnvironmentUnavailable as exc:
             log.warning("no pool environment for kernels: %s", exc)
 
@@ -205,7 +210,7 @@ class Edge:
         from nbstage.actors.daemon import Daemon
 
         self._host = ActorHost(self._on_actor_message)
-        self._offload = OffloadRunner(self._host.tell)
+        self._offload = OffloadRunner(self._host.tell, self._workers)
         self._daemon_actor = self._host.create(Daemon)
         start = StartDaemon(
             str(self.paths.root), str(self.paths.kernel_dir), self.settings, self._run, earlier

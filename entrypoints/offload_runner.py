@@ -22,12 +22,14 @@ MOST_THREADS = 32
 
 
 class OffloadRunner:
-    def __init__(self, tell: Callable[[Any, Any], None]) -> None:
+    def __init__(
+        self, tell: Callable[[Any, Any], None], workers: DetachedWorkers | None = None
+    ) -> None:
         self._tell = tell
         self._lanes: dict[str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
         self._tokens: dict[asyncio.Task, Any] = {}
-        self._workers = DetachedWorkers(MOST_THREADS, "offload")
+        self._workers = workers or DetachedWorkers(MOST_THREADS, "offload")
 
     def start(self, request: BlockingWorkRequested) -> None:
         previous = self._lanes.get(request.lane) if request.lane is not None else None
