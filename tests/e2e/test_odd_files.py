@@ -59,7 +59,7 @@ def test_a_fifo_in_place_of_an_open_notebook(state_dir: Path, tmp_path: Path) ->
         assert refused.value.code == "save_failed"
         assert f"Could not save {path}: it is a FIFO (named pipe)" in refused.value.message
 
-        stopped = run_cli("daemon", "stop", state_dir=state_dir, timeout=PROMPT + 30)
+        stopped = run_cli("daemon", "stop", state_dir=state_dir, timeout=PROMPT + 20)
         assert stopped.returncode == 0, stopped.stderr
         assert stopped.stdout == f"stopped daemon pid {daemon.pid}\n"
         assert lock_is_free(state_dir)
