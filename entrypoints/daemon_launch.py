@@ -39,11 +39,12 @@ def start_daemon_unless_running(paths: StatePaths) -> None:
         return
     try:
         prepare(paths)
+        out = daemon_output(paths)
     except (OSError, Untrusted) as exc:
         log.error("could not start the daemon: %s", exc)
         return
     daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
-    with daemon_output(paths) as out:
+    with out:
         subprocess.run(
             ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
             stdin=subprocess.DEVNULL,
