@@ -109,11 +109,29 @@ def read_regular(
     """The bytes of the regular file at ``path`` (see ``open_regular``) and its ``fstat``.
     A file that grows past the limit while it is read is refused too."""
     fd, info = open_regular(path, max_bytes, setting)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(max_bytes + 1)
+    try:
+        data = _read_bounded(fd, info.st_size, max_bytes)
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise too_large(path, len(data), max_bytes, setting)
     return data, info
+
+
+def _read_bounded(fd: int, size: int, most: int) -> bytes:
+    """Up to ``most + 1`` bytes: first as many as ``fstat`` said (a read of n bytes
+    reserves n, so never ``most``), then in steps of 1 MiB while the file still grows."""
+    parts: list[bytes] = []
+    total = 0
+    want = min(size, most) + 1
+    while total <= most:
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        want = min(1 << 20, most + 1 - total)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def open_private(path: str | Path, flags: int) -> int:

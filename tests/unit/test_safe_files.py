@@ -266,3 +266,20 @@ def test_a_registry_refused_for_what_it_is_trusts_nothing(tmp_path: Path) -> Non
     fifo = tmp_path / "registry.sqlite3"
     os.mkfifo(fifo)
     assert promptly(lambda: _trusted_for(fifo, str(tmp_path / "n.ipynb")), fifo) == set()
+
+
+def test_a_file_longer_than_fstat_said_is_read_only_to_one_past_the_limit(
+    tmp_path: Path,
+) -> None:
+    """A file that grew between the ``fstat`` and the read: 3 MiB where 10 bytes were."""
+    from nbstage.protocol import safe_files
+
+    path = tmp_path / "growing.ipynb"
+    path.write_bytes(b"x" * (3 << 20))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert len(safe_files._read_bounded(fd, 10, 2 << 20)) == (2 << 20) + 1
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert len(safe_files._read_bounded(fd, 10, 4 << 20)) == 3 << 20
+    finally:
+        os.close(fd)
