@@ -46,6 +46,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from nbstage.actors import uv_commands
+from nbstage.protocol.safe_files import open_private
 
 ENVS_DIR_ENV = "NBSTAGE_ENVS_DIR"
 TEMPLATE_DIR_ENV = "NBSTAGE_TEMPLATE_DIR"
@@ -147,7 +148,7 @@ def _run(command: Sequence[str], on_line: OnLine | None = None, *, cwd: Path) ->
 def _locked(root: Path, name: str) -> Iterator[None]:
     """Hold the exclusive lock that serialises building and removing ``root / name``."""
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(root / f".{name}.lock", "w") as lock:
+    with os.fdopen(open_private(root / f".{name}.lock", os.O_WRONLY | os.O_CREAT), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from nbstage.protocol.safe_files import private_database
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal (
     notebook_id TEXT NOT NULL,
@@ -32,7 +34,10 @@ class JournalStore:
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
             db = sqlite3.connect(
-                self.path, timeout=10, isolation_level=None, check_same_thread=False
+                private_database(self.path),
+                timeout=10,
+                isolation_level=None,
+                check_same_thread=False,
             )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

@@ -24,6 +24,13 @@ from typing import TYPE_CHECKING
 from nbstage.actors.document import fresh_cell_id, valid_cell_id
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.room_followups import DiskStamp, FileOnDisk
+from nbstage.protocol.safe_files import (
+    DEFAULT_MAX_FILE_BYTES,
+    MAX_FILE_SETTING,
+    FileRefused,
+    not_regular,
+    read_regular,
+)
 
 if TYPE_CHECKING:
     from nbstage.actors.save_target import SaveTarget
@@ -61,7 +68,9 @@ def absolute_notebook_path(path: str) -> str:
     return str(canonical_path(path))
 
 
-def look_at_save_target(given: Path, target: Path) -> SaveTarget:
+def look_at_save_target(
+    given: Path, target: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> SaveTarget:
     """What is at ``target`` (``given`` with its links resolved), for ``save_target``'s rules."""
     from nbstage.actors.save_target import SaveTarget, TargetKind
 
@@ -80,7 +89,7 @@ def look_at_save_target(given: Path, target: Path) -> SaveTarget:
         return seen(TargetKind.DIRECTORY, _stamp(info))
     if not stat.S_ISREG(info.st_mode):
         return seen(TargetKind.NOT_A_NOTEBOOK, _stamp(info), "it is not a regular file")
-    on_disk = read_on_disk(target)
+    on_disk = read_on_disk(target, max_bytes)
     if on_disk.notebook is not None:
         return seen(TargetKind.NOTEBOOK, on_disk.stamp)
     if on_disk.stamp is None and on_disk.problem is None:
@@ -89,33 +98,36 @@ def look_at_save_target(given: Path, target: Path) -> SaveTarget:
     return seen(TargetKind.NOT_A_NOTEBOOK, on_disk.stamp, problem.rstrip("."))
 
 
-def load_notebook(path: Path) -> dict:
+def load_notebook(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict:
     """Read a notebook of any nbformat version as a plain, valid v4.5 notebook dict."""
-    return load_notebook_stamped(path)[0]
+    return load_notebook_stamped(path, max_bytes)[0]
 
 
-def load_notebook_stamped(path: Path) -> tuple[dict, DiskStamp]:
+def load_notebook_stamped(
+    path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> tuple[dict, DiskStamp]:
     """``load_notebook``, with the stamp of the very file that was read."""
-    text, stamp = _read_text(path)
+    text, stamp = _read_text(path, max_bytes)
     return _upgraded(_parse(text, path), path), stamp
 
 
 def stamp_of(path: Path) -> DiskStamp | None:
-    """The file's stamp now, or None when there is no file."""
+    """The file's stamp now, or None when there is no file. A link put in the file's
+    place has a stamp of its own, so it shows as a change (and is refused when read)."""
     try:
-        return _stamp(os.stat(path))
+        return _stamp(os.lstat(path))
     except FileNotFoundError:
         return None
 
 
-def read_on_disk(path: Path) -> FileOnDisk:
+def read_on_disk(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileOnDisk:
     """The file as it is now, for a merge; what is wrong with it is reported, not raised.
 
     Cells that had no valid id of their own in the file come back with ``id`` None, so
     the merge can match them to the cells they stand for.
     """
     try:
-        text, stamp = _read_text(path)
+        text, stamp = _read_text(path, max_bytes)
     except NbstageError as exc:
         if exc.code is ErrorCode.NOT_FOUND:
             return FileOnDisk(None, None)
@@ -222,12 +234,14 @@ def _replace(path: Path, tmp: str) -> None:
 # Loading
 
 
-def _read_text(path: Path) -> tuple[str, DiskStamp]:
-    """The file's text and the stamp of the file opened (FileNotFoundError as NOT_FOUND)."""
+def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
+    """The file's text and the stamp of the file opened (FileNotFoundError as NOT_FOUND).
+
+    A link, a FIFO or anything but a regular file, and a file over ``max_bytes``, are
+    refused before anything is read (``safe_files.read_regular``)."""
     try:
-        with open(path, "rb") as f:
-            stamp = _stamp(os.fstat(f.fileno()))
-            return f.read().decode("utf-8"), stamp
+        data, info = read_regular(path, max_bytes, MAX_FILE_SETTING)
+        return data.decode("utf-8"), _stamp(info)
     except FileNotFoundError:
         raise NbstageError(
             ErrorCode.NOT_FOUND,
@@ -238,6 +252,10 @@ def _read_text(path: Path) -> tuple[str, DiskStamp]:
         raise _not_a_notebook(path, "it is a directory") from None
     except UnicodeDecodeError:
         raise _not_a_notebook(path, "it is not UTF-8 text") from None
+    except FileRefused as exc:
+        raise NbstageError(
+            ErrorCode.BAD_REQUEST, f"{path} was not read as a notebook: {exc.reason}."
+        ) from None
     except OSError as exc:
         raise _not_a_notebook(path, f"it cannot be read ({exc.strerror})") from None
 
@@ -309,13 +327,33 @@ def _check_ids(nb: dict) -> None:
 
 
 def _mode_for(path: Path) -> int | None:
-    """The bits of the file there now; None when there is none (the umask decides)."""
+    """The bits of the file there now; None when there is none, or it is not a regular
+    file (the umask decides)."""
     try:
-        return stat.S_IMODE(path.stat().st_mode)
+        info = os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise _save_failed(path, exc, "The file on disk was not changed.") from None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+
+
+def refuse_unless_regular(path: Path) -> None:
+    """Raise SAVE_FAILED when something other than a regular file (a link, a FIFO, a
+    device) stands at ``path``: a save never replaces it. No file at all is fine."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _save_failed(path, exc, "The file on disk was not changed.") from None
+    if not stat.S_ISREG(info.st_mode):
+        reason = not_regular(path, info.st_mode).reason
+        raise NbstageError(
+            ErrorCode.SAVE_FAILED,
+            f"Could not save {path}: {reason}, and a save never replaces one. Remove it, "
+            "or save the notebook to another path. The file on disk was not changed.",
+        )
 
 
 TEMP_TOKEN_BYTES = 6

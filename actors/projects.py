@@ -27,6 +27,7 @@ import orjson
 
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentView
+from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
 
 APPROVE_CALL = 'manage_dependencies(trust=true, apply="restart")'
 """The call that approves the project waiting for it and restarts the kernel into it."""
@@ -107,14 +108,16 @@ def find_project(
     return None
 
 
+def _bytes_of(path: Path) -> bytes:
+    return read_regular(path, SMALL_FILE_BYTES)[0]
+
+
 def _declares_project(pyproject: Path) -> bool:
     """A ``[project]`` table: a file holding only tool settings is no environment. Only a
     regular file is read (a FIFO would block the walk)."""
     try:
-        if not stat.S_ISREG(pyproject.stat().st_mode):
-            return False
-        with pyproject.open("rb") as f:
-            return isinstance(tomllib.load(f).get("project"), dict)
+        text = read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8")
+        return isinstance(tomllib.loads(text).get("project"), dict)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return False
 
@@ -139,9 +142,9 @@ def _checked(folder: Path, user: User) -> ProjectFound | ProjectRefused:
 def project_fingerprint(folder: Path) -> str:
     """The folder and the full hashes of ``pyproject.toml`` and ``uv.lock`` (None when it
     is missing), hashed as a JSON list."""
-    pyproject = hashlib.sha256((folder / "pyproject.toml").read_bytes()).hexdigest()
+    pyproject = hashlib.sha256(_bytes_of(folder / "pyproject.toml")).hexdigest()
     try:
-        lock: str | None = hashlib.sha256((folder / LOCK).read_bytes()).hexdigest()
+        lock: str | None = hashlib.sha256(_bytes_of(folder / LOCK)).hexdigest()
     except FileNotFoundError:
         lock = None
     return hashlib.sha256(orjson.dumps(["project", str(folder), pyproject, lock])).hexdigest()

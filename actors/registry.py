@@ -12,6 +12,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from nbstage.protocol.safe_files import private_database
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bindings (
     notebook_id TEXT PRIMARY KEY,
@@ -33,7 +35,9 @@ CREATE TABLE IF NOT EXISTS untitled (
 
 class Registry:
     def __init__(self, path: Path) -> None:
-        self._db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
+        self._db = sqlite3.connect(
+            private_database(path), timeout=10, isolation_level=None, check_same_thread=False
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)

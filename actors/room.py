@@ -298,8 +298,8 @@ class Room(NbActor):
             # Reading and parsing a large file would stall every room of the daemon.
             self.held_joins = []
             self.start_reads += 1
-            path = Path(msg.path)
-            self.offload(NotebookFileRead(), lambda: _read_notebook_file(path), self._lane)
+            path, limit = Path(msg.path), msg.settings.max_file_bytes
+            self.offload(NotebookFileRead(), lambda: _read_notebook_file(path, limit), self._lane)
             return
         try:
             self.doc = self._load(msg)
@@ -891,22 +891,26 @@ class Room(NbActor):
             given, overwrite = self.save_claims.pop(origin, (path, False))
             own, where = self.path, self._registry_file
             trusted = self._trusted_fingerprint()
+            limit = self.config.settings.max_file_bytes
 
             def save_there() -> Any:
-                saved = persistence.save_to_new_path(Path(given), target, snapshot, own, overwrite)
+                saved = persistence.save_to_new_path(
+                    Path(given), target, snapshot, own, overwrite, limit
+                )
                 if trusted is not None:
                     try:
                         _record_trust(where, path, trusted)
-                    except sqlite3.Error as exc:
+                    except (sqlite3.Error, OSError) as exc:
                         log.error("saved to %s, but its dependencies' trust was not: %s", path, exc)
                 return saved
 
             self.offload(token, save_there, self._lane)
             return
         expected, explicit = self.disk_stamp, purpose is SavePurpose.REQUEST
+        limit = self.config.settings.max_file_bytes
         self.offload(
             token,
-            lambda: persistence.save_checked(target, snapshot, expected, explicit),
+            lambda: persistence.save_checked(target, snapshot, expected, explicit, limit),
             self._lane,
         )
 
@@ -1071,8 +1075,9 @@ class Room(NbActor):
         known = (self.disk_stamp,)
         if self.disk_problem is not None:
             known += (self.disk_bad_stamp,)
+        limit = self.config.settings.max_file_bytes
         self.offload(
-            FileLooked(path), lambda: persistence.look_at_file(Path(path), known), self._lane
+            FileLooked(path), lambda: persistence.look_at_file(Path(path), known, limit), self._lane
         )
 
     def _file_looked(self, done: BlockingWorkDone) -> None:
@@ -1338,10 +1343,10 @@ class Room(NbActor):
     def _answer_execution(self, origin: Origin, execution_id: str, wait_secs: float) -> None:
         record = self.book.get(execution_id)
         if record is None:
-            where = self.executions_dir
+            where, limit = self.executions_dir, self.config.settings.max_file_bytes
             self.offload(
                 StoredExecutionRead(execution_id, origin),
-                lambda: persistence.read_execution(where, execution_id),
+                lambda: persistence.read_execution(where, execution_id, limit),
             )
         elif record.status.finished:
             self.answer(origin, ExecutionReported(record.report()))
@@ -1781,7 +1786,7 @@ def _trusted_for(registry: Path, path: str | None) -> set[str]:
             return reader.trusted_fingerprints(path)
         finally:
             reader.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         log.warning("could not read the trusted dependencies of %s: %s", path, exc)
         return set()
 
@@ -1795,12 +1800,12 @@ def _record_trust(registry: Path, path: str, fingerprint: str) -> None:
         writer.close()
 
 
-def _read_notebook_file(path: Path) -> tuple[Document, DiskStamp, dict[str, Any]]:
+def _read_notebook_file(path: Path, limit: int) -> tuple[Document, DiskStamp, dict[str, Any]]:
     """Blocking: the room's document, the stamp of the file it came from, and the file's
     notebook as read (the base of a later merge with the disk)."""
     from nbstage.actors.notebook_files import load_notebook_stamped
 
-    notebook, stamp = load_notebook_stamped(path)
+    notebook, stamp = load_notebook_stamped(path, limit)
     doc = Document.from_json(notebook)
     return doc, stamp, doc.to_json()
 

@@ -28,6 +28,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
+
 GUARD = Path(__file__).with_name("uv_guard.py")
 
 _config_file: Path | None = None
@@ -49,9 +51,9 @@ def config_options() -> list[str]:
 
 def _uv_table(pyproject: Path) -> dict | None:
     try:
-        with open(pyproject, "rb") as file:
-            tool = tomllib.load(file).get("tool")
-    except (OSError, tomllib.TOMLDecodeError):
+        text = read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8")
+        tool = tomllib.loads(text).get("tool")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return None
     uv = tool.get("uv") if isinstance(tool, dict) else None
     return uv if isinstance(uv, dict) else None

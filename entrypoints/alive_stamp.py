@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from nbstage.protocol.rooms import DaemonRun, EarlierDaemon
+from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular, write_private
 
 ALIVE_FILE = "daemon.alive"
 
@@ -23,17 +24,14 @@ def take_over(state_dir: Path, run: DaemonRun) -> EarlierDaemon | None:
     path = state_dir / ALIVE_FILE
     earlier = None
     with contextlib.suppress(OSError, orjson.JSONDecodeError, KeyError, TypeError):
-        seen = orjson.loads(path.read_bytes())
-        earlier = EarlierDaemon(
-            DaemonRun(seen["pid"], seen["started_at"]), path.stat().st_mtime_ns / 1e9
-        )
-    temp = path.with_suffix(".tmp")
-    temp.write_bytes(orjson.dumps({"pid": run.pid, "started_at": run.started_at}))
-    os.replace(temp, path)
+        data, info = read_regular(path, SMALL_FILE_BYTES)
+        seen = orjson.loads(data)
+        earlier = EarlierDaemon(DaemonRun(seen["pid"], seen["started_at"]), info.st_mtime_ns / 1e9)
+    write_private(path, orjson.dumps({"pid": run.pid, "started_at": run.started_at}))
     return earlier
 
 
 def touch(state_dir: Path) -> None:
     """Blocking: this incarnation is alive now."""
     with contextlib.suppress(OSError):
-        os.utime(state_dir / ALIVE_FILE)
+        os.utime(state_dir / ALIVE_FILE, follow_symlinks=False)

@@ -14,6 +14,7 @@ import orjson
 
 from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import STATE_DIR_ENV, client_paths, state_paths
+from nbstage.protocol.safe_files import FileRefused
 from nbstage.protocol.version import VERSION
 
 state_dir_option = click.option(
@@ -27,12 +28,14 @@ state_dir_option = click.option(
 
 
 class _Group(click.Group):
-    """Reports a state or socket dir (or daemon) that is not this user's as a clear error."""
+    """Reports a state or socket dir (or daemon) that is not this user's, a file in it
+    that is not a regular file (a FIFO, a link), and a daemon that does not start or stop
+    in time, as a clear error."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except Untrusted as exc:
+        except (Untrusted, FileRefused, TimeoutError) as exc:
             raise click.ClickException(str(exc)) from exc
 
 

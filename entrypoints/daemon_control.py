@@ -19,7 +19,14 @@ import psutil
 from nbstage.entrypoints import runtime_dir
 from nbstage.entrypoints.ownership import Untrusted, check_private_dir
 from nbstage.entrypoints.python_command import module_command
-from nbstage.entrypoints.statedir import StatePaths, prepare, record_socket_dir, recorded_paths
+from nbstage.entrypoints.statedir import (
+    StatePaths,
+    daemon_output,
+    prepare,
+    record_socket_dir,
+    recorded_paths,
+)
+from nbstage.protocol.safe_files import open_private
 from nbstage.protocol.version import VERSION
 
 VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
@@ -54,7 +61,7 @@ def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | N
 
 
 def _take_lock(paths: StatePaths) -> int:
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(paths.lock, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -125,8 +132,7 @@ def start_background(
     if problem is not None:
         raise runtime_dir.NoRuntimeDir(problem)
     prepare(paths)
-    log_file = open(paths.logs / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
-    with log_file:
+    with daemon_output(paths) as log_file:
         proc = subprocess.Popen(
             [
                 *module_command("nbstage.entrypoints.cli"),

@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,9 +32,10 @@ from nbstage.actors.spare_kernel import SPARE, SPARE_UNUSED_SECS
 from nbstage.entrypoints import alive_stamp
 from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.kept_tasks import start_kept
-from nbstage.entrypoints.offload_runner import OffloadRunner
+from nbstage.entrypoints.offload_runner import MOST_THREADS, OffloadRunner
 from nbstage.entrypoints.ownership import Untrusted, check_peer
 from nbstage.entrypoints.statedir import StatePaths
+from nbstage.entrypoints.worker_threads import DetachedWorkers
 from nbstage.protocol.codec import from_wire, to_wire
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -92,6 +94,7 @@ from nbstage.protocol.rooms import (
     StartDaemon,
     StopDaemon,
 )
+from nbstage.protocol.safe_files import open_regular
 from nbstage.protocol.settings import Settings
 from nbstage.protocol.watching import bounded_client
 
@@ -99,6 +102,9 @@ log = logging.getLogger("nbstage.edge")
 
 ACTOR_START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+DRAIN_TIMEOUT = 5.0
+"""How long a stop waits for blocking work still under way once the rooms are closed (or
+their wait ran out); work still stuck then is left behind, and the process ends anyway."""
 HOME_CHECK_SECS = 2.0
 JOIN_REQUESTS = (OpenNotebook, CreateNotebook, AttachNotebook)
 DAEMON_ANSWERS = (AttachNotebook, EvictRoom)
@@ -176,6 +182,7 @@ class Edge:
         self.loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stop_requested.set)
+        self._workers = DetachedWorkers(MOST_THREADS, "offload")
         earlier = await asyncio.to_thread(alive_stamp.take_over, self.paths.root, self._run)
         self._envs = asyncio.create_task(self._prepare_envs(self._stale_envs))
         await asyncio.to_thread(self._sweep_leftovers, earlier)
@@ -204,7 +211,10 @@ class Edge:
 
     async def _prepare_envs(self, stale: list[Path]) -> None:
         try:
-            await asyncio.to_thread(environments.prepare_envs, self.paths.root, stale)
+            # On a detached worker: a stop never waits for a template build (uv) to end.
+            await self.loop.run_in_executor(
+                self._workers, environments.prepare_envs, self.paths.root, stale
+            )
         except environments.EnvironmentUnavailable as exc:
             log.warning("no pool environment for kernels: %s", exc)
 
@@ -235,7 +245,7 @@ class Edge:
         from nbstage.actors.daemon import Daemon
 
         self._host = ActorHost(self._on_actor_message)
-        self._offload = OffloadRunner(self._host.tell)
+        self._offload = OffloadRunner(self._host.tell, self._workers)
         self._daemon_actor = self._host.create(Daemon)
         start = StartDaemon(
             str(self.paths.root), str(self.paths.kernel_dir), self.settings, self._run, earlier
@@ -249,7 +259,13 @@ class Edge:
             await asyncio.wait_for(self._stopped.wait(), STOP_TIMEOUT)
         except TimeoutError:
             log.error("rooms did not close within %.0fs; stopping anyway", STOP_TIMEOUT)
-        await self._offload.drain()
+        stuck = await self._offload.drain(DRAIN_TIMEOUT)
+        if stuck:
+            log.error(
+                "blocking work still running after %.0fs, left behind: %s",
+                DRAIN_TIMEOUT,
+                ", ".join(type(token).__name__ for token in stuck),
+            )
         leftover = [name for name in self._host.live_actors() if name != "Daemon"]
         if leftover:
             log.warning("killing leftover actors: %s", ", ".join(leftover))
@@ -524,11 +540,12 @@ def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:
     read as well where an older daemon left one, merged by time."""
     entries = []
     for name in ("daemon.log", "actors.log"):
-        path = logs_dir / name
-        if not path.exists():
+        try:
+            fd, info = open_regular(logs_dir / name, sys.maxsize)
+        except OSError:
             continue
-        with path.open("rb") as log_file:
-            log_file.seek(max(0, path.stat().st_size - 400 * lines))
+        with os.fdopen(fd, "rb") as log_file:
+            log_file.seek(max(0, info.st_size - 400 * lines))
             for raw in log_file.read().splitlines()[-lines:]:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     entries.append(orjson.loads(raw))

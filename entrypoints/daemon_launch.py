@@ -15,7 +15,7 @@ import subprocess
 
 from nbstage.entrypoints.ownership import Untrusted, check_private_dir
 from nbstage.entrypoints.python_command import module_command
-from nbstage.entrypoints.statedir import StatePaths, prepare, recorded_paths
+from nbstage.entrypoints.statedir import StatePaths, daemon_output, prepare, recorded_paths
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -46,11 +46,12 @@ def start_daemon_unless_running(paths: StatePaths) -> None:
         return
     try:
         prepare(paths)
+        out = daemon_output(paths)
     except (OSError, Untrusted) as exc:
         log.error("could not start the daemon: %s", exc)
         return
     daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
-    with open(paths.logs / "daemon.out", "ab") as out:
+    with out:
         subprocess.run(
             ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
             stdin=subprocess.DEVNULL,

@@ -25,6 +25,7 @@ from nbstage.entrypoints.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.mcp_main import REJOIN_ENV
 from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import StatePaths
+from nbstage.protocol.safe_files import open_private
 
 NBSTAGE = module_command("nbstage.entrypoints.cli")
 INHERITED_MARKERS = (EDGE_PID_ENV, REJOIN_ENV)
@@ -126,7 +127,7 @@ class Owned:
 def lock_held(paths: StatePaths) -> bool:
     """Whether a daemon (running or still starting) holds the state dir's lock."""
     try:
-        fd = os.open(paths.lock, os.O_RDWR)
+        fd = open_private(paths.lock, os.O_RDWR)
     except FileNotFoundError:
         return False
     try:

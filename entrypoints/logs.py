@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
 
 import orjson
+
+from nbstage.protocol.safe_files import open_private
 
 
 class JsonFormatter(logging.Formatter):
@@ -24,6 +27,15 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry).decode()
 
 
+class PrivateFileHandler(logging.FileHandler):
+    """Appends to a log file that is this user's alone (0600, whatever the umask); a link
+    or a FIFO in its place is refused instead of followed or waited on."""
+
+    def _open(self):
+        fd = open_private(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def setup_logging(logs_dir: Path, name: str, level: int = logging.INFO) -> None:
     """Send this process's logs to stderr and to ``logs/<name>.log``; never to stdout."""
     logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -32,7 +44,7 @@ def setup_logging(logs_dir: Path, name: str, level: int = logging.INFO) -> None:
     root.handlers.clear()
     for handler in (
         logging.StreamHandler(sys.stderr),
-        logging.FileHandler(logs_dir / f"{name}.log"),
+        PrivateFileHandler(logs_dir / f"{name}.log"),
     ):
         handler.setFormatter(formatter)
         root.addHandler(handler)

@@ -39,6 +39,7 @@ from nbstage.entrypoints.python_command import module_command
 from nbstage.entrypoints.statedir import LINK_STATE_DIR_ENV, StatePaths
 from nbstage.protocol import jsonrpc, mcp, session_frames
 from nbstage.protocol.frames import FrameError
+from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular, write_private
 from nbstage.protocol.session_frames import SESSION_FD_ENV
 from nbstage.protocol.supervision import (
     ChildProcessDied,
@@ -78,7 +79,7 @@ TOOL_CACHE = "tool-cache.json"
 
 def read_tool_cache(state_dir: Path) -> list[dict[str, Any]]:
     try:
-        cached = orjson.loads((state_dir / TOOL_CACHE).read_bytes())
+        cached = orjson.loads(read_regular(state_dir / TOOL_CACHE, SMALL_FILE_BYTES)[0])
     except (OSError, orjson.JSONDecodeError):
         return []
     return cached if isinstance(cached, list) else []
@@ -87,10 +88,8 @@ def read_tool_cache(state_dir: Path) -> list[dict[str, Any]]:
 def write_tool_cache(state_dir: Path, tools: list[dict[str, Any]]) -> None:
     """Replace tool-cache.json atomically; every client of the state dir may write it."""
     path = state_dir / TOOL_CACHE
-    temp = path.with_name(f"{TOOL_CACHE}.{os.getpid()}.tmp")
     try:
-        temp.write_bytes(orjson.dumps(tools))
-        os.replace(temp, path)
+        write_private(path, orjson.dumps(tools))
     except OSError:
         log.exception("could not write %s", path)
 

@@ -11,11 +11,14 @@ clients go where the daemon recorded rather than recomputing the path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from nbstage.entrypoints.ownership import check_private_dir, make_private_dir
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.safe_files import SMALL_FILE_BYTES, open_private, read_regular, write_private
 
 STATE_DIR_ENV = "NBSTAGE_STATE_DIR"
 LINK_STATE_DIR_ENV = "NBSTAGE_LINK_STATE_DIR"
@@ -88,13 +91,19 @@ def prepare(paths: StatePaths) -> None:
         parts.append(paths.kernel_dir)
     for path in parts:
         make_private_dir(path)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(paths.root / "envs", 0o700)
 
 
 def record_socket_dir(paths: StatePaths) -> None:
     """Write where the sockets are, for clients; the daemon does this holding its lock."""
-    partial = paths.root / f".socket-dir.{os.getpid()}"
-    partial.write_text(str(paths.socket_dir) + "\n")
-    os.replace(partial, paths.socket_record)
+    write_private(paths.socket_record, f"{paths.socket_dir}\n".encode())
+
+
+def daemon_output(paths: StatePaths) -> BinaryIO:
+    """``logs/daemon.out`` opened to append, for a daemon's stdout and stderr (0600)."""
+    fd = open_private(paths.logs / "daemon.out", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    return os.fdopen(fd, "ab")
 
 
 def recorded_paths(paths: StatePaths) -> StatePaths:
@@ -104,7 +113,7 @@ def recorded_paths(paths: StatePaths) -> StatePaths:
     no record, ``paths`` stay as computed (and a client still checks the dir it uses)."""
     try:
         check_private_dir(paths.root)
-        recorded = paths.socket_record.read_text().strip()
+        recorded = read_regular(paths.socket_record, SMALL_FILE_BYTES)[0].decode().strip()
     except FileNotFoundError:
         return paths
     if not os.path.isabs(recorded):

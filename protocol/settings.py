@@ -8,6 +8,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.safe_files import DEFAULT_MAX_FILE_BYTES, SMALL_FILE_BYTES, read_regular
 
 
 @frozen
@@ -38,6 +39,9 @@ class Settings:
     uv_config_file: str = ""
     """A ``uv.toml`` every uv build and install of the daemon reads (an index mirror, say),
     as ``--config-file``; by default they read none (``--no-config``)."""
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    """The largest notebook file (or execution record) the daemon reads; a larger one is
+    refused before it is read (``protocol/safe_files.py``)."""
 
 
 _ENV_NAMES = {
@@ -54,6 +58,7 @@ _ENV_NAMES = {
     "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
     "max_unsent_bytes": "NBSTAGE_MAX_UNSENT_BYTES",
     "uv_config_file": "NBSTAGE_UV_CONFIG_FILE",
+    "max_file_bytes": "NBSTAGE_MAX_FILE_BYTES",
 }
 
 
@@ -66,8 +71,12 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     environ = os.environ if environ is None else environ
     values: dict[str, object] = {}
     config = state_dir / "config.toml"
-    if config.exists():
-        values.update(tomllib.loads(config.read_text()))
+    try:
+        text, _ = read_regular(config, SMALL_FILE_BYTES)
+    except FileNotFoundError:
+        pass
+    else:
+        values.update(tomllib.loads(text.decode("utf-8")))
     for name, var in _ENV_NAMES.items():
         if var in environ:
             values[name] = environ[var]

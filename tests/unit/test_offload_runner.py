@@ -1,8 +1,12 @@
-"""The edge's worker threads (entrypoints/offload_runner.py): lanes and reported lines."""
+"""The edge's worker threads (entrypoints/offload_runner.py): lanes, reported lines, and
+a drain that waits for stuck work only so long."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 import threading
 from typing import Any
 
@@ -17,7 +21,7 @@ def run_all(requests: list[BlockingWorkRequested]) -> list[tuple[Any, Any]]:
         runner = OffloadRunner(lambda to, message: told.append((to, message)))
         for request in requests:
             runner.start(request)
-        await runner.drain()
+        assert await runner.drain(30.0) == []
 
     asyncio.run(main())
     return told
@@ -63,3 +67,48 @@ def test_work_in_one_lane_runs_in_the_order_asked() -> None:
         ]
     )
     assert order == [1, 2]
+
+
+def test_a_drain_gives_up_on_stuck_work_and_names_it() -> None:
+    release = threading.Event()
+    told: list[tuple[Any, Any]] = []
+
+    async def main() -> list[Any]:
+        runner = OffloadRunner(lambda to, message: told.append((to, message)))
+        runner.start(BlockingWorkRequested("quick", lambda: 1, "room"))
+        runner.start(BlockingWorkRequested("stuck", release.wait, "room", "lane"))
+        runner.start(BlockingWorkRequested("behind", lambda: 2, "room", "lane"))
+        return await runner.drain(0.2)
+
+    try:
+        left = asyncio.run(main())
+    finally:
+        release.set()
+    assert left == ["stuck", "behind"] or left == ["behind", "stuck"]
+    assert told == [("room", BlockingWorkDone("quick", 1))]
+
+
+STUCK_PROCESS = textwrap.dedent(
+    """
+    import asyncio, threading
+    from nbstage.entrypoints.offload_runner import OffloadRunner
+    from nbstage.protocol.offload import BlockingWorkRequested
+
+    async def main():
+        runner = OffloadRunner(lambda to, message: None)
+        runner.start(BlockingWorkRequested("stuck", threading.Event().wait, "room"))
+        print(await runner.drain(0.1), flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_process_ends_although_its_work_is_stuck_forever() -> None:
+    """The work never returns; the process exits as soon as its loop is done (asyncio's
+    own executor would join the thread at exit and never end)."""
+    done = subprocess.run(
+        [sys.executable, "-c", STUCK_PROCESS], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['stuck']"

@@ -201,8 +201,8 @@ def test_a_file_that_appears_after_the_look_is_not_replaced(tmp_path: Path, monk
     target = tmp_path / "new.ipynb"
     real_look = notebook_files.look_at_save_target
 
-    def look_then_someone_writes(given: Path, resolved: Path):
-        seen = real_look(given, resolved)
+    def look_then_someone_writes(given: Path, resolved: Path, limit: int):
+        seen = real_look(given, resolved, limit)
         resolved.write_text("written meanwhile\n")
         return seen
 
