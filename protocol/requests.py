@@ -197,6 +197,9 @@ class SaveNotebook:
 class GetCell:
     notebook_id: str
     cell_id: str
+    preview: int | None = None
+    """Cut each output text in the answer to about this many bytes (an agent's preview,
+    applied before the reply is encoded); None: outputs whole."""
 
 
 class CellsFormat(StrEnum):
@@ -285,6 +288,9 @@ class ExecuteCell:
     cell_id: str
     wait_secs: float = 0.0
     key: str | None = None
+    preview: int | None = None
+    """Cut each output text in the answer to about this many bytes (an agent's preview,
+    applied before the reply is encoded); None: outputs whole."""
 
 
 @wire_request("get_execution")
@@ -293,6 +299,9 @@ class GetExecution:
     notebook_id: str
     execution_id: str
     wait_secs: float = 0.0
+    preview: int | None = None
+    """Cut each output text in the answer to about this many bytes (an agent's preview,
+    applied before the reply is encoded); None: outputs whole."""
 
 
 @wire_request("describe_room")

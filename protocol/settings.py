@@ -31,6 +31,10 @@ class Settings:
     """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
     max_rooms_per_connection: int = 48
     """Resident rooms one client connection may have started."""
+    output_limit_bytes: int = 8 * 1024 * 1024
+    """Output one cell keeps (in the notebook, its file and its execution record): the
+    first and the last half of it, with a notice of what was dropped between (at least
+    4 KiB; actors/output_bounds.py)."""
 
 
 _ENV_NAMES = {
@@ -45,6 +49,7 @@ _ENV_NAMES = {
     "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
     "max_rooms": "NBSTAGE_MAX_ROOMS",
     "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
+    "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
 }
 
 
