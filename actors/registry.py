@@ -12,6 +12,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from nbstage.actors.sqlite_space import give_back, reclaiming
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bindings (
     notebook_id TEXT PRIMARY KEY,
@@ -36,6 +38,7 @@ class Registry:
         self._db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        reclaiming(self._db)
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -62,6 +65,7 @@ class Registry:
             )
             self._db.execute("INSERT INTO bindings VALUES (?, ?)", (notebook_id, path))
             self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
+        give_back(self._db)
 
     def trusted_fingerprints(self, path: str) -> set[str]:
         """The dependency sets nbstage wrote or an agent approved for the notebook at path."""
@@ -87,6 +91,8 @@ class Registry:
             "DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
             (notebook_id, content, time.time()),
         )
+        give_back(self._db)
 
     def forget_untitled(self, notebook_id: str) -> None:
         self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
+        give_back(self._db)
