@@ -18,6 +18,7 @@ from nbstage.protocol.edge import Origin
 from nbstage.protocol.kernels import ExecutionStatus, OutputsDropped
 from nbstage.protocol.replies import ExecutionView
 from nbstage.protocol.rooms import DaemonRun, EarlierDaemon
+from nbstage.protocol.settings import OUTPUT_LIMIT_BYTES
 
 REMEMBERED_EXECUTIONS = 256
 
@@ -49,7 +50,7 @@ class Execution:
 
 
 class ExecutionBook:
-    def __init__(self, output_limit: int = 8 * 1024 * 1024) -> None:
+    def __init__(self, output_limit: int = OUTPUT_LIMIT_BYTES) -> None:
         self.output_limit = output_limit
         """The most output one execution keeps (settings' output_limit_bytes)."""
         self._records: OrderedDict[str, Execution] = OrderedDict()

@@ -14,6 +14,7 @@ from nbstage.protocol.codec import OMIT_WHEN_NONE
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.settings import OUTPUT_LIMIT_BYTES
 
 
 class KernelState(StrEnum):
@@ -91,7 +92,7 @@ class StartKernel:
     """Where a Python kernel's environments live (actors/environments.py); None runs it
     with the kernelspec's own Python, which only in-process tests do."""
     environment: EnvironmentWanted = EnvironmentWanted()
-    output_limit: int = 8 * 1024 * 1024
+    output_limit: int = OUTPUT_LIMIT_BYTES
     """The most output of one execution a batch holds (settings' output_limit_bytes)."""
 
 

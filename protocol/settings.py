@@ -9,6 +9,10 @@ from pathlib import Path
 
 from nbstage.protocol.frozen import frozen
 
+OUTPUT_LIMIT_BYTES = 12 * 1024 * 1024
+"""Room for an image of about 4.5 MB in either half, and for a whole cell's reply inside
+the 16 MiB frame."""
+
 
 @frozen
 class Settings:
@@ -31,7 +35,7 @@ class Settings:
     """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
     max_rooms_per_connection: int = 48
     """Resident rooms one client connection may have started."""
-    output_limit_bytes: int = 8 * 1024 * 1024
+    output_limit_bytes: int = OUTPUT_LIMIT_BYTES
     """Output one cell keeps (in the notebook, its file and its execution record): the
     first and the last half of it, with a notice of what was dropped between (at least
     4 KiB; actors/output_bounds.py)."""
