@@ -80,12 +80,7 @@ def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
     why = f"one output keeps at most {_count(budget, 'byte')} (setting {SETTING})"
     kind = output.get("output_type")
     if kind == "error":
-        return {
-            **output,
-            "ename": cut_text(str(output.get("ename", "")), budget // 16, why),
-            "evalue": cut_text(str(output.get("evalue", "")), budget // 8, why),
-            "traceback": _cut_lines(output.get("traceback") or [], budget // 2, why),
-        }
+        return _cut_error(output, budget, why)
     data = output.get("data") if isinstance(output.get("data"), Mapping) else {}
     mimes = cut_text(", ".join(map(str, data)) or str(kind), 256, why)
     size = _count(output_size(output), "byte")
@@ -93,10 +88,9 @@ def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
     plain = data.get("text/plain")
     if plain is not None:
         notice += "\n" + cut_text(_joined(plain), budget // 2, why)
-    shrunk: dict[str, Any] = {"output_type": "display_data", "data": {"text/plain": notice}}
+    shrunk = {"output_type": "display_data", "data": {"text/plain": notice}, "metadata": {}}
     if kind == "execute_result":
-        shrunk = {**shrunk, "output_type": kind, "execution_count": output.get("execution_count")}
-    shrunk["metadata"] = {}
+        shrunk.update(output_type=kind, execution_count=output.get("execution_count"))
     return shrunk
 
 
@@ -111,12 +105,7 @@ def preview_outputs(outputs: Sequence[Mapping[str, Any]], cap: int) -> list[dict
         if kind == "stream":
             output = {**output, "text": cut_text(_joined(output.get("text", "")), cap, why)}
         elif kind == "error":
-            output = {
-                **output,
-                "ename": cut_text(str(output.get("ename", "")), cap // 8, why),
-                "evalue": cut_text(str(output.get("evalue", "")), cap // 4, why),
-                "traceback": _cut_lines(output.get("traceback") or [], cap // 2, why),
-            }
+            output = _cut_error(output, cap, why)
         elif isinstance(output.get("data"), Mapping):
             data = {
                 mime: _previewed(mime, value, cap, why) for mime, value in output["data"].items()
@@ -309,6 +298,16 @@ def _previewed(mime: str, value: Any, cap: int, why: str) -> Any:
         return cut_text(_joined(value), cap, why)
     encoded = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
     return value if len(encoded) <= cap else cut_text(encoded.decode(), cap, why)
+
+
+def _cut_error(output: Mapping[str, Any], budget: int, why: str) -> dict[str, Any]:
+    """An error within ``budget``: its name, value and traceback each given a share."""
+    return {
+        **output,
+        "ename": cut_text(str(output.get("ename", "")), budget // 16, why),
+        "evalue": cut_text(str(output.get("evalue", "")), budget // 8, why),
+        "traceback": _cut_lines(output.get("traceback") or [], budget // 2, why),
+    }
 
 
 def _cut_lines(lines: Sequence[Any], budget: int, why: str) -> list[str]:

@@ -193,3 +193,25 @@ def test_previewed_cuts_execution_and_cell_replies_only():
     assert len(previewed(ExecutionReported(execution), 500).execution.outputs[0]["text"]) < 700
     assert len(previewed(CellShown(cell), 500).cell.outputs[0]["text"]) < 700
     assert previewed("other", 500) == "other"
+
+
+def test_a_huge_display_among_small_ones_is_kept_marked_in_its_place():
+    huge = display({"image/png": "iVBOR" + "A" * 100_000})
+    kept = kept_after(out("before\n"), huge, out("after\n"))
+    before, marked, after = kept
+    assert (before, after) == (out("before\n"), out("after\n"))
+    assert "image/png" in marked["data"]["text/plain"]
+    assert "was dropped" in marked["data"]["text/plain"]
+
+
+def test_a_preview_cuts_an_error_to_about_its_cap():
+    error = {
+        "output_type": "error",
+        "ename": "E",
+        "evalue": "v" * 20_000,
+        "traceback": [f"frame {i}" for i in range(5_000)],
+    }
+    shown = preview_outputs([error], 2000)[0]
+    assert output_size(shown) < 2500
+    assert shown["traceback"][0] == "frame 0"
+    assert shown["traceback"][-1] == "frame 4999"
