@@ -157,8 +157,7 @@ class KeptOutputs:
         name = str(output.get("name", "stdout"))
         text = _joined(output.get("text", ""))
         if self._open_head():
-            room = self._half - self._head_size
-            taken = _decode(text.encode("utf-8", "surrogatepass")[:room], at_end=True)
+            taken = _first_bytes(text, self._half - self._head_size)
             if taken:
                 self._head_size += _append_stream(self.head, name, taken)
             text = text[len(taken) :]
@@ -227,10 +226,9 @@ class KeptOutputs:
             piece = first.pieces[0]
             if text_size(piece) <= excess:
                 first.pieces.popleft()
-                cut, kept = piece, ""
+                cut = piece
             else:
-                raw = piece.encode("utf-8", "surrogatepass")
-                kept = _decode(raw[excess:], at_end=False)
+                kept = _after_bytes(piece, excess)
                 cut = piece[: len(piece) - len(kept)]
                 first.pieces[0] = kept
             size = text_size(cut)
@@ -330,6 +328,20 @@ def _cut_lines(lines: Sequence[Any], budget: int, why: str) -> list[str]:
     if texts:
         head.append(f"[nbstage: {_count(len(texts), 'traceback line')} cut here; {why}]")
     return [*head, *tail]
+
+
+def _first_bytes(text: str, count: int) -> str:
+    """The longest start of ``text`` within ``count`` UTF-8 bytes."""
+    if text.isascii():
+        return text[:count]
+    return _decode(text[:count].encode("utf-8", "surrogatepass")[:count], at_end=True)
+
+
+def _after_bytes(text: str, count: int) -> str:
+    """``text`` without its first ``count`` UTF-8 bytes (and a character they split)."""
+    if text.isascii():
+        return text[count:]
+    return _decode(text.encode("utf-8", "surrogatepass")[count:], at_end=False)
 
 
 def _decode(raw: bytes, *, at_end: bool) -> str:
