@@ -192,9 +192,8 @@ class KeptOutputs:
             for output in [*head, *tail]:
                 _merge(merged, output)
             return merged
-        notice = {"output_type": "stream", "name": NOTICE_STREAM, "text": ""}
-        notice["text"] = drop_notice(dropped, self.limit)
-        return [*head, notice, *tail]
+        notice = drop_notice(dropped, self.limit)
+        return [*head, {"output_type": "stream", "name": NOTICE_STREAM, "text": notice}, *tail]
 
     def _open_head(self) -> bool:
         return not self.tail and not any(self._dropped)
