@@ -23,7 +23,7 @@ from typing import Any, Final
 import orjson
 
 from nbstage.protocol.kernels import OutputsDropped
-from nbstage.protocol.replies import CellShown, ExecutionReported
+from nbstage.protocol.replies import CellShown, CellsShown, ExecutionReported
 
 NOTICE_STREAM: Final = "stderr"
 """The stream a drop notice is written to, between the kept start and end."""
@@ -124,6 +124,14 @@ def previewed(reply: object, cap: int) -> object:
             )
         case CellShown(cell):
             return CellShown(replace(cell, outputs=preview_outputs(cell.outputs, cap)))
+        case CellsShown(cells, total):
+            shown = [
+                {**cell, "outputs": preview_outputs(cell["outputs"], cap)}
+                if isinstance(cell.get("outputs"), list)
+                else cell
+                for cell in cells
+            ]
+            return CellsShown(shown, total)
     return reply
 
 

@@ -119,10 +119,17 @@ def _cells_in_pages(
 ) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
     """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's
     frame limit are fetched again in pages, halved until each fits; a single cell that
-    does not fit on its own fails with ``result_too_large``."""
+    does not fit on its own fails with ``result_too_large``. The rich format's outputs
+    come as previews."""
+    preview = PREVIEW if args.format is tools.AllCellsFormat.RICH else None
     try:
         reply = yield GetCells(
-            ctx.notebook_id, CellsFormat.JSON, args.start, args.count, args.include_outputs
+            ctx.notebook_id,
+            CellsFormat.JSON,
+            args.start,
+            args.count,
+            args.include_outputs,
+            preview,
         )
         return reply.cells, reply.total
     except DaemonFailure as exc:
@@ -141,6 +148,7 @@ def _cells_in_pages(
                 args.start + len(cells),
                 count,
                 args.include_outputs,
+                preview,
             )
         except DaemonFailure as exc:
             if exc.code != ErrorCode.RESULT_TOO_LARGE:

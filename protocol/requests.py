@@ -217,6 +217,8 @@ class GetCells:
     start: int = 0
     count: int | None = None
     include_outputs: bool = False
+    preview: int | None = None
+    """As GetCell's, for each cell's outputs."""
 
 
 @wire_request("create_cell")

@@ -16,7 +16,13 @@ from nbstage.actors.output_bounds import (
     shrink_output,
 )
 from nbstage.protocol.kernels import ExecutionStatus, OutputsDropped
-from nbstage.protocol.replies import CellShown, CellView, ExecutionReported, ExecutionView
+from nbstage.protocol.replies import (
+    CellShown,
+    CellsShown,
+    CellView,
+    ExecutionReported,
+    ExecutionView,
+)
 
 LIMIT = 4096
 HALF = LIMIT // 2
@@ -192,6 +198,9 @@ def test_previewed_cuts_execution_and_cell_replies_only():
     cell = CellView("c", "code", "print()", 1, outputs)
     assert len(previewed(ExecutionReported(execution), 500).execution.outputs[0]["text"]) < 700
     assert len(previewed(CellShown(cell), 500).cell.outputs[0]["text"]) < 700
+    listed = previewed(CellsShown([{"id": "c", "outputs": outputs}, {"id": "m"}], 2), 500)
+    assert len(listed.cells[0]["outputs"][0]["text"]) < 700
+    assert listed.cells[1] == {"id": "m"}
     assert previewed("other", 500) == "other"
 
 
