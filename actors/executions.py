@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,7 +91,7 @@ class ExecutionBook:
         outputs: list[dict[str, Any]],
         replace: bool,
         dropped: OutputsDropped | None = None,
-        tail: list[dict[str, Any]] = (),
+        tail: Sequence[dict[str, Any]] = (),
     ) -> Execution | None:
         """A batch from the kernel: ``outputs``, then ``dropped``, then ``tail``, kept within
         the limit with streams joined; ``replace`` drops what came before."""
