@@ -15,6 +15,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, ActorTypeDispatcher
 
+from nbstage.actors.output_bounds import previewed
 from nbstage.protocol.codec import dumps
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
@@ -48,6 +49,8 @@ class NbActor(ActorTypeDispatcher):
             self.fail(origin, NbstageError(ErrorCode.INTERNAL, "internal error; see daemon logs"))
 
     def answer(self, origin: Origin, reply: object) -> None:
+        if origin.preview is not None:
+            reply = previewed(reply, origin.preview)
         self.send(self.edge, RequestAnswered(origin, dumps(reply), self.notices_for(origin)))
 
     def fail(self, origin: Origin, error: NbstageError) -> None:

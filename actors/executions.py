@@ -9,15 +9,17 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nbstage.actors.document import append_output
+from nbstage.actors.output_bounds import KeptOutputs
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.edge import Origin
-from nbstage.protocol.kernels import ExecutionStatus
+from nbstage.protocol.kernels import ExecutionStatus, OutputsDropped
 from nbstage.protocol.replies import ExecutionView
 from nbstage.protocol.rooms import DaemonRun, EarlierDaemon
+from nbstage.protocol.settings import OUTPUT_LIMIT_BYTES
 
 REMEMBERED_EXECUTIONS = 256
 
@@ -29,7 +31,9 @@ class Execution:
     status: ExecutionStatus = ExecutionStatus.QUEUED
     execution_count: int | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
+    """What ``kept`` holds, as nbformat outputs."""
     error: str | None = None
+    kept: KeptOutputs | None = field(default=None, repr=False, compare=False)
 
     def report(self) -> ExecutionView:
         return ExecutionView(
@@ -47,7 +51,9 @@ class Execution:
 
 
 class ExecutionBook:
-    def __init__(self) -> None:
+    def __init__(self, output_limit: int = OUTPUT_LIMIT_BYTES) -> None:
+        self.output_limit = output_limit
+        """The most output one execution keeps (settings' output_limit_bytes)."""
         self._records: OrderedDict[str, Execution] = OrderedDict()
         self._live_by_cell: dict[str, str] = {}
         self._waiters: dict[str, list[Origin]] = {}
@@ -80,14 +86,21 @@ class ExecutionBook:
         return record
 
     def add_outputs(
-        self, execution_id: str, outputs: list[dict[str, Any]], replace: bool
+        self,
+        execution_id: str,
+        outputs: list[dict[str, Any]],
+        replace: bool,
+        dropped: OutputsDropped | None = None,
+        tail: Sequence[dict[str, Any]] = (),
     ) -> Execution | None:
+        """A batch from the kernel: ``outputs``, then ``dropped``, then ``tail``, kept within
+        the limit with streams joined; ``replace`` drops what came before."""
         record = self._records.get(execution_id)
         if record is not None:
-            if replace:
-                record.outputs = []
-            for output in outputs:
-                append_output(record.outputs, output)
+            if replace or record.kept is None:
+                record.kept = KeptOutputs(self.output_limit)
+            record.kept.extend(outputs, dropped, tail)
+            record.outputs = record.kept.outputs()
         return record
 
     def finish(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from nbstage.actors.sqlite_space import give_back, reclaiming
 from nbstage.protocol.safe_files import private_database
 
 _SCHEMA = """
@@ -42,6 +43,7 @@ class JournalStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA wal_autocheckpoint=0")
+            reclaiming(db)
             db.execute(_SCHEMA)
             self._db = db
         return self._db
@@ -60,7 +62,8 @@ class JournalStore:
     def truncate(self, notebook_id: str, upto: int) -> None:
         db = self._conn()
         db.execute("DELETE FROM journal WHERE notebook_id = ? AND seq <= ?", (notebook_id, upto))
-        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if not give_back(db):
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
         if self._db is not None:

@@ -31,7 +31,6 @@ from typing import Any
 from thespian.actors import ActorAddress, WakeupMessage
 
 from nbstage.actors.base import NbActor
-from nbstage.actors.document import append_output
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
     KernelWentIdle,
@@ -39,6 +38,7 @@ from nbstage.actors.kernel_backend_events import (
     OutputEmitted,
     ReplyReceived,
 )
+from nbstage.actors.output_bounds import KeptOutputs
 from nbstage.protocol.edge import KernelProcessStarted
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.kernel_followups import Launched, Relaunched, StoppedForGood, Tick
@@ -120,7 +120,7 @@ class Run:
     execution_count: int | None = None
     reply: Any = None
     idle: bool = False
-    batch: list[dict[str, Any]] = field(default_factory=list)
+    batch: KeptOutputs = field(default_factory=lambda: KeptOutputs(0))
     replace_batch: bool = False
     last_flush: float = field(default_factory=time.monotonic)
 
@@ -163,6 +163,7 @@ class Kernel(NbActor):
         self.watched: tuple[int, ...] = ()
         """The socket fds the edge watches for this kernel."""
         self.name = ""
+        self.output_limit = 0
         self.lane = ""
         self.backend_busy = False
         """Offloaded work holds the backend; ticks and wake-ups leave it alone meanwhile."""
@@ -227,6 +228,7 @@ class Kernel(NbActor):
         self.room = sender
         self.edge = msg.edge
         self.name = msg.notebook_id
+        self.output_limit = msg.output_limit
         self.lane = f"kernel:{self.myAddress}"
         self.state = KernelState.STARTING
         self.offload(Launched(), lambda: _launch(msg), self.lane)
@@ -266,9 +268,9 @@ class Kernel(NbActor):
             return
         match event:
             case OutputEmitted(_, output):
-                append_output(run.batch, output)
+                run.batch.add(output)
             case OutputCleared():
-                run.batch.clear()
+                run.batch = KeptOutputs(self.output_limit)
                 run.replace_batch = True
             case ExecutionCounted(_, count):
                 run.execution_count = count
@@ -311,9 +313,11 @@ class Kernel(NbActor):
             self._flush(run)
 
     def _flush(self, run: Run) -> None:
-        if run.batch or run.replace_batch:
-            self.send(self.room, OutputsArrived(run.execution_id, run.batch, run.replace_batch))
-            run.batch = []
+        head, dropped, tail = run.batch.parts()
+        if head or dropped or tail or run.replace_batch:
+            arrived = OutputsArrived(run.execution_id, head, run.replace_batch, dropped, tail)
+            self.send(self.room, arrived)
+            run.batch = KeptOutputs(self.output_limit)
             run.replace_batch = False
         run.last_flush = time.monotonic()
 
@@ -333,7 +337,9 @@ class Kernel(NbActor):
         if self.run is not None or self.state is not KernelState.IDLE or not self.waiting:
             return
         execution_id, code = self.waiting.popleft()
-        self.run = Run(execution_id, self.backend.execute(code))
+        self.run = Run(
+            execution_id, self.backend.execute(code), batch=KeptOutputs(self.output_limit)
+        )
         self.state = KernelState.BUSY
         self.send(self.room, ExecutionStarted(execution_id))
         self._tick_soon()

@@ -219,15 +219,14 @@ class JupyterBackend:
     def execute(self, code: str) -> str:
         return self._kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
 
-    def drain(self) -> list[KernelEvent]:
-        """Every message already waiting on iopub and shell, without blocking."""
-        events: list[KernelEvent] = []
+    def drain(self) -> Iterator[KernelEvent]:
+        """Every message already waiting on iopub and shell, without blocking, read one
+        at a time as the caller takes them: a burst of output is never all in memory."""
         for msg in _waiting(self._kc.iopub_channel):
             event = _iopub_event(msg)
             if event is not None:
-                events.append(event)
-        events += map(_shell_event, _waiting(self._kc.shell_channel))
-        return events
+                yield event
+        yield from map(_shell_event, _waiting(self._kc.shell_channel))
 
     def is_alive(self) -> bool:
         """Whether the kernel process still runs, by a non-blocking ``poll`` of it.
@@ -257,7 +256,8 @@ class JupyterBackend:
             self._km.start_kernel(cwd=self._working_dir, env=tagged_environ(self._tag))
         else:
             self._km.restart_kernel(now=True)
-        self.drain()
+        for _ in self.drain():
+            pass
         return self._kc.kernel_info()
 
     def _stop_adopted(self) -> None:

@@ -12,6 +12,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from nbstage.actors.sqlite_space import give_back, reclaiming
 from nbstage.protocol.safe_files import private_database
 
 _SCHEMA = """
@@ -40,6 +41,7 @@ class Registry:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        reclaiming(self._db)
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -66,6 +68,7 @@ class Registry:
             )
             self._db.execute("INSERT INTO bindings VALUES (?, ?)", (notebook_id, path))
             self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
+        give_back(self._db)
 
     def trusted_fingerprints(self, path: str) -> set[str]:
         """The dependency sets nbstage wrote or an agent approved for the notebook at path."""
@@ -91,6 +94,8 @@ class Registry:
             "DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
             (notebook_id, content, time.time()),
         )
+        give_back(self._db)
 
     def forget_untitled(self, notebook_id: str) -> None:
         self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
+        give_back(self._db)

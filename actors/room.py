@@ -283,6 +283,7 @@ class Room(NbActor):
 
     def receiveMsg_StartRoom(self, msg: StartRoom, sender: ActorAddress) -> None:
         self.config = msg
+        self.book.output_limit = msg.settings.output_limit_bytes
         self.daemon = sender
         self.edge = msg.edge
         self.path = msg.path
@@ -1226,6 +1227,7 @@ class Room(NbActor):
                 cfg.kernel_backend,
                 cfg.state_dir,
                 dependencies.wanted_environment(deps, self.trusted, cwd),
+                cfg.settings.output_limit_bytes,
             ),
         )
 
@@ -1403,11 +1405,12 @@ class Room(NbActor):
     def receiveMsg_OutputsArrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
         if self.closing is not None:
             return
-        record = self.book.add_outputs(msg.execution_id, msg.outputs, msg.replace)
+        record = self.book.add_outputs(
+            msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail
+        )
         if record is not None:
-            if msg.replace:
-                self.doc.clear_outputs(record.cell_id)
-            self.doc.append_outputs(record.cell_id, msg.outputs)
+            with contextlib.suppress(NbstageError):
+                self.doc.set_outputs(record.cell_id, record.outputs, None)
 
     def receiveMsg_ExecutionFinished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
         record = self.book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)

@@ -134,7 +134,7 @@ def lookup(snapshot: Snapshot, request: object, now: float | None = None) -> See
     """The snapshot's answer to ``request``, or None when it has none.
 
     A GetCells window is answered by the same request, else by the whole notebook's
-    answer in the same format, cut to the window."""
+    answer in the same format, cut to the window; a preview also by whole outputs."""
     match request:
         case GetCell(notebook_id, cell_id):
             found = [snapshot.cells.get((notebook_id, cell_id))]
@@ -149,17 +149,20 @@ def lookup(snapshot: Snapshot, request: object, now: float | None = None) -> See
             ]
             return max(filter(None, found), key=lambda seen: seen.at, default=None)
         case GetCells():
-            if request in snapshot.listings:
-                return snapshot.listings[request]
-            whole = replace(request, start=0, count=None)
-            seen = snapshot.listings.get(whole)
-            if seen is None:
-                return None
-            end = None if request.count is None else request.start + request.count
-            return Seen(seen.at, replace(seen.reply, cells=seen.reply.cells[request.start : end]))
+            return _listing(snapshot, request) or _listing(snapshot, replace(request, preview=None))
         case ListRooms():
             return _with_own(snapshot, time.time() if now is None else now)
     return None
+
+
+def _listing(snapshot: Snapshot, request: GetCells) -> Seen | None:
+    if request in snapshot.listings:
+        return snapshot.listings[request]
+    seen = snapshot.listings.get(replace(request, start=0, count=None))
+    if seen is None:
+        return None
+    end = None if request.count is None else request.start + request.count
+    return Seen(seen.at, replace(seen.reply, cells=seen.reply.cells[request.start : end]))
 
 
 NOTHING_KNOWN = {

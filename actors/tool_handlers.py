@@ -17,6 +17,7 @@ from typing import Any
 
 from nbstage.actors.daemon_link import DaemonFailure
 from nbstage.actors.rendering import (
+    TEXT_LIMIT,
     render_cell,
     render_cells_json,
     render_cells_summary,
@@ -61,6 +62,10 @@ class ToolContext:
 Handler = Generator[object, Any, dict[str, Any]]
 """Yields requests, is sent their replies, returns the MCP tool result."""
 
+PREVIEW = TEXT_LIMIT - 512
+"""What each output text in a daemon reply is cut to unless full_output is asked for:
+within the rendering's own cap, so the daemon's note of what it cut is the one shown."""
+
 
 def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
     """A kernel's environment (an EnvironmentView on the wire) as tools show it."""
@@ -77,7 +82,7 @@ def _rendered(execution: ExecutionView, full_output: bool = False):
 
 
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
-    reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run")
+    reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
     content, execution = _rendered(reply.execution)
     return tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
@@ -85,7 +90,8 @@ def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: 
 
 
 def get_cell(ctx: ToolContext, args: tools.GetCellArgs) -> Handler:
-    reply = yield GetCell(ctx.notebook_id, args.cell_id)
+    preview = None if args.full_output else PREVIEW
+    reply = yield GetCell(ctx.notebook_id, args.cell_id, preview)
     content, cell = render_cell(to_wire(reply.cell), args.full_output)
     return tool_result({"cell": cell}, content=content)
 
@@ -113,10 +119,17 @@ def _cells_in_pages(
 ) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
     """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's
     frame limit are fetched again in pages, halved until each fits; a single cell that
-    does not fit on its own fails with ``result_too_large``."""
+    does not fit on its own fails with ``result_too_large``. The rich format's outputs
+    come as previews."""
+    preview = PREVIEW if args.format is tools.AllCellsFormat.RICH else None
     try:
         reply = yield GetCells(
-            ctx.notebook_id, CellsFormat.JSON, args.start, args.count, args.include_outputs
+            ctx.notebook_id,
+            CellsFormat.JSON,
+            args.start,
+            args.count,
+            args.include_outputs,
+            preview,
         )
         return reply.cells, reply.total
     except DaemonFailure as exc:
@@ -135,6 +148,7 @@ def _cells_in_pages(
                 args.start + len(cells),
                 count,
                 args.include_outputs,
+                preview,
             )
         except DaemonFailure as exc:
             if exc.code != ErrorCode.RESULT_TOO_LARGE:
@@ -205,13 +219,14 @@ def move_cell(ctx: ToolContext, args: tools.MoveCellArgs) -> Handler:
 
 
 def execute_cell(ctx: ToolContext, args: tools.ExecuteCellArgs) -> Handler:
-    reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key)
+    reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
     content, execution = _rendered(reply.execution)
     return tool_result({"execution": execution}, content=content)
 
 
 def get_results(ctx: ToolContext, args: tools.GetResultsArgs) -> Handler:
-    reply = yield GetExecution(ctx.notebook_id, args.execution_id)
+    preview = None if args.full_output else PREVIEW
+    reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
     content, execution = _rendered(reply.execution, args.full_output)
     return tool_result({"execution": execution}, content=content)
 
@@ -223,13 +238,13 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
     for cell in summary.cells:
         if cell["cell_type"] == "code":
             key = f"{ctx.key}:{cell['cell_id']}"
-            reply = yield ExecuteCell(ctx.notebook_id, cell["cell_id"], 0.0, key)
+            reply = yield ExecuteCell(ctx.notebook_id, cell["cell_id"], 0.0, key, PREVIEW)
             execution_ids.append(reply.execution.execution_id)
     content: list[dict[str, Any]] = []
     executions = []
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
-        reply = yield GetExecution(ctx.notebook_id, execution_id, wait)
+        reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
         items, execution = _rendered(reply.execution)
         content += items
         executions.append(execution)

@@ -454,7 +454,7 @@ class Edge:
         except NbstageError as exc:
             conn.send(_error_frame(request_id, exc.code, exc.message))
             return exc.code is not ErrorCode.UNKNOWN_REQUEST
-        origin = Origin(conn.conn_id, request_id)
+        origin = Origin(conn.conn_id, request_id, getattr(request, "preview", None))
         match request:
             case GetIdentity():
                 conn.send(_result_frame(request_id, self.identity))

@@ -23,6 +23,9 @@ class Origin:
 
     conn: int
     request_id: int | str
+    preview: int | None = None
+    """The request's preview: each output text in the answer is cut to about this many
+    bytes before it is encoded (actors/output_bounds.py); None sends outputs whole."""
 
 
 @frozen

@@ -14,6 +14,7 @@ from nbstage.protocol.codec import OMIT_WHEN_NONE
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.settings import OUTPUT_LIMIT_BYTES
 
 
 class KernelState(StrEnum):
@@ -98,6 +99,8 @@ class StartKernel:
     """Where a Python kernel's environments live (actors/environments.py); None runs it
     with the kernelspec's own Python, which only in-process tests do."""
     environment: EnvironmentWanted = EnvironmentWanted()
+    output_limit: int = OUTPUT_LIMIT_BYTES
+    """The most output of one execution a batch holds (settings' output_limit_bytes)."""
 
 
 @frozen
@@ -132,11 +135,28 @@ class ExecutionStarted:
 
 
 @frozen
+class OutputsDropped:
+    """How much output was dropped between what a cell keeps from its start and its end
+    (actors/output_bounds.py)."""
+
+    size: int = 0
+    """Bytes: streams' UTF-8 text, other outputs' JSON."""
+    lines: int = 0
+    """Newlines in the dropped stream text."""
+    outputs: int = 0
+    """Whole outputs other than streams."""
+
+
+@frozen
 class OutputsArrived:
     execution_id: str
     outputs: list[dict[str, Any]]
     replace: bool = False
     """True after clear_output: these outputs replace everything before."""
+    dropped: OutputsDropped | None = None
+    """Output the kernel's batch dropped after ``outputs``, over the cell's limit."""
+    tail: list[dict[str, Any]] = field(default_factory=list)
+    """What the batch kept from its end, after ``dropped``."""
 
 
 @frozen

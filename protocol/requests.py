@@ -198,6 +198,9 @@ class SaveNotebook:
 class GetCell:
     notebook_id: str
     cell_id: str
+    preview: int | None = None
+    """Cut each output text in the answer to about this many bytes (an agent's preview,
+    applied before the reply is encoded); None: outputs whole."""
 
 
 class CellsFormat(StrEnum):
@@ -215,6 +218,8 @@ class GetCells:
     start: int = 0
     count: int | None = None
     include_outputs: bool = False
+    preview: int | None = None
+    """As GetCell's, for each cell's outputs."""
 
 
 @wire_request("create_cell")
@@ -286,6 +291,9 @@ class ExecuteCell:
     cell_id: str
     wait_secs: float = 0.0
     key: str | None = None
+    preview: int | None = None
+    """Cut each output text in the answer to about this many bytes (an agent's preview,
+    applied before the reply is encoded); None: outputs whole."""
 
 
 @wire_request("get_execution")
@@ -294,6 +302,9 @@ class GetExecution:
     notebook_id: str
     execution_id: str
     wait_secs: float = 0.0
+    preview: int | None = None
+    """Cut each output text in the answer to about this many bytes (an agent's preview,
+    applied before the reply is encoded); None: outputs whole."""
 
 
 @wire_request("describe_room")

@@ -10,6 +10,10 @@ from pathlib import Path
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.safe_files import DEFAULT_MAX_FILE_BYTES, SMALL_FILE_BYTES, read_regular
 
+OUTPUT_LIMIT_BYTES = 12 * 1024 * 1024
+"""Room for an image of about 4.5 MB in either half, and for a whole cell's reply inside
+the 16 MiB frame."""
+
 
 @frozen
 class Settings:
@@ -42,6 +46,10 @@ class Settings:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     """The largest notebook file (or execution record) the daemon reads; a larger one is
     refused before it is read (``protocol/safe_files.py``)."""
+    output_limit_bytes: int = OUTPUT_LIMIT_BYTES
+    """Output one cell keeps (in the notebook, its file and its execution record): the
+    first and the last half of it, with a notice of what was dropped between (at least
+    4 KiB; actors/output_bounds.py)."""
 
 
 _ENV_NAMES = {
@@ -59,6 +67,7 @@ _ENV_NAMES = {
     "max_unsent_bytes": "NBSTAGE_MAX_UNSENT_BYTES",
     "uv_config_file": "NBSTAGE_UV_CONFIG_FILE",
     "max_file_bytes": "NBSTAGE_MAX_FILE_BYTES",
+    "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
 }
 
 
