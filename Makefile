@@ -45,9 +45,16 @@ test: bytecode
 	@tmp=$$(mktemp -d /tmp/nbstage-tests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 		$(BIN)/python -m pytest -q --basetemp="$$tmp/t"
 
+# mypy finds nbstage.actors, .protocol and .entrypoints through links named as the
+# package names them (pyproject.toml's mypy_path); the folders themselves are not so named.
+MYPY_PATH := $(VENV)/mypy-path/nbstage
+
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	@mkdir -p $(MYPY_PATH)
+	@for part in actors protocol entrypoints; do ln -sfn ../../../$$part $(MYPY_PATH)/$$part; done
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff format .

@@ -174,7 +174,7 @@ def locked_fingerprint(view: EnvironmentView | None) -> str | None:
 def approval_line(view: EnvironmentView | None, trusted: Collection[str]) -> str | None:
     """The standing line while the project the pool kernel found is not approved."""
     waiting = waiting_project(view)
-    if waiting is None or waiting in trusted:
+    if view is None or waiting is None or waiting in trusted:
         return None
     return (
         f"[nbstage] this notebook is inside the project {view.project}, which is not "

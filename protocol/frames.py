@@ -86,7 +86,7 @@ def decode_body(body: bytes, null_id_ok: bool = False) -> dict[str, Any]:
 
 
 def _check_length(header: bytes, limit: int = MAX_FRAME_BYTES) -> int:
-    (length,) = _HEADER.unpack(header)
+    length: int = _HEADER.unpack(header)[0]
     if length > limit:
         raise FrameError(f"frame length {length} exceeds the {limit}-byte limit")
     return length

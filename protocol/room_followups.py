@@ -120,7 +120,7 @@ class FileOnDisk:
 
     stamp: DiskStamp | None
     """None: there is no file."""
-    notebook: dict | None
+    notebook: dict[str, Any] | None
     """The file as a v4.5 notebook dict, cells without an id of their own having ``id`` None;
     None when there is no file or it is not a notebook."""
     problem: str | None = None

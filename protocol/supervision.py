@@ -171,7 +171,8 @@ class ToolCallFinished:
     large results cross the actor queues as bytes, and often reach stdout untouched."""
 
     def result(self) -> dict[str, Any]:
-        return orjson.loads(self.result_json)
+        result: dict[str, Any] = orjson.loads(self.result_json)
+        return result
 
 
 @frozen
