@@ -42,7 +42,7 @@ from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameTooLarge
+from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameKind, FrameTooLarge
 from nbstage.protocol.mcp import text_content, tool_error, tool_result
 from nbstage.protocol.replies import (
     DaemonIdentity,
@@ -300,7 +300,7 @@ class SessionManager(NbActor):
         frame = frame_from(self.link, msg)
         if frame is None:
             return
-        if frame["type"] == "progress":
+        if frame["type"] == FrameKind.PROGRESS:
             call_id = self.call_of.get(frame.get("id"))
             if call_id is not None and isinstance(frame.get("message"), str):
                 self.send(self.supervisor, ToolCallProgressed(call_id, frame["message"]))

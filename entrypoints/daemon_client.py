@@ -10,7 +10,7 @@ from typing import Any
 from nbstage.entrypoints.ownership import check_peer, check_private_dir
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
+from nbstage.protocol.frames import WIRE_VERSION, FrameKind, encode_frame, recv_frame
 from nbstage.protocol.replies import DaemonRefused
 
 
@@ -25,6 +25,9 @@ class DaemonError(Exception):
 
 class DaemonNotRunning(Exception):
     """Nothing answers on the socket."""
+
+
+_ANSWERS = (FrameKind.RESULT, FrameKind.ERROR)
 
 
 class DaemonClient:
@@ -72,10 +75,10 @@ class DaemonClient:
         request_id = self.send(kind, **fields)
         while True:
             frame = self.receive()
-            if frame.get("id") == request_id and frame["type"] in ("result", "error"):
+            if frame.get("id") == request_id and frame["type"] in _ANSWERS:
                 break
         self.notices = frame.get("notices", [])
-        if frame["type"] == "error":
+        if frame["type"] == FrameKind.ERROR:
             refused = from_wire(DaemonRefused, frame["error"])
             raise DaemonError(refused.code, refused.message)
         return frame["result"]
