@@ -1,0 +1,59 @@
+"""Strings that name a kind, a state or a source become enums once, where they are read;
+and every tool the catalogue offers has exactly one handler."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from nbstage.actors.tool_handlers import SESSION_TOOLS
+from nbstage.protocol.codec import from_wire, to_wire
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.rooms import RoomStatus
+from nbstage.protocol.tools import RECONNECT, TOOLS_BY_NAME
+
+MANAGER_TOOLS = {"connect_notebook", "create_notebook", "disconnect_notebook"}
+"""The tools the session manager answers itself (its ``match`` on the tool name), with
+``list_active_notebooks``, which it also answers from a snapshot."""
+
+
+def test_every_catalogued_tool_has_one_handler_and_every_handler_a_tool() -> None:
+    own = {*MANAGER_TOOLS, "list_active_notebooks"}
+    assert not own & set(SESSION_TOOLS)
+    assert RECONNECT.name not in SESSION_TOOLS
+    assert {*SESSION_TOOLS, *own, RECONNECT.name} == set(TOOLS_BY_NAME)
+
+
+@pytest.mark.parametrize("source", list(EnvSource))
+def test_an_environment_s_source_is_read_from_the_wire_as_its_enum(source: EnvSource) -> None:
+    view = from_wire(EnvironmentView, {"source": source.value, "path": "/env"})
+    assert view.source is source
+    assert to_wire(view) == {"source": source.value, "path": "/env"}
+
+
+def test_an_environment_of_no_known_source_is_refused_where_it_is_read() -> None:
+    with pytest.raises(NbstageError) as raised:
+        from_wire(EnvironmentView, {"source": "conda"})
+    assert raised.value.code is ErrorCode.BAD_REQUEST
+    assert "'source'" in raised.value.message
+
+
+def test_an_environment_named_by_its_source_s_value_holds_the_enum() -> None:
+    assert EnvironmentView("pool").source is EnvSource.POOL  # type: ignore[arg-type]
+
+
+def _status(kernel_status: object) -> RoomStatus:
+    return RoomStatus("nb", None, False, (), kernel_status, None, None)  # type: ignore[arg-type]
+
+
+def test_a_room_status_reads_the_kernel_state_once_and_keeps_it_through_a_pickle() -> None:
+    status = _status("idle")
+    assert status.kernel_status is KernelState.IDLE
+    assert pickle.loads(pickle.dumps(status)).kernel_status is KernelState.IDLE
+
+
+def test_a_room_status_of_no_kernel_state_is_refused() -> None:
+    with pytest.raises(ValueError, match="asleep"):
+        _status("asleep")
