@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbstage.protocol.codec import to_wire
-from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.frames import (
     WIRE_VERSION,
     FrameError,
@@ -80,13 +80,8 @@ class DaemonLinkClosed:
     reason: str
 
 
-class DaemonFailure(Exception):
+class DaemonFailure(NbstageError):
     """A request the daemon refused, answered with something malformed, or never got."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 _link_ids = itertools.count(1)

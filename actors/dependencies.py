@@ -12,24 +12,19 @@ import copy
 import hashlib
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from enum import StrEnum
 
 import orjson
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from nbstage.protocol.dependency_modes import DependencyEdit, DependencyPlan, Removal
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frozen import frozen
-from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.protocol.kernels import EnvironmentWanted, EnvSource
+
+__all__ = ["DependencyEdit", "DependencyPlan", "EnvSource", "Removal"]
 
 MAX_REQUIREMENTS = 200
 MAX_REQUIREMENT_CHARS = 1000
-
-
-class EnvSource(StrEnum):
-    INLINE = "inline"
-    PROJECT = "project"
-    POOL = "pool"
 
 
 def read_dependencies(metadata: object) -> tuple[str, ...]:
@@ -102,21 +97,6 @@ def fingerprint(deps: Iterable[str], python: tuple[int, int] = sys.version_info[
     return hashlib.sha256(canonical).hexdigest()
 
 
-@frozen
-class Removal:
-    requested: tuple[str, ...]
-    removed: tuple[str, ...]
-    not_found: tuple[str, ...]
-
-
-@frozen
-class DependencyEdit:
-    before: tuple[str, ...]
-    after: tuple[str, ...]
-    added: tuple[str, ...]
-    removed: Removal
-
-
 def edit_dependencies(
     current: Sequence[str], add: Sequence[str], remove: Sequence[str]
 ) -> DependencyEdit:
@@ -158,18 +138,6 @@ def wanted_environment(
     if fp in trusted:
         return EnvironmentWanted(normalised_set(deps), fp)
     return EnvironmentWanted()
-
-
-@frozen
-class DependencyPlan:
-    edit: DependencyEdit
-    before_fingerprint: str
-    after_fingerprint: str
-    trusted_after: bool
-    """Whether the set after the call may be built: approved now or before, or written by
-    the agent from a set that was trusted (an edit never launders an untrusted set)."""
-    approve: bool = False
-    """The call said trust=true: with no set, that approves the project waiting for it."""
 
 
 def plan_change(

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from nbstage.protocol.frozen import frozen
-from nbstage.protocol.kernels import EnvironmentView
+from nbstage.protocol.kernels import EnvironmentView, EnvSource
 from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
 
 APPROVE_CALL = 'manage_dependencies(trust=true, apply="restart")'
@@ -153,7 +153,7 @@ def project_fingerprint(folder: Path) -> str:
 def waiting_project(view: EnvironmentView | None) -> str | None:
     """The fingerprint of the project a pool kernel found but may not use until it is
     approved (``place_kernel`` reports it so); None otherwise."""
-    if view is None or view.source != "pool" or view.project is None:
+    if view is None or view.source is not EnvSource.POOL or view.project is None:
         return None
     return view.fingerprint
 
@@ -166,7 +166,7 @@ def placed_afresh(view: EnvironmentView | None) -> bool:
 
 def locked_fingerprint(view: EnvironmentView | None) -> str | None:
     """The fingerprint of the project a kernel runs in, as uv's lock left it."""
-    if view is None or view.source != "project":
+    if view is None or view.source is not EnvSource.PROJECT:
         return None
     return view.fingerprint
 
@@ -192,6 +192,11 @@ def approved_line(view: EnvironmentView) -> str:
 
 def refusal_line(view: EnvironmentView | None) -> str | None:
     """A project the walk refused: said once, when the kernel starts in the pool."""
-    if view is None or view.source != "pool" or view.project is None or view.fingerprint:
+    if (
+        view is None
+        or view.source is not EnvSource.POOL
+        or view.project is None
+        or view.fingerprint
+    ):
         return None
     return f"[nbstage] the project at {view.project} was not used: {view.problem}"

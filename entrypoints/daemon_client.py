@@ -9,18 +9,16 @@ from typing import Any
 
 from nbstage.entrypoints.ownership import check_peer, check_private_dir
 from nbstage.protocol.codec import from_wire
-from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.frames import WIRE_VERSION, FrameKind, encode_frame, recv_frame
 from nbstage.protocol.replies import DaemonRefused
 
 
-class DaemonError(Exception):
+class DaemonError(NbstageError):
     """The daemon answered a request with an error frame."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
 
 
 class DaemonNotRunning(Exception):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from nbstage.protocol.dependency_modes import DependencyPlan
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.frozen import frozen
 
@@ -192,8 +193,8 @@ class DependenciesPrepared:
     built the new set's environment; ``apply=sync`` installed into the running kernel's."""
 
     origin: Origin
-    plan: Any
-    """The call's DependencyPlan (actors/dependencies.py), carried out once this is done."""
+    plan: DependencyPlan
+    """Carried out once this is done."""
     mode: str
     started: float
 
