@@ -12,6 +12,7 @@ import copy
 import hashlib
 import sys
 from collections.abc import Collection, Iterable, Sequence
+from typing import Any
 
 import orjson
 from packaging.requirements import InvalidRequirement, Requirement
@@ -37,11 +38,13 @@ def read_dependencies(metadata: object) -> tuple[str, ...]:
     return tuple(d for d in deps if isinstance(d, str))
 
 
-def with_dependencies(metadata: dict, deps: Sequence[str]) -> dict:
+def with_dependencies(metadata: dict[str, Any], deps: Sequence[str]) -> dict[str, Any]:
     """A copy of ``metadata`` whose inline dependencies are ``deps``; the rest is kept."""
     fresh = dict(metadata)
-    runt = copy.deepcopy(fresh.get("runt")) if isinstance(fresh.get("runt"), dict) else {}
-    uv = runt.get("uv") if isinstance(runt.get("uv"), dict) else {}
+    given = fresh.get("runt")
+    runt: dict[str, Any] = copy.deepcopy(given) if isinstance(given, dict) else {}
+    given = runt.get("uv")
+    uv: dict[str, Any] = given if isinstance(given, dict) else {}
     runt["uv"] = {**uv, "dependencies": list(deps)}
     fresh["runt"] = runt
     return fresh
@@ -74,7 +77,7 @@ def normalise(text: str) -> str:
         req = Requirement(text)
     except InvalidRequirement:
         return text.strip()
-    out = canonicalize_name(req.name)
+    out: str = canonicalize_name(req.name)
     if req.extras:
         out += "[" + ",".join(sorted(canonicalize_name(e) for e in req.extras)) + "]"
     if req.url:

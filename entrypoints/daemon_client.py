@@ -79,4 +79,5 @@ class DaemonClient:
         if frame["type"] == FrameKind.ERROR:
             refused = from_wire(DaemonRefused, frame["error"])
             raise DaemonError(refused.code, refused.message)
-        return frame["result"]
+        result: dict[str, Any] = frame["result"]
+        return result
