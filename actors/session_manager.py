@@ -78,6 +78,7 @@ from nbstage.protocol.supervision import (
     ToolCallProgressed,
     ToolCallRequested,
 )
+from nbstage.protocol.tool_names import ToolName
 from nbstage.protocol.watching import (
     ClientInfoChanged,
     DaemonIncarnationSeen,
@@ -124,7 +125,7 @@ class SessionManager(NbActor):
         """Daemon request id → the tool call it is part of, whose result carries its notices."""
         self.notices: dict[str, list[str]] = {}
         """call_id → the lines the daemon's answers carried for it (a merge from disk, ...)."""
-        self.calls: dict[str, str] = {}
+        self.calls: dict[str, ToolName] = {}
         """call_id → tool name, for calls not yet answered."""
         self.watch: ActorAddress | None = None
         self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
@@ -350,9 +351,9 @@ class SessionManager(NbActor):
             return
         self.calls[msg.call_id] = msg.name
         match msg.name:
-            case "connect_notebook":
+            case ToolName.CONNECT_NOTEBOOK:
                 self._connect_notebook(msg.call_id, args)
-            case "create_notebook":
+            case ToolName.CREATE_NOTEBOOK:
                 self.requested_runtimes[msg.call_id] = args.runtime
                 create = {
                     "runtime": args.runtime,
@@ -361,9 +362,9 @@ class SessionManager(NbActor):
                 }
                 create["working_dir"] = absolute(args.working_dir or ".", self.config.cwd)
                 self._decide(sessions.ConnectRequested(msg.call_id, Target(create=create)))
-            case "disconnect_notebook":
+            case ToolName.DISCONNECT_NOTEBOOK:
                 self._decide(sessions.DisconnectRequested(msg.call_id, args.notebook_id))
-            case "list_active_notebooks":
+            case ToolName.LIST_ACTIVE_NOTEBOOKS:
                 self._projection_read(msg.call_id, list_active_notebooks, self._context(msg), args)
             case _:
                 self._session_tool(msg, spec, args)
@@ -545,7 +546,7 @@ class SessionManager(NbActor):
 
     def _answer_session_call(self, call_id: str, result: dict[str, Any]) -> None:
         name = self.calls.get(call_id)
-        if name == "create_notebook":
+        if name == ToolName.CREATE_NOTEBOOK:
             structured = {
                 "notebook_id": result["notebook_id"],
                 "path": None,
@@ -554,7 +555,7 @@ class SessionManager(NbActor):
             }
             text = f"Created notebook {result['notebook_id']}; its kernel is starting."
             self._target_changed(TargetChange.JOINED, result["notebook_id"], None)
-        elif name == "disconnect_notebook":
+        elif name == ToolName.DISCONNECT_NOTEBOOK:
             structured, text = result, f"Disconnected from {result['disconnected']}."
             self._target_changed(TargetChange.LEFT, result["disconnected"], None)
         elif result["cell_count"] is None:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.tool_names import ToolName
 
 
 @frozen
@@ -158,7 +159,7 @@ class SessionManagerReady:
 @frozen
 class ToolCallRequested:
     call_id: str
-    name: str
+    name: ToolName
     arguments: Any
     idempotency_key: str
 

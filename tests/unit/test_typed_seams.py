@@ -12,18 +12,36 @@ from nbstage.protocol.codec import from_wire, to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import EnvironmentView, EnvSource, KernelState
 from nbstage.protocol.rooms import RoomStatus
+from nbstage.protocol.supervision import ToolCallRequested
+from nbstage.protocol.tool_names import ToolName
 from nbstage.protocol.tools import RECONNECT, TOOLS_BY_NAME
 
-MANAGER_TOOLS = {"connect_notebook", "create_notebook", "disconnect_notebook"}
-"""The tools the session manager answers itself (its ``match`` on the tool name), with
-``list_active_notebooks``, which it also answers from a snapshot."""
+MANAGER_TOOLS = {
+    ToolName.CONNECT_NOTEBOOK,
+    ToolName.CREATE_NOTEBOOK,
+    ToolName.DISCONNECT_NOTEBOOK,
+    ToolName.LIST_ACTIVE_NOTEBOOKS,
+}
+"""The tools the session manager answers itself (its ``match`` on the tool name)."""
+
+
+def test_the_tool_names_are_the_catalogue_s() -> None:
+    assert set(ToolName) == set(TOOLS_BY_NAME)
+    assert RECONNECT.name == ToolName.RECONNECT
 
 
 def test_every_catalogued_tool_has_one_handler_and_every_handler_a_tool() -> None:
-    own = {*MANAGER_TOOLS, "list_active_notebooks"}
-    assert not own & set(SESSION_TOOLS)
-    assert RECONNECT.name not in SESSION_TOOLS
-    assert {*SESSION_TOOLS, *own, RECONNECT.name} == set(TOOLS_BY_NAME)
+    assert not MANAGER_TOOLS & set(SESSION_TOOLS)
+    assert ToolName.RECONNECT not in {*SESSION_TOOLS, *MANAGER_TOOLS}
+    assert {*SESSION_TOOLS, *MANAGER_TOOLS, ToolName.RECONNECT} == set(ToolName)
+
+
+def test_a_tool_call_reaches_the_session_child_with_its_name_read_once() -> None:
+    call = ToolCallRequested("c1", ToolName.GET_CELL, {"cell_id": "a"}, "key")
+    decoded = from_wire(ToolCallRequested, to_wire(call))
+    assert decoded.name is ToolName.GET_CELL
+    with pytest.raises(NbstageError, match="'name'"):
+        from_wire(ToolCallRequested, {**to_wire(call), "name": "get_cel"})
 
 
 @pytest.mark.parametrize("source", list(EnvSource))
