@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.protocol.notices import Notice, NoticeKind
 
 MAX_REQUIREMENTS = 200
 MAX_REQUIREMENT_CHARS = 1000
@@ -220,12 +221,14 @@ def _declares_project(pyproject: Path) -> bool:
         return False
 
 
-def approval_line(deps: Sequence[str]) -> str:
+def approval_line(deps: Sequence[str]) -> Notice:
     count = len(deps)
     packages = "package" if count == 1 else "packages"
-    return (
-        f"[nbstage] this notebook asks for {count} {packages} ({', '.join(deps)}); "
-        "approve with manage_dependencies(trust=true)"
+    call = "manage_dependencies(trust=true)"
+    return Notice(
+        NoticeKind.APPROVAL_NEEDED,
+        f"this notebook asks for {count} {packages} ({', '.join(deps)}); approve with {call}",
+        call,
     )
 
 

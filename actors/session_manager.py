@@ -43,7 +43,8 @@ from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameTooLarge
-from nbstage.protocol.mcp import text_content, tool_error, tool_result
+from nbstage.protocol.mcp import tool_error, tool_result
+from nbstage.protocol.notices import Notice, notice_from_wire, with_notices
 from nbstage.protocol.replies import (
     DaemonIdentity,
     NotebookJoined,
@@ -113,7 +114,7 @@ class SessionManager(NbActor):
         self.supervisor: ActorAddress | None = None
         self.link: DaemonLink | None = None
         self.baseline_version: str | None = None
-        self.next_result_lines: list[str] = []
+        self.next_result_lines: list[Notice] = []
         """Lines for the next finished tool call, whichever it is (a lost kernel)."""
         self.requested_runtimes: dict[str, str] = {}
         """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
@@ -122,7 +123,7 @@ class SessionManager(NbActor):
         """Daemon request id → the reply type it expects and the continuation it resumes."""
         self.call_of: dict[int, str] = {}
         """Daemon request id → the tool call it is part of, whose result carries its notices."""
-        self.notices: dict[str, list[str]] = {}
+        self.notices: dict[str, list[Notice]] = {}
         """call_id → the lines the daemon's answers carried for it (a merge from disk, ...)."""
         self.calls: dict[str, str] = {}
         """call_id → tool name, for calls not yet answered."""
@@ -331,8 +332,10 @@ class SessionManager(NbActor):
     def _note(self, call_id: str, notices: object) -> None:
         if not isinstance(notices, list):
             return
-        lines = self.notices.setdefault(call_id, [])
-        lines += [n for n in notices if isinstance(n, str) and n not in lines]
+        kept = self.notices.setdefault(call_id, [])
+        for notice in map(notice_from_wire, notices):
+            if notice is not None and notice not in kept:
+                kept.append(notice)
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -474,10 +477,9 @@ class SessionManager(NbActor):
         self.calls.pop(call_id, None)
         self.rereads.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
-        lines = [*self.next_result_lines, *self.notices.pop(call_id, [])]
+        notices = [*self.next_result_lines, *self.notices.pop(call_id, [])]
         self.next_result_lines = []
-        if lines:
-            result = {**result, "content": [*map(text_content, lines), *result["content"]]}
+        result = with_notices(result, notices)
         self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
@@ -514,8 +516,8 @@ class SessionManager(NbActor):
                     self._answer_session_call(call_id, result)
                 case sessions.Refuse(call_id, message):
                     self._finish(call_id, tool_error(message))
-                case sessions.TellNextResult(line):
-                    self.next_result_lines.append(line)
+                case sessions.TellNextResult(notice):
+                    self.next_result_lines.append(notice)
                 case sessions.RetryRecoveryLater(after):
                     self.wakeupAfter(timedelta(seconds=after), payload=RetryRecovery())
         if self.deferred and (self.state.active is not None or not self._rejoining()):

@@ -1,5 +1,6 @@
-"""Lines the daemon's answers carry for the agent ("notices" in a result or error frame)
-reach the top of the tool result, once each (actors/session_manager.py)."""
+"""Notices the daemon's answers carry for the agent ("notices" in a result or error frame)
+reach the top of the tool result, once each, in its text and its structured part
+(actors/session_manager.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,18 @@ import pytest
 
 from nbstage.actors.daemon_link import DaemonFrameArrived
 from nbstage.protocol.frames import WIRE_VERSION, decode_body, encode_result_frame
+from nbstage.protocol.notices import Notice, NoticeKind
 from tests.unit.actor_harness import ActorBench, DaemonRequest
 from tests.unit.test_session_races import I1, SessionChild, notebook, texts
 
-MERGED = "[nbstage] /w/N.ipynb changed on disk: 1 cells updated, 0 added, 0 conflicts"
-PAUSED = "[nbstage] Autosave is paused and the file is left as it is: ..."
+MERGED_NOTICE = Notice(
+    NoticeKind.CHANGED_ON_DISK,
+    "/w/N.ipynb changed on disk: 1 cells updated, 0 added, 0 conflicts",
+    "get_all_cells()",
+)
+PAUSED_NOTICE = Notice(NoticeKind.AUTOSAVE_PAUSED, "Autosave is paused and the file is left ...")
+MERGED, PAUSED = MERGED_NOTICE.line(), PAUSED_NOTICE.line()
+MERGED_WIRE, PAUSED_WIRE = MERGED_NOTICE.to_json(), PAUSED_NOTICE.to_json()
 
 
 @pytest.fixture(autouse=True)
@@ -46,10 +54,10 @@ SUMMARY = {"cells": [], "total": 0}
 def test_the_notices_of_an_answer_come_first_in_the_tool_result(child) -> None:
     child.call("g1", "get_all_cells")
     request = child.daemon.only("get_cells")
-    deliver(child, request, {"type": "result", "result": SUMMARY, "notices": [MERGED]})
+    deliver(child, request, {"type": "result", "result": SUMMARY, "notices": [MERGED_WIRE]})
     result = child.result("g1")
     assert texts(result)[0] == MERGED
-    assert result["structuredContent"] == {"cells": [], "total": 0}
+    assert result["structuredContent"] == {"cells": [], "total": 0, "notices": [MERGED_WIRE]}
     child.call("g2", "get_all_cells")
     child.daemon.answer(child.daemon.only("get_cells"), SUMMARY)
     assert MERGED not in texts(child.result("g2"))
@@ -60,7 +68,7 @@ def test_a_line_several_answers_of_one_call_carry_is_shown_once(child) -> None:
     deliver(
         child,
         child.daemon.only("set_cell"),
-        {"type": "result", "result": {"cell_id": "c1"}, "notices": [PAUSED]},
+        {"type": "result", "result": {"cell_id": "c1"}, "notices": [PAUSED_WIRE]},
     )
     execution = {
         "execution_id": "e1",
@@ -72,10 +80,16 @@ def test_a_line_several_answers_of_one_call_carry_is_shown_once(child) -> None:
     deliver(
         child,
         child.daemon.only("execute"),
-        {"type": "result", "result": {"execution": execution}, "notices": [MERGED, PAUSED]},
+        {
+            "type": "result",
+            "result": {"execution": execution},
+            "notices": [MERGED_WIRE, PAUSED_WIRE],
+        },
     )
-    lines = [t for t in texts(child.result("s1")) if t.startswith("[nbstage]")]
+    result = child.result("s1")
+    lines = [t for t in texts(result) if t.startswith("[nbstage]")]
     assert lines == [PAUSED, MERGED]
+    assert result["structuredContent"]["notices"] == [PAUSED_WIRE, MERGED_WIRE]
 
 
 def test_a_refusal_carries_its_notices_too(child) -> None:
@@ -84,20 +98,35 @@ def test_a_refusal_carries_its_notices_too(child) -> None:
     deliver(
         child,
         child.daemon.only("get_cell"),
-        {"type": "error", "error": refusal, "notices": [MERGED]},
+        {"type": "error", "error": refusal, "notices": [MERGED_WIRE]},
     )
     result = child.result("g1")
     assert result["isError"] is True
     assert texts(result) == [MERGED, "There is no cell with id 'gone'."]
+    assert result["structuredContent"] == {
+        "error": "There is no cell with id 'gone'.",
+        "code": "cell_not_found",
+        "notices": [MERGED_WIRE],
+    }
+
+
+def test_a_bare_line_from_an_older_daemon_is_a_note(child) -> None:
+    child.call("g1", "get_all_cells")
+    request = child.daemon.only("get_cells")
+    deliver(child, request, {"type": "result", "result": SUMMARY, "notices": [MERGED, 7]})
+    result = child.result("g1")
+    assert texts(result)[0] == MERGED
+    note = {"kind": "note", "message": MERGED_NOTICE.message}
+    assert result["structuredContent"]["notices"] == [note]
 
 
 def test_a_result_frame_carries_notices_only_when_there_are_some() -> None:
-    with_notices = decode_body(encode_result_frame(3, b'{"x":1}', (MERGED,))[4:])
+    with_notices = decode_body(encode_result_frame(3, b'{"x":1}', (MERGED_NOTICE,))[4:])
     assert with_notices == {
         "v": 1,
         "id": 3,
         "type": "result",
         "result": {"x": 1},
-        "notices": [MERGED],
+        "notices": [MERGED_WIRE],
     }
     assert "notices" not in decode_body(encode_result_frame(3, b"{}")[4:])
