@@ -103,6 +103,10 @@ DEGRADED = {
 
 
 DEFERRAL_LIMIT = timedelta(seconds=15)
+NEXT_RESULT = ""
+"""In place of a call id: the notices of a join's answer (an approval waiting, edits restored
+from the journal) go to the next tool result, the connect call's own or, for a rejoin in the
+background, whichever comes next."""
 FIRST_LINK_LIMIT = timedelta(seconds=30)
 """How long calls wait for a daemon that is being started for this client."""
 
@@ -332,7 +336,11 @@ class SessionManager(NbActor):
     def _note(self, call_id: str, notices: object) -> None:
         if not isinstance(notices, list):
             return
-        kept = self.notices.setdefault(call_id, [])
+        kept = (
+            self.next_result_lines
+            if call_id == NEXT_RESULT
+            else self.notices.setdefault(call_id, [])
+        )
         for notice in map(notice_from_wire, notices):
             if notice is not None and notice not in kept:
                 kept.append(notice)
@@ -533,7 +541,7 @@ class SessionManager(NbActor):
             request = OpenNotebook(target.path, label)
         else:
             request = AttachNotebook(target.notebook_id, label)
-        self._daemon(request, lambda reply: self._joined(activation_id, reply))
+        self._daemon(request, lambda reply: self._joined(activation_id, reply), NEXT_RESULT)
 
     def _joined(self, activation_id: int, reply: NotebookJoined | DaemonFailure) -> None:
         if isinstance(reply, DaemonFailure):

@@ -11,10 +11,11 @@ import orjson
 import pytest
 
 from nbstage.actors.daemon_link import DaemonFrameArrived
+from nbstage.actors.dependencies import approval_line
 from nbstage.protocol.frames import WIRE_VERSION, decode_body, encode_result_frame
 from nbstage.protocol.notices import Notice, NoticeKind
 from tests.unit.actor_harness import ActorBench, DaemonRequest
-from tests.unit.test_session_races import I1, SessionChild, notebook, texts
+from tests.unit.test_session_races import I1, SessionChild, notebook, room, texts
 
 MERGED_NOTICE = Notice(
     NoticeKind.CHANGED_ON_DISK,
@@ -130,3 +131,30 @@ def test_a_result_frame_carries_notices_only_when_there_are_some() -> None:
         "notices": [MERGED_WIRE],
     }
     assert "notices" not in decode_body(encode_result_frame(3, b"{}")[4:])
+
+
+def test_the_notices_of_a_join_reach_the_connect_result(tmp_path: Path) -> None:
+    bench = ActorBench()
+    try:
+        child = SessionChild(bench)
+        child.start(tmp_path)
+        child.daemon_up(I1)
+        nb = notebook(tmp_path, "N")
+        child.call("c0", "connect_notebook", path=nb.path)
+        approval = approval_line(["six"])
+        payload = {"type": "result", "result": room(nb, "n1"), "notices": [approval.to_json()]}
+        deliver(child, child.daemon.only("open"), payload)
+        connected = child.result("c0")
+        assert texts(connected)[0] == approval.line()
+        assert connected["structuredContent"]["notices"] == [
+            {
+                "kind": "approval_needed",
+                "message": approval.message,
+                "next_call": "manage_dependencies(trust=true)",
+            }
+        ]
+        child.call("g1", "get_all_cells")
+        child.daemon.answer(child.daemon.only("get_cells"), SUMMARY)
+        assert "notices" not in child.result("g1")["structuredContent"], "once"
+    finally:
+        bench.close()
