@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
-from nbstage.actors import reconcile, sessions, stale_reads
+from nbstage.actors import figure_files, reconcile, sessions, stale_reads
 from nbstage.actors.base import NbActor
 from nbstage.actors.daemon_link import (
     DaemonFailure,
@@ -45,6 +45,7 @@ from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameTooLarge
 from nbstage.protocol.mcp import tool_error, tool_result
 from nbstage.protocol.notices import Notice, notice_from_wire, with_notices
+from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     DaemonIdentity,
     NotebookJoined,
@@ -62,6 +63,7 @@ from nbstage.protocol.requests import (
 )
 from nbstage.protocol.session_followups import (
     DeferredExpired,
+    FiguresWritten,
     FirstLinkOverdue,
     RetryLink,
     RetryRecovery,
@@ -438,6 +440,7 @@ class SessionManager(NbActor):
             cwd=self.config.cwd,
             active_id=active.notebook_id if active else None,
             parked_ids=tuple(s.notebook_id for s in self.state.parked),
+            figures=self._figures(),
         )
 
     def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
@@ -488,7 +491,36 @@ class SessionManager(NbActor):
         notices = [*self.next_result_lines, *self.notices.pop(call_id, [])]
         self.next_result_lines = []
         result = with_notices(result, notices)
-        self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
+        images = figure_files.images_in(result)
+        folder = self._figures()
+        if not images or folder is None:
+            self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
+            return
+        keep = self.config.figure_files
+        self.offload(
+            FiguresWritten(call_id, orjson.dumps(result)),
+            lambda: figure_files.write_figures(folder, images, keep),
+            "figures",
+        )
+
+    def work_handlers(self) -> dict[type, Any]:
+        return {FiguresWritten: self._figures_written}
+
+    def _figures_written(self, done: BlockingWorkDone) -> None:
+        """The result goes out once its images are on disk; if they could not be written,
+        it goes out without naming their files."""
+        token: FiguresWritten = done.token
+        result_json = token.result_json
+        if not done.ok:
+            log.warning("figures not written: %s", done.error)
+            result = figure_files.without_files(orjson.loads(result_json))
+            result_json = orjson.dumps(result)
+        self.send(self.supervisor, ToolCallFinished(token.call_id, result_json))
+
+    def _figures(self) -> str | None:
+        if self.config is None or self.config.figure_files <= 0:
+            return None
+        return os.path.join(self.config.state_dir, figure_files.FOLDER)
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.calls.pop(msg.call_id, None)

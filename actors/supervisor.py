@@ -331,6 +331,7 @@ class ProxySupervisor(NbActor):
             self.restart.restarts,
             self.generation,
             self.config.autostart,
+            self.config.figure_files,
         )
         self._to_child(config)
 

@@ -56,6 +56,8 @@ class ToolContext:
     cwd: str
     active_id: str | None = None
     parked_ids: tuple[str, ...] = ()
+    figures: str | None = None
+    """The folder attached images are also written to (figure_files.py); None: nowhere."""
 
 
 Handler = Generator[object, Any, dict[str, Any]]
@@ -72,13 +74,13 @@ def absolute(path: str, cwd: str) -> str:
     return str((Path(cwd) / Path(path).expanduser()).resolve())
 
 
-def _rendered(execution: ExecutionView, full_output: bool = False):
-    return render_execution(to_wire(execution), full_output)
+def _rendered(ctx: ToolContext, execution: ExecutionView, full_output: bool = False):
+    return render_execution(to_wire(execution), full_output, figures=ctx.figures)
 
 
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
     reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run")
-    content, execution = _rendered(reply.execution)
+    content, execution = _rendered(ctx, reply.execution)
     return tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
     )
@@ -86,7 +88,7 @@ def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: 
 
 def get_cell(ctx: ToolContext, args: tools.GetCellArgs) -> Handler:
     reply = yield GetCell(ctx.notebook_id, args.cell_id)
-    content, cell = render_cell(to_wire(reply.cell), args.full_output)
+    content, cell = render_cell(to_wire(reply.cell), args.full_output, figures=ctx.figures)
     return tool_result({"cell": cell}, content=content)
 
 
@@ -102,7 +104,7 @@ def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
     content: list[dict[str, Any]] = []
     cells = []
     for raw in shown:
-        cell_content, cell = render_cell({"cell_id": raw["id"], **raw})
+        cell_content, cell = render_cell({"cell_id": raw["id"], **raw}, figures=ctx.figures)
         content += cell_content
         cells.append(cell)
     return tool_result({"cells": cells, "total": total}, content=content)
@@ -206,13 +208,13 @@ def move_cell(ctx: ToolContext, args: tools.MoveCellArgs) -> Handler:
 
 def execute_cell(ctx: ToolContext, args: tools.ExecuteCellArgs) -> Handler:
     reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key)
-    content, execution = _rendered(reply.execution)
+    content, execution = _rendered(ctx, reply.execution)
     return tool_result({"execution": execution}, content=content)
 
 
 def get_results(ctx: ToolContext, args: tools.GetResultsArgs) -> Handler:
     reply = yield GetExecution(ctx.notebook_id, args.execution_id)
-    content, execution = _rendered(reply.execution, args.full_output)
+    content, execution = _rendered(ctx, reply.execution, args.full_output)
     return tool_result({"execution": execution}, content=content)
 
 
@@ -230,7 +232,7 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
         reply = yield GetExecution(ctx.notebook_id, execution_id, wait)
-        items, execution = _rendered(reply.execution)
+        items, execution = _rendered(ctx, reply.execution)
         content += items
         executions.append(execution)
     if not executions:

@@ -31,6 +31,10 @@ class Settings:
     """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
     max_rooms_per_connection: int = 48
     """Resident rooms one client connection may have started."""
+    figure_files: int = 64
+    """How many image files figures/ in the state dir keeps: each PNG or JPEG a tool result
+    attaches is also written there, for clients that drop image content (Codex); 0 writes
+    none. Read by `nbstage mcp` when it starts."""
 
 
 _ENV_NAMES = {
@@ -45,6 +49,7 @@ _ENV_NAMES = {
     "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
     "max_rooms": "NBSTAGE_MAX_ROOMS",
     "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
+    "figure_files": "NBSTAGE_FIGURE_FILES",
 }
 
 

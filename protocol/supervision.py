@@ -30,6 +30,8 @@ class StartSupervisor:
     """Whether a daemon is being started for this client, so first calls wait for it."""
     cached_tools: list[dict[str, Any]] = field(default_factory=list)
     """The tool list last seen from a session child (tool-cache.json), read by the edge."""
+    figure_files: int = 64
+    """The figure_files setting (figure_files.py), read by the edge."""
 
 
 @frozen
@@ -97,6 +99,7 @@ class SessionConfig:
     restarts: int
     generation: int
     autostart: bool = True
+    figure_files: int = 64
 
 
 @frozen

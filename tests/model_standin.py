@@ -123,7 +123,7 @@ def _handler(standin: ModelStandIn) -> type[BaseHTTPRequestHandler]:
                     self._responses(body)
                 else:
                     self._send(404, "application/json", b'{"error":"not here"}')
-            except Exception as exc:  # noqa: BLE001 - reported by the test, not swallowed
+            except Exception as exc:
                 standin.errors.append(f"{path}: {type(exc).__name__}: {exc}")
                 raise
 

@@ -4,6 +4,7 @@ reach the top of the tool result, once each, in its text and its structured part
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from nbstage.actors.daemon_link import DaemonFrameArrived
 from nbstage.actors.dependencies import approval_line
 from nbstage.protocol.frames import WIRE_VERSION, decode_body, encode_result_frame
 from nbstage.protocol.notices import Notice, NoticeKind
+from tests.images import png_bytes
 from tests.unit.actor_harness import ActorBench, DaemonRequest
 from tests.unit.test_session_races import I1, SessionChild, notebook, room, texts
 
@@ -158,3 +160,24 @@ def test_the_notices_of_a_join_reach_the_connect_result(tmp_path: Path) -> None:
         assert "notices" not in child.result("g1")["structuredContent"], "once"
     finally:
         bench.close()
+
+
+def test_an_image_result_goes_out_once_its_figure_file_is_written(child, tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    png = base64.b64encode(png_bytes(4, 3)).decode()
+    child.call("e1", "execute_cell", cell_id="c1")
+    output = {"output_type": "display_data", "data": {"image/png": png}, "metadata": {}}
+    execution = {
+        "execution_id": "e1",
+        "cell_id": "c1",
+        "status": "done",
+        "execution_count": 1,
+        "outputs": [output],
+    }
+    child.daemon.answer(child.daemon.only("execute"), {"execution": execution})
+    result = child.result("e1")
+    (image,) = result["structuredContent"]["execution"]["outputs"][0]["images"]
+    assert image["attached"] is True
+    assert (image["width"], image["height"]) == (4, 3)
+    assert Path(image["file"]).parent == tmp_path / "state" / "figures"
+    assert Path(image["file"]).read_bytes() == png_bytes(4, 3)
