@@ -109,6 +109,11 @@ NEXT_RESULT = ""
 """In place of a call id: the notices of a join's answer (an approval waiting, edits restored
 from the journal) go to the next tool result, the connect call's own or, for a rejoin in the
 background, whichever comes next."""
+NEXT_CALLS = {
+    ErrorCode.CELL_NOT_FOUND: "get_all_cells()",
+    ErrorCode.DEPENDENCIES_CHANGED: "manage_dependencies()",
+}
+"""The call that shows what a refusal with this code needs, for the result's next_call."""
 FIRST_LINK_LIMIT = timedelta(seconds=30)
 """How long calls wait for a daemon that is being started for this client."""
 
@@ -463,7 +468,8 @@ class SessionManager(NbActor):
             self._finish(call_id, done.value)
             return
         except DaemonFailure as exc:
-            self._finish(call_id, tool_error(exc.message, {"code": exc.code}))
+            next_call = NEXT_CALLS.get(exc.code)
+            self._finish(call_id, tool_error(exc.message, {"code": exc.code}, next_call))
             return
         except Exception:
             log.exception("tool %s failed", self.calls.get(call_id))

@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from nbstage.actors.environments import ENVS_DIR_ENV
 from tests.support import NBSTAGE, RunningDaemon
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,14 +30,11 @@ def cli(name: str) -> Path | None:
 
 
 def _nbstage_server(daemon: RunningDaemon) -> tuple[str, list[str], dict[str, str]]:
-    env = {k: v for k, v in daemon.env.items()}
-    for name in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "JUPYTER_PLATFORM_DIRS", "NBSTAGE_ENVS_DIR"):
+    """How a client starts `nbstage mcp` for ``daemon``: command, arguments, environment."""
+    env = dict(daemon.env)
+    for name in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "JUPYTER_PLATFORM_DIRS", ENVS_DIR_ENV):
         if name in os.environ:
             env.setdefault(name, os.environ[name])
-    from nbstage.actors.environments import ENVS_DIR_ENV
-
-    if ENVS_DIR_ENV in os.environ:
-        env[ENVS_DIR_ENV] = os.environ[ENVS_DIR_ENV]
     return NBSTAGE[0], [*NBSTAGE[1:], "mcp", "--state-dir", str(daemon.paths.root)], env
 
 

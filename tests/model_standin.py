@@ -79,9 +79,12 @@ class ModelStandIn:
                 return None
             step = self.script[at]
             if at == len(self.turns):
-                if step.before is not None:
-                    step.before()
                 self.turns.append(Turn(step))
+                if step.before is not None:
+                    try:
+                        step.before()
+                    except Exception as exc:
+                        self.errors.append(f"before {step.tool}: {type(exc).__name__}: {exc}")
             name = next((n for n in offered if _is_named(n, step.tool)), None)
             if name is None:
                 self.errors.append(f"no tool for {step.tool} among {offered}")

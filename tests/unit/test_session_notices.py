@@ -109,6 +109,7 @@ def test_a_refusal_carries_its_notices_too(child) -> None:
     assert result["structuredContent"] == {
         "error": "There is no cell with id 'gone'.",
         "code": "cell_not_found",
+        "next_call": "get_all_cells()",
         "notices": [MERGED_WIRE],
     }
 
