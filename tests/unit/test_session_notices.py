@@ -105,7 +105,7 @@ def test_a_refusal_carries_its_notices_too(child) -> None:
     )
     result = child.result("g1")
     assert result["isError"] is True
-    assert texts(result) == [MERGED, "There is no cell with id 'gone'."]
+    assert texts(result) == [MERGED, "There is no cell with id 'gone'. Next: get_all_cells()"]
     assert result["structuredContent"] == {
         "error": "There is no cell with id 'gone'.",
         "code": "cell_not_found",
