@@ -7,7 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE_DIR ?= $(CURDIR)/.state
 
-.PHONY: install bytecode run daemon test lint format bench demo clean
+# The agent CLIs whose model input tests/e2e/test_agent_clients.py checks; the pins match
+# tests/agent_clients.py. Installed into .venv/node where npm can reach its registry;
+# without them those tests are skipped.
+AGENT_CLIS := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
+NODE_DIR := $(VENV)/node
+NODE_STAMP := $(NODE_DIR)/.installed
+
+.PHONY: install bytecode run daemon test lint format bench demo clean agent-clis
 
 install: $(STAMP)
 
@@ -33,8 +40,19 @@ run: bytecode
 daemon: bytecode
 	$(BIN)/nbstage daemon start --foreground --state-dir $(STATE_DIR)
 
-test: bytecode
+test: bytecode agent-clis
 	$(BIN)/python -m pytest -q
+
+agent-clis: $(NODE_STAMP)
+
+$(NODE_STAMP): Makefile
+	@mkdir -p $(NODE_DIR)
+	@if command -v npm >/dev/null && npm install --silent --no-audit --no-fund \
+		--prefix $(NODE_DIR) $(AGENT_CLIS) >$(NODE_DIR)/install.log 2>&1; then \
+		touch $@; \
+	else \
+		echo "Claude Code and Codex not installed (see $(NODE_DIR)/install.log); their tests skip"; \
+	fi
 
 lint: install
 	$(BIN)/ruff format --check .
