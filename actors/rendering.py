@@ -121,12 +121,17 @@ class Media:
     dimensions: tuple[int, int] | None = None
     encoded: str | None = None
 
-    def describe(self) -> str:
+    def describe(self, figures: str | None = None) -> str:
         """What stands in for the value in JSON: ``<image 4x4, 93 bytes: sent as image content>``.
 
         The dimensions, when they could be read, are joined by U+00D7 (TIMES), not an x.
+        With ``figures``, the figure folder, a sent image also names the file it is
+        written to: ``<image 4x4, 93 bytes: sent as image content; file /…/figures/….png>``.
         """
-        return f"<{self._kind()}{self._facts()}>"
+        file = ""
+        if figures is not None and self.encoded is not None:
+            file = f"; file {figure_path(figures, self.encoded, self.mime)}"
+        return f"<{self._kind()}{self._facts()}{file}>"
 
     def note(self) -> str:
         """The description in text, naming the MIME type: ``[image/png 4x4, 93 bytes: …]``."""
@@ -245,7 +250,7 @@ def render_outputs(
             if full_output:
                 item["traceback"] = [strip_ansi(line) for line in output.get("traceback") or ()]
         elif full_output and data:
-            item["data"] = _described_data(data, media, _data_value)
+            item["data"] = _described_data(data, media, _data_value, figures)
         images = [one.shown(figures) for one in media.values() if one.mime.startswith("image/")]
         if images:
             item["images"] = images
@@ -394,48 +399,55 @@ def render_cells_summary(summaries: Sequence[Mapping[str, Any]], total: int) -> 
 
 
 def render_cells_json(
-    cells: Sequence[Mapping[str, Any]], total: int
+    cells: Sequence[Mapping[str, Any]], total: int, *, figures: str | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``get_all_cells`` in the json format: nbformat cells with their media described.
 
     In outputs' ``data`` and markdown cells' ``attachments`` a description stands in for
     each image or binary value (see Media.describe). The content is the structured value
     as JSON text, then each PNG or JPEG of at most 1 MiB as image content, once.
+    ``figures`` is the folder those images are also written to.
     """
     images: list[dict[str, Any]] = []
-    shown = [_cell_with_media_described(cell, images) for cell in cells]
+    shown = [_cell_with_media_described(cell, images, figures) for cell in cells]
     structured = {"cells": shown, "total": total}
     return [text_content(_json_text(structured)), *images], structured
 
 
 def _cell_with_media_described(
-    cell: Mapping[str, Any], images: list[dict[str, Any]]
+    cell: Mapping[str, Any], images: list[dict[str, Any]], figures: str | None
 ) -> dict[str, Any]:
     shown = dict(cell)
     outputs = cell.get("outputs")
     if isinstance(outputs, list):
-        shown["outputs"] = [_output_with_media_described(output, images) for output in outputs]
+        shown["outputs"] = [
+            _output_with_media_described(output, images, figures) for output in outputs
+        ]
     attachments = cell.get("attachments")
     if isinstance(attachments, Mapping):
         shown["attachments"] = {
-            name: _bundle_with_media_described(bundle, images)
+            name: _bundle_with_media_described(bundle, images, figures)
             for name, bundle in attachments.items()
         }
     return shown
 
 
-def _output_with_media_described(output: Any, images: list[dict[str, Any]]) -> Any:
+def _output_with_media_described(
+    output: Any, images: list[dict[str, Any]], figures: str | None
+) -> Any:
     if not isinstance(output, Mapping) or not isinstance(output.get("data"), Mapping):
         return output
-    return {**output, "data": _bundle_with_media_described(output["data"], images)}
+    return {**output, "data": _bundle_with_media_described(output["data"], images, figures)}
 
 
-def _bundle_with_media_described(bundle: Any, images: list[dict[str, Any]]) -> Any:
+def _bundle_with_media_described(
+    bundle: Any, images: list[dict[str, Any]], figures: str | None
+) -> Any:
     if not isinstance(bundle, Mapping):
         return bundle
     media = _media_in(bundle)
     images += [_media_item(one) for one in media.values() if one.encoded is not None]
-    return _described_data(bundle, media, lambda _mime, value: value)
+    return _described_data(bundle, media, lambda _mime, value: value, figures)
 
 
 def _media_in(data: Mapping[str, Any]) -> dict[str, Media]:
@@ -448,10 +460,12 @@ def _media_in(data: Mapping[str, Any]) -> dict[str, Media]:
     return found
 
 
-def _described_data(data: Mapping[str, Any], media: Mapping[str, Media], value_of) -> dict:
+def _described_data(
+    data: Mapping[str, Any], media: Mapping[str, Media], value_of, figures: str | None = None
+) -> dict:
     """``data`` with each media value's description in its place, others via ``value_of``."""
     return {
-        mime: media[mime].describe() if mime in media else value_of(mime, value)
+        mime: media[mime].describe(figures) if mime in media else value_of(mime, value)
         for mime, value in data.items()
     }
 

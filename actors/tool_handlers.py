@@ -99,7 +99,7 @@ def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
         return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
     shown, total = yield from _cells_in_pages(ctx, args)
     if args.format is tools.AllCellsFormat.JSON:
-        content, structured = render_cells_json(shown, total)
+        content, structured = render_cells_json(shown, total, figures=ctx.figures)
         return tool_result(structured, content=content)
     content: list[dict[str, Any]] = []
     cells = []
@@ -273,6 +273,8 @@ def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) ->
         state = {"before": before, "after": after, **edit, **state}
         if "apply" in result:
             state["apply"] = result["apply"]
+    if state["trust"]["needs_approval"]:
+        state["next_call"] = "manage_dependencies(trust=true)"
     return tool_result(state, text=render_dependencies(state))
 
 

@@ -282,7 +282,8 @@ def test_an_agent_sees_the_approval_line_and_syncs_the_approved_set_into_its_ker
         async with mcp_client(daemon, "2026-07-28", label="syncer") as client:
             connected = await client.call_tool("connect_notebook", {"path": str(path)})
             assert connected.structured_content["env_source"] == "pool"
-            assert "in the pool environment" in texts_of(connected)[0]
+            assert texts_of(connected)[0] == line, "the connect result says it at once"
+            assert "in the pool environment" in texts_of(connected)[1]
             made = await call_ok(client, "create_cell", source="import sys; print(sys.prefix)")
             ran = await client.call_tool("execute_cell", {"cell_id": made["cell_id"]})
             assert line in texts_of(ran), texts_of(ran)
@@ -293,6 +294,8 @@ def test_an_agent_sees_the_approval_line_and_syncs_the_approved_set_into_its_ker
                 "kernel_pid"
             ]
 
+            waiting = await call_ok(client, "manage_dependencies")
+            assert waiting["next_call"] == "manage_dependencies(trust=true)", waiting
             refused = await client.call_tool("manage_dependencies", {"apply": "sync"})
             assert refused.is_error
             assert any("not approved" in text for text in texts_of(refused)), texts_of(refused)

@@ -1238,6 +1238,12 @@ def test_an_attached_image_names_its_figure_file():
     }
     assert image["file"].startswith("/s/figures/")
     assert image["file"].endswith(".png")
+    described = f"<image 348{TIMES}295, {len(raw):,} bytes: {SENT}; file {image['file']}>"
+    _, full = render_outputs([display({"image/png": png})], True, figures="/s/figures")
+    assert full[0]["data"]["image/png"] == described
+    cell = {"id": "c1", "cell_type": "code", "outputs": [display({"image/png": png})]}
+    _, listed = render_cells_json([cell], 1, figures="/s/figures")
+    assert listed["cells"][0]["outputs"][0]["data"]["image/png"] == described
 
 
 def test_a_cell_shown_without_its_outputs_counts_them_instead_of_an_empty_list():
