@@ -67,6 +67,10 @@ def run_claude(daemon: RunningDaemon, base_url: str, home: Path, cwd: Path) -> s
         CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1",
         ENABLE_TOOL_SEARCH="false",
         MCP_TIMEOUT="60000",
+        # -p connects --mcp-config servers in the background and may start the first turn
+        # before their tools are listed; these make it wait (up to a minute) instead.
+        MCP_CONNECTION_NONBLOCKING="false",
+        MCP_CONNECT_TIMEOUT_MS="60000",
         MCP_TOOL_TIMEOUT="180000",
     )
     argv = [
