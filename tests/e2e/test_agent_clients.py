@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import psutil
 import pytest
 
 from tests import agent_clients
@@ -149,6 +150,16 @@ def seen_by_model(result: Any) -> tuple[dict[str, Any], list[str]]:
     return json.loads(found.group(0)), images
 
 
+def mcp_servers_of(daemon: RunningDaemon) -> list[psutil.Process]:
+    """The `nbstage mcp` processes serving ``daemon``'s state dir, whoever started them."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if "mcp" in cmdline and str(daemon.paths.root) in cmdline:
+            found.append(process)
+    return found
+
+
 def notices_of(seen: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [n for n in seen.get("notices", ()) if n["kind"] == kind]
 
@@ -157,6 +168,7 @@ def drive(run: Callable[..., str], daemon: RunningDaemon, tmp_path: Path) -> lis
     steps = script(daemon, tmp_path)
     with ModelStandIn(steps) as standin:
         report = run(daemon, standin.url, tmp_path / "home", tmp_path)
+    wait_until(lambda: not mcp_servers_of(daemon), 10, "the client's nbstage mcp to end")
     offered = [len(body.get("tools") or ()) for body in standin.requests]
     report += f"\ntools offered in each request: {offered}"
     assert not standin.errors, (standin.errors, report)
