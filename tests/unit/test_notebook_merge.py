@@ -274,7 +274,9 @@ def test_cells_with_ids_keep_them_and_are_not_matched_again() -> None:
     ],
 )
 def test_notice_line(summary, line) -> None:
-    assert notice_line("/w/n.ipynb", summary) == line
+    notice = notice_line("/w/n.ipynb", summary)
+    assert notice.line() == line
+    assert notice.next_call == "get_all_cells()"
 
 
 # --- the notice board -------------------------------------------------------------------
