@@ -101,7 +101,8 @@ def cap_text(text: str, limit: int = TEXT_LIMIT, *, full_output_tool: str = "get
 def output_to_text(output: Mapping[str, Any]) -> str:
     """One nbformat output as ANSI-free, uncapped text.
 
-    Streams give their text; errors ``ename: evalue`` and then the traceback; rich outputs
+    Streams give their text; errors their traceback, which ends with ``ename: evalue``
+    (said first where it does not, or where there is no traceback); rich outputs
     their first MIME type in SPEC order (text/plain, text/markdown, text/latex,
     application/json), else a description such as ``[image/png 1,234 bytes]``.
     """
@@ -490,14 +491,15 @@ def _text_of(
     if kind == "stream":
         return strip_ansi(_joined(output.get("text", ""))), True
     if kind == "error":
-        text = str(output.get("ename", ""))
+        summary = str(output.get("ename", ""))
         evalue = str(output.get("evalue", ""))
         if evalue:
-            text += f": {evalue}"
-        traceback = output.get("traceback") or ()
-        if traceback:
-            text += "\n" + "\n".join(traceback)
-        return strip_ansi(text), True
+            summary += f": {evalue}"
+        traceback = strip_ansi("\n".join(output.get("traceback") or ()))
+        lines = traceback.rstrip().splitlines()
+        if lines and strip_ansi(summary) in lines[-1]:
+            return traceback, True
+        return strip_ansi("\n".join(filter(None, (summary, traceback)))), True
     if kind in _DISPLAY_TYPES:
         data = output.get("data") or {}
         for mime in TEXT_MIMES:

@@ -370,8 +370,18 @@ PNG_1234 = b64(1234)
                     "\x1b[0;31mZeroDivisionError\x1b[0m: division by zero",
                 ],
             ),
-            "ZeroDivisionError: division by zero\n----\nZeroDivisionError: division by zero",
-            id="an error gives its name, value and the stripped traceback",
+            "----\nZeroDivisionError: division by zero",
+            id="an error gives its stripped traceback, which ends with its name and value",
+        ),
+        pytest.param(
+            error("KeyError", "'k'", ["\x1b[0;31m----\x1b[0m", "a frame"]),
+            "KeyError: 'k'\n----\na frame",
+            id="a traceback that does not end with the name and value gets them first",
+        ),
+        pytest.param(
+            error("KeyError", "'k'", []),
+            "KeyError: 'k'",
+            id="an error without a traceback is its name and value",
         ),
         pytest.param(
             error("KeyboardInterrupt", "", []),
@@ -445,11 +455,11 @@ SHOWN_SVG = {"mime_type": "image/svg+xml", "bytes": 6, "attached": False, "note"
         pytest.param(
             [error("NameError", "\x1b[1mx\x1b[0m", ["\x1b[31mNameError\x1b[0m: x"])],
             True,
-            [{"type": "text", "text": "NameError: x\nNameError: x"}],
+            [{"type": "text", "text": "NameError: x"}],
             [
                 {
                     "output_type": "error",
-                    "text": "NameError: x\nNameError: x",
+                    "text": "NameError: x",
                     "ename": "NameError",
                     "evalue": "x",
                     "traceback": ["NameError: x"],
