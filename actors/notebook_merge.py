@@ -32,6 +32,7 @@ from typing import Any
 from nbstage.actors.document import fresh_cell_id
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.notices import Notice, NoticeKind
+from nbstage.protocol.words import plural
 
 CONFLICT_MARK = "nbstage: conflict copy from disk"
 CONFLICT_FIRST_LINES = {
@@ -165,8 +166,8 @@ def recover_ids(
 
 def notice_line(path: str, summary: MergeSummary) -> Notice:
     line = (
-        f"{path} changed on disk: {summary.updated} cells updated, "
-        f"{summary.added} added, {summary.conflicts} conflicts"
+        f"{path} changed on disk: {plural(summary.updated, 'cell')} updated, "
+        f"{summary.added} added, {plural(summary.conflicts, 'conflict')}"
     )
     if summary.deleted:
         line += f", {summary.deleted} deleted"

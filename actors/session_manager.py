@@ -88,6 +88,7 @@ from nbstage.protocol.watching import (
     DaemonWentAway,
     StartWatch,
 )
+from nbstage.protocol.words import plural
 
 log = logging.getLogger("nbstage.session")
 
@@ -651,7 +652,7 @@ def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     structured = {k: v for k, v in result.items() if k not in hidden}
     structured["kernelspec"] = result.get("runtime")
     structured |= environment_fields(result.get("environment"))
-    cells = f"{result['cell_count']} cells"
+    cells = plural(result["cell_count"], "cell")
     if result.get("kernel_refused"):
         structured["kernel_refused"] = result["kernel_refused"]
         return structured, f"({cells}, no kernel). {result['kernel_refused']}"

@@ -231,7 +231,7 @@ def test_an_outside_change_is_merged_by_cell_id_and_the_next_answer_says_so(open
     opened.look()
     answer = opened.ask(GetCells(NOTEBOOK, CellsFormat.JSON))
     assert lines(answer) == (
-        f"[nbstage] {opened.path} changed on disk: 1 cells updated, 1 added, 1 conflicts, "
+        f"[nbstage] {opened.path} changed on disk: 1 cell updated, 1 added, 1 conflict, "
         "1 deleted",
     )
     cells = [(c["id"], c["source"]) for c in answer.result()["cells"]]
@@ -259,7 +259,7 @@ def test_autosave_merges_an_outside_change_first_and_then_writes_both(opened) ->
     opened.bench.run_until(lambda: sources(opened.path) == ["a = 'editor'", "b = 2", "c = 'room'"])
     answer = opened.ask(GetCells(NOTEBOOK))
     assert lines(answer) == (
-        f"[nbstage] {opened.path} changed on disk: 1 cells updated, 0 added, 0 conflicts",
+        f"[nbstage] {opened.path} changed on disk: 1 cell updated, 0 added, 0 conflicts",
     )
 
 
@@ -284,7 +284,7 @@ def test_an_explicit_save_merges_an_outside_change_before_it_writes(opened) -> N
     saved = opened.ask(SaveNotebook(NOTEBOOK))
     assert isinstance(saved, RequestAnswered)
     assert lines(saved) == (
-        f"[nbstage] {opened.path} changed on disk: 1 cells updated, 0 added, 0 conflicts",
+        f"[nbstage] {opened.path} changed on disk: 1 cell updated, 0 added, 0 conflicts",
     )
     assert sources(opened.path) == ["a = 'editor'", "b = 'room'", "c = 3"]
 
@@ -302,7 +302,7 @@ def test_cells_an_old_editor_wrote_without_ids_match_the_cells_they_were(opened)
         ("b", "b = 'editor'"),
         ("c", "c = 3"),
     ]
-    assert lines(answer)[0].endswith("1 cells updated, 0 added, 0 conflicts")
+    assert lines(answer)[0].endswith("1 cell updated, 0 added, 0 conflicts")
 
 
 def test_a_half_written_file_pauses_autosave_until_it_parses_again(opened) -> None:
@@ -328,7 +328,7 @@ def test_a_half_written_file_pauses_autosave_until_it_parses_again(opened) -> No
     opened.look()
     resumed = opened.ask(GetCells(NOTEBOOK))
     assert lines(resumed) == (
-        f"[nbstage] {opened.path} changed on disk: 1 cells updated, 0 added, 0 conflicts",
+        f"[nbstage] {opened.path} changed on disk: 1 cell updated, 0 added, 0 conflicts",
     )
     opened.autosave_due()
     opened.bench.run_until(

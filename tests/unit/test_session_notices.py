@@ -21,7 +21,7 @@ from tests.unit.test_session_races import I1, SessionChild, notebook, room, text
 
 MERGED_NOTICE = Notice(
     NoticeKind.CHANGED_ON_DISK,
-    "/w/N.ipynb changed on disk: 1 cells updated, 0 added, 0 conflicts",
+    "/w/N.ipynb changed on disk: 1 cell updated, 0 added, 0 conflicts",
     "get_all_cells()",
 )
 PAUSED_NOTICE = Notice(NoticeKind.AUTOSAVE_PAUSED, "Autosave is paused and the file is left ...")
