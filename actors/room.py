@@ -90,6 +90,7 @@ from nbstage.protocol.kernels import (
     ShutdownKernel,
     StartKernel,
 )
+from nbstage.protocol.notices import Notice, NoticeKind
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     CellCreated,
@@ -1010,7 +1011,7 @@ class Room(NbActor):
 
     # --- the file on disk -----------------------------------------------------------------
 
-    def notices_for(self, origin: Origin) -> tuple[str, ...]:
+    def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
         if self.doc is not None:
             self.notices.stand("dependencies", self._approval_line())
         return self.notices.take(origin.conn)
@@ -1110,17 +1111,25 @@ class Room(NbActor):
                 self.autosave_generation += 1
                 self._resume_autosave()
                 self.notices.post(
-                    f"[nbstage] {self.path} was deleted on disk. The notebook stays open here, "
-                    "unsaved; the next save (save_notebook, or autosave after an edit) writes "
-                    "the file again."
+                    Notice(
+                        NoticeKind.DELETED_ON_DISK,
+                        f"{self.path} was deleted on disk. The notebook stays open here, "
+                        "unsaved; the next save (save_notebook, or autosave after an edit) "
+                        "writes the file again.",
+                        "save_notebook()",
+                    )
                 )
         else:
             self.disk_bad_stamp = seen.stamp
             self.disk_problem = seen.problem
             self.notices.stand(
                 "file",
-                f"[nbstage] Autosave is paused and the file is left as it is: {seen.problem} "
-                "Autosave resumes once it parses again; save_notebook writes over it now.",
+                Notice(
+                    NoticeKind.AUTOSAVE_PAUSED,
+                    f"Autosave is paused and the file is left as it is: {seen.problem} "
+                    "Autosave resumes once it parses again; save_notebook writes over it now.",
+                    "save_notebook()",
+                ),
             )
 
     def _merge_from_disk(self, seen: FileOnDisk, disk: dict) -> None:
@@ -1549,7 +1558,7 @@ class Room(NbActor):
         fp = dependencies.fingerprint(deps) if deps else None
         return deps, fp, fp in self.trusted
 
-    def _approval_line(self) -> str | None:
+    def _approval_line(self) -> Notice | None:
         deps, fp, trusted = self._dependency_set()
         if fp is not None:
             return None if trusted else dependencies.approval_line(deps)

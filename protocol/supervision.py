@@ -34,6 +34,8 @@ class StartSupervisor:
     no_daemon: str | None = None
     """Why no daemon can run for the state dir (no dir for its sockets): no session child
     starts, and every tool call fails saying so."""
+    figure_files: int = 64
+    """The figure_files setting (figure_files.py), read by the edge."""
 
 
 @frozen
@@ -101,6 +103,7 @@ class SessionConfig:
     restarts: int
     generation: int
     autostart: bool = True
+    figure_files: int = 64
 
 
 @frozen
