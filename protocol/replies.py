@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, TypedDict, TypeVar
 
 from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire
+from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import FrameKind
 from nbstage.protocol.frozen import frozen
@@ -422,7 +423,7 @@ class DependencyTrust:
 
 @frozen
 class DependenciesApplied:
-    mode: str
+    mode: ApplyDependencies
     ok: bool
     seconds: float
     error: str | None = None

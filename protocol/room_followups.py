@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from nbstage.protocol.dependency_modes import DependencyPlan
+from nbstage.protocol.dependency_modes import ApplyDependencies, DependencyPlan
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.frozen import frozen
 
@@ -195,8 +195,13 @@ class DependenciesPrepared:
     origin: Origin
     plan: DependencyPlan
     """Carried out once this is done."""
-    mode: str
+    mode: ApplyDependencies
     started: float
+
+    def __post_init__(self) -> None:
+        # The Room names the mode by its value: read it as the mode here, once, until the
+        # Room passes the ApplyDependencies itself.
+        object.__setattr__(self, "mode", ApplyDependencies(self.mode))
 
 
 @frozen

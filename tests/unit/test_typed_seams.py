@@ -9,8 +9,17 @@ import pytest
 
 from nbstage.actors.tool_handlers import SESSION_TOOLS
 from nbstage.protocol.codec import from_wire, to_wire
+from nbstage.protocol.dependency_modes import (
+    ApplyDependencies,
+    DependencyEdit,
+    DependencyPlan,
+    Removal,
+)
+from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.replies import DependenciesApplied
+from nbstage.protocol.room_followups import DependenciesPrepared
 from nbstage.protocol.rooms import RoomStatus
 from nbstage.protocol.supervision import ToolCallRequested
 from nbstage.protocol.tool_names import ToolName
@@ -75,3 +84,18 @@ def test_a_room_status_reads_the_kernel_state_once_and_keeps_it_through_a_pickle
 def test_a_room_status_of_no_kernel_state_is_refused() -> None:
     with pytest.raises(ValueError, match="asleep"):
         _status("asleep")
+
+
+def test_an_applied_dependency_edit_s_mode_is_read_from_the_wire_as_its_enum() -> None:
+    wire = {"mode": "restart", "ok": True, "seconds": 1.5}
+    assert from_wire(DependenciesApplied, wire).mode is ApplyDependencies.RESTART
+    with pytest.raises(NbstageError, match="'mode'"):
+        from_wire(DependenciesApplied, {**wire, "mode": "reboot"})
+
+
+def test_prepared_dependency_work_holds_its_mode_as_the_enum() -> None:
+    edit = DependencyEdit((), ("numpy",), ("numpy",), Removal((), (), ()))
+    plan = DependencyPlan(edit, "before", "after", trusted_after=True)
+    origin = Origin(conn=1, request_id=1)
+    token = DependenciesPrepared(origin, plan, "sync", 0.0)  # type: ignore[arg-type]
+    assert token.mode is ApplyDependencies.SYNC
