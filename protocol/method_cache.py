@@ -96,14 +96,14 @@ def write(cache: Path = CACHE, packages: tuple[str, ...] = PACKAGES) -> int:
     _tables.clear()
     for package in packages:
         root = importlib.import_module(package)
-        for info in pkgutil.iter_modules(root.__path__, f"{package}."):
-            importlib.import_module(info.name)
+        for module in pkgutil.iter_modules(root.__path__, f"{package}."):
+            importlib.import_module(module.name)
     found, _compiled = _compiled, None
     cache.mkdir(parents=True, exist_ok=True)
     for old in cache.glob(f"*.{sys.implementation.cache_tag}.marshal"):
         old.unlink()
-    for module, table in found.items():
-        target = _table_file(cache, module)
+    for name, table in found.items():
+        target = _table_file(cache, name)
         temp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         temp.write_bytes(marshal.dumps(table))
         os.replace(temp, target)
