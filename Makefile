@@ -95,4 +95,4 @@ demo: install
 	$(BIN)/nbstage harness examples/two-agents.toml
 
 clean:
-	rm -rf $(VENV) .state build *.egg-info
+	rm -rf $(VENV) .state build *.egg-info .mypy_cache
