@@ -138,8 +138,7 @@ def test_outside_edits_merge_by_cell_id_and_the_next_result_says_so(
             edit_on_disk(path, person)
             merged = await first_result_with(client, f"[nbstage] {path} changed on disk")
             assert notice_lines(merged) == [
-                f"[nbstage] {path} changed on disk: 1 cell updated, 1 added, 1 conflict, "
-                "1 deleted"
+                f"[nbstage] {path} changed on disk: 1 cell updated, 1 added, 1 conflict, 1 deleted"
             ]
             cells = (await call(client, "get_all_cells", format="json")).structured_content
             shape = [(c["id"], c["source"]) for c in cells["cells"]]

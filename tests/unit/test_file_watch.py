@@ -231,8 +231,7 @@ def test_an_outside_change_is_merged_by_cell_id_and_the_next_answer_says_so(open
     opened.look()
     answer = opened.ask(GetCells(NOTEBOOK, CellsFormat.JSON))
     assert lines(answer) == (
-        f"[nbstage] {opened.path} changed on disk: 1 cell updated, 1 added, 1 conflict, "
-        "1 deleted",
+        f"[nbstage] {opened.path} changed on disk: 1 cell updated, 1 added, 1 conflict, 1 deleted",
     )
     cells = [(c["id"], c["source"]) for c in answer.result()["cells"]]
     copy_id = cells[2][0]
