@@ -99,24 +99,31 @@ def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
     return shrunk
 
 
+PREVIEW_CUT = "nbstage_preview_cut"
+"""Set on an output of a reply whose text the preview cut, so a renderer says so."""
+
+
 def preview_outputs(outputs: Sequence[Mapping[str, Any]], cap: int) -> list[dict[str, Any]]:
     """``outputs`` with each text cut to about ``cap`` bytes; images and other media stay
     whole (the kept outputs already bound them), as a reply's renderer needs them."""
     why = "ask with full_output=true for the whole output"
     cap = max(cap, MIN_PREVIEW)
     shown = []
-    for output in outputs:
-        kind = output.get("output_type")
+    for whole in outputs:
+        kind = whole.get("output_type")
+        output = dict(whole)
         if kind == "stream":
-            output = {**output, "text": cut_text(_joined(output.get("text", "")), cap, why)}
+            output["text"] = cut_text(_joined(whole.get("text", "")), cap, why)
         elif kind == "error":
             output = _cut_error(output, cap, why)
-        elif isinstance(output.get("data"), Mapping):
+        elif isinstance(whole.get("data"), Mapping):
             data = {
-                mime: _previewed(mime, value, cap, why) for mime, value in output["data"].items()
+                mime: _previewed(mime, value, cap, why) for mime, value in whole["data"].items()
             }
-            output = {**output, "data": data}
-        shown.append(dict(output))
+            output["data"] = data
+        if output != whole:
+            output[PREVIEW_CUT] = True
+        shown.append(output)
     return shown
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 import orjson
 
 from nbstage.actors.figure_files import figure_path
+from nbstage.actors.output_bounds import PREVIEW_CUT
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.mcp import image_content, text_content
 
@@ -241,7 +242,7 @@ def render_outputs(
         if not full_output:
             text = cap_text(text, full_output_tool=full_output_tool)
         item: dict[str, Any] = {"output_type": kind, "text": text}
-        if text is not whole:
+        if text is not whole or output.get(PREVIEW_CUT):
             item["truncated"] = True
         if kind == "stream":
             item["name"] = output.get("name", "stdout")

@@ -207,7 +207,7 @@ def check_cases(seen: list[tuple[dict[str, Any], list[str]]], images_pass: bool)
     capped, _ = seen[CASES["capped"]]
     (output,) = capped["execution"]["outputs"]
     assert output["truncated"] is True
-    assert "omitted; call get_results with full_output=true" in output["text"]
+    assert "cut here; ask with full_output=true for the whole output" in output["text"]
     execution_id = capped["execution"]["execution_id"]
     assert capped["execution"]["next_call"] == (
         f'get_results(execution_id="{execution_id}", full_output=true)'
