@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
+from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import (
     dependencies,
@@ -50,7 +50,7 @@ from nbstage.actors import (
     projects,
     save_target,
 )
-from nbstage.actors.base import NbActor
+from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution, ExecutionBook
 from nbstage.actors.journal_store import JournalStore
@@ -281,7 +281,7 @@ class Room(NbActor):
 
     # --- start ----------------------------------------------------------------------------
 
-    def receiveMsg_StartRoom(self, msg: StartRoom, sender: ActorAddress) -> None:
+    def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
         self.config = msg
         self.book.output_limit = msg.settings.output_limit_bytes
         self.daemon = sender
@@ -367,7 +367,7 @@ class Room(NbActor):
         held, self.held_joins = self.held_joins or [], None
         self._started()
         for join in held:
-            self.receiveMsg_JoinRoom(join, self.daemon)
+            self._on_join_room(join, self.daemon)
 
     def _sweep_stale_temps(self) -> None:
         from nbstage.actors.notebook_files import sweep_stale_temps
@@ -425,7 +425,7 @@ class Room(NbActor):
         held, self.held_joins = self.held_joins or [], None
         self._started()
         for join in held:
-            self.receiveMsg_JoinRoom(join, self.daemon)
+            self._on_join_room(join, self.daemon)
         if self.restored:
             where = self.path or self.notebook_id
             self.notices.post(journal.restored_notice(where, self.restored, self.path is not None))
@@ -462,7 +462,7 @@ class Room(NbActor):
 
     # --- peers and the kernel's lifetime --------------------------------------------------
 
-    def receiveMsg_JoinRoom(self, msg: JoinRoom, sender: ActorAddress) -> None:
+    def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
         if self.held_joins is not None:
             self.held_joins.append(msg)
             return
@@ -554,26 +554,77 @@ class Room(NbActor):
 
     # --- requests -------------------------------------------------------------------------
 
-    def request_handlers(self):
+    def handlers(self):
         return {
-            LeaveRoom: self._leave,
-            GetCell: self._get_cell,
-            GetCells: self._get_cells,
-            CreateCell: self._mutation(self._create_cell),
-            SetCell: self._mutation(self._set_cell),
-            DeleteCell: self._mutation(self._delete_cell),
-            MoveCell: self._mutation(self._move_cell),
-            ReplaceMatch: self._mutation(self._replace_match),
-            ReplaceRegex: self._mutation(self._replace_regex),
-            SaveNotebook: self._once(self._save_request),
-            ExecuteCell: self._execute,
-            GetExecution: self._get_execution,
-            InterruptKernel: self._once(self._interrupt),
-            RestartKernel: self._once(self._restart),
-            ManageDependencies: self._once(self._manage_dependencies),
-            DescribeRoom: self._describe_room,
-            ShutdownKernelNow: self._shutdown_kernel,
+            StartRoom: self._on_start_room,
+            JoinRoom: self._on_join_room,
+            CloseRoom: self._on_close_room,
+            ReopenRoom: self._on_reopen_room,
+            PathClaimed: self._on_path_claimed,
+            PathRefused: self._on_path_refused,
+            PathRecorded: self._on_path_recorded,
+            KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
+            KernelReady: self._on_kernel_ready,
+            KernelFailed: self._on_kernel_failed,
+            KernelDied: self._on_kernel_died,
+            KernelStopped: self._on_kernel_stopped,
+            ChildActorExited: self._on_child_actor_exited,
+            KernelInterrupted: self._on_kernel_interrupted,
+            KernelRestarted: self._on_kernel_restarted,
+            ExecutionStarted: self._on_execution_started,
+            OutputsArrived: self._on_outputs_arrived,
+            ExecutionFinished: self._on_execution_finished,
+            ExecutionsCancelled: self._on_executions_cancelled,
+            request(LeaveRoom): self._leave,
+            request(GetCell): self._get_cell,
+            request(GetCells): self._get_cells,
+            request(CreateCell): self._mutation(self._create_cell),
+            request(SetCell): self._mutation(self._set_cell),
+            request(DeleteCell): self._mutation(self._delete_cell),
+            request(MoveCell): self._mutation(self._move_cell),
+            request(ReplaceMatch): self._mutation(self._replace_match),
+            request(ReplaceRegex): self._mutation(self._replace_regex),
+            request(SaveNotebook): self._once(self._save_request),
+            request(ExecuteCell): self._execute,
+            request(GetExecution): self._get_execution,
+            request(InterruptKernel): self._once(self._interrupt),
+            request(RestartKernel): self._once(self._restart),
+            request(ManageDependencies): self._once(self._manage_dependencies),
+            request(DescribeRoom): self._describe_room,
+            request(ShutdownKernelNow): self._shutdown_kernel,
+            finished(SaveFinished): self._save_finished,
+            finished(FileLooked): self._file_looked,
+            finished(ExecutionRecorded): self._execution_recorded,
+            finished(LiveExecutionRecorded): self._live_execution_recorded,
+            finished(StoredExecutionRead): self._stored_execution_read,
+            finished(KernelspecsRead): self._kernelspecs_read,
+            finished(StaleTempsSwept): self._stale_temps_swept,
+            finished(NotebookFileRead): self._notebook_file_read,
+            finished(JournalAppended): self._journal_appended,
+            finished(JournalRead): self._journal_read,
+            finished(JournalTruncated): self._journal_truncated,
+            finished(JournalClosed): self._journal_closed,
+            finished(DependenciesPrepared): self._dependencies_prepared,
+            finished(DependenciesRecorded): self._dependencies_recorded,
+            finished(ProjectTrustRecorded): self._project_trust_recorded,
+            progress(DependenciesPrepared): self._dependencies_progressed,
+            wakeup(AutosaveDue): self._autosave_due,
+            wakeup(KeepAliveExpired): self._keep_alive_expired,
+            wakeup(FileCheckDue): self._file_check_due,
+            wakeup(WaitExpired): self._wait_expired,
         }
+
+    def _autosave_due(self, due: AutosaveDue) -> None:
+        if due.generation == self.autosave_generation:
+            self._persist_if_changed()
+
+    def _file_check_due(self, due: FileCheckDue) -> None:
+        if due.generation == self.check_generation:
+            self._look_at_file()
+
+    def _wait_expired(self, expired: WaitExpired) -> None:
+        if self.book.release_waiter(expired.execution_id, expired.origin):
+            self._answer_while_live(expired.origin, self.book.get(expired.execution_id))
 
     def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
         life = self.life
@@ -803,21 +854,6 @@ class Room(NbActor):
         cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
         return CellUpdated(cell.id)
 
-    # --- timers ---------------------------------------------------------------------------
-
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        match msg.payload:
-            case AutosaveDue(generation) if generation == self.autosave_generation:
-                self._persist_if_changed()
-            case KeepAliveExpired() as expired:
-                self.receiveMsg_KeepAliveExpired(expired, sender)
-            case FileCheckDue(generation) if generation == self.check_generation:
-                self._look_at_file()
-            case WaitExpired(execution_id, origin) if self.book.release_waiter(
-                execution_id, origin
-            ):
-                self._answer_while_live(origin, self.book.get(execution_id))
-
     # --- saving ---------------------------------------------------------------------------
 
     def _edited(self) -> None:
@@ -867,10 +903,10 @@ class Room(NbActor):
         self.save_claims[origin] = (given, req.overwrite)
         self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
 
-    def receiveMsg_PathClaimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
+    def _on_path_claimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
         self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
 
-    def receiveMsg_PathRefused(self, msg: PathRefused, sender: ActorAddress) -> None:
+    def _on_path_refused(self, msg: PathRefused, sender: ActorAddress) -> None:
         self.save_claims.pop(msg.origin, None)
         self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
@@ -926,25 +962,6 @@ class Room(NbActor):
     def _lane(self) -> str:
         return f"room:{self.notebook_id}"
 
-    def work_handlers(self):
-        return {
-            SaveFinished: self._save_finished,
-            FileLooked: self._file_looked,
-            ExecutionRecorded: self._execution_recorded,
-            LiveExecutionRecorded: self._live_execution_recorded,
-            StoredExecutionRead: self._stored_execution_read,
-            KernelspecsRead: self._kernelspecs_read,
-            StaleTempsSwept: self._stale_temps_swept,
-            NotebookFileRead: self._notebook_file_read,
-            JournalAppended: self._journal_appended,
-            JournalRead: self._journal_read,
-            JournalTruncated: self._journal_truncated,
-            JournalClosed: self._journal_closed,
-            DependenciesPrepared: self._dependencies_prepared,
-            DependenciesRecorded: self._dependencies_recorded,
-            ProjectTrustRecorded: self._project_trust_recorded,
-        }
-
     def _save_finished(self, done: BlockingWorkDone) -> None:
         token: SaveFinished = done.token
         if token.path is not None:
@@ -998,7 +1015,7 @@ class Room(NbActor):
         self._arm_file_check()
         self._report_status()
 
-    def receiveMsg_PathRecorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
+    def _on_path_recorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
         """An open or a save to a new path is answered once the Daemon holds the binding on
         disk; a binding that could not be written is logged and the answer goes out."""
         if msg.problem is not None:
@@ -1152,7 +1169,7 @@ class Room(NbActor):
 
     # --- closing --------------------------------------------------------------------------
 
-    def receiveMsg_CloseRoom(self, msg: CloseRoom, sender: ActorAddress) -> None:
+    def _on_close_room(self, msg: CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
         the kernel has stopped."""
         self.closing = sender
@@ -1186,13 +1203,13 @@ class Room(NbActor):
             report, self.close_report = self.close_report, None
             self.send(self.closing, report)
 
-    def receiveMsg_ReopenRoom(self, msg: ReopenRoom, sender: ActorAddress) -> None:
+    def _on_reopen_room(self, msg: ReopenRoom, sender: ActorAddress) -> None:
         self.closing = None
         self.kept = msg.kept
 
     # --- the kernel child -----------------------------------------------------------------
 
-    def receiveMsg_KeepAliveExpired(self, msg: KeepAliveExpired, sender: ActorAddress) -> None:
+    def _keep_alive_expired(self, msg: KeepAliveExpired) -> None:
         busy = bool(self.book.live_ids())
         self._carry_out(lifetime.keep_alive_expired, self.life, msg.generation, busy)
 
@@ -1250,7 +1267,7 @@ class Room(NbActor):
     def _from_current_kernel(self, sender: ActorAddress) -> bool:
         return self.kernel is not None and sender == self.kernel
 
-    def receiveMsg_KernelReady(self, msg: KernelReady, sender: ActorAddress) -> None:
+    def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.IDLE
             self.kernel_pid = msg.pid
@@ -1260,7 +1277,7 @@ class Room(NbActor):
             self._answer_restarts()
             self._report_status()
 
-    def receiveMsg_KernelFailed(self, msg: KernelFailed, sender: ActorAddress) -> None:
+    def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.DEAD
             self.kernel_problem = msg.message
@@ -1268,7 +1285,7 @@ class Room(NbActor):
             self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
             self._report_status()
 
-    def receiveMsg_KernelDied(self, msg: KernelDied, sender: ActorAddress) -> None:
+    def _on_kernel_died(self, msg: KernelDied, sender: ActorAddress) -> None:
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.DEAD
             self.kernel_problem = f"The kernel (pid {msg.pid}) died."
@@ -1284,13 +1301,13 @@ class Room(NbActor):
         self.kernels_stopping = [kernel for kernel in self.kernels_stopping if kernel != address]
         self._report_closed()
 
-    def receiveMsg_KernelStopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
+    def _on_kernel_stopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
         self.send(sender, ActorExitRequest())
         if msg.pid is not None:
             self.send(self.edge, KernelProcessEnded(self.notebook_id, msg.pid))
         self._kernel_gone(sender)
 
-    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+    def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         self._kernel_gone(msg.childAddress)
         if self.kernel is not None and msg.childAddress == self.kernel:
             self.kernel = None
@@ -1398,11 +1415,11 @@ class Room(NbActor):
     def _get_execution(self, origin: Origin, req: GetExecution) -> None:
         self._answer_execution(origin, req.execution_id, req.wait_secs)
 
-    def receiveMsg_ExecutionStarted(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
+    def _on_execution_started(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
         if self._from_current_kernel(sender) and self.book.started(msg.execution_id):
             self.kernel_state = KernelState.BUSY
 
-    def receiveMsg_OutputsArrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
+    def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
         if self.closing is not None:
             return
         record = self.book.add_outputs(
@@ -1412,16 +1429,14 @@ class Room(NbActor):
             with contextlib.suppress(NbstageError):
                 self.doc.set_outputs(record.cell_id, record.outputs, None)
 
-    def receiveMsg_ExecutionFinished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
+    def _on_execution_finished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
         record = self.book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.IDLE
         if record is not None:
             self._settle(record)
 
-    def receiveMsg_ExecutionsCancelled(
-        self, msg: ExecutionsCancelled, sender: ActorAddress
-    ) -> None:
+    def _on_executions_cancelled(self, msg: ExecutionsCancelled, sender: ActorAddress) -> None:
         for execution_id in msg.execution_ids:
             record = self.book.finish(execution_id, msg.status, error=msg.reason)
             if record is not None:
@@ -1485,7 +1500,7 @@ class Room(NbActor):
             raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
         self.send(self.kernel, InterruptKernelNow(origin))
 
-    def receiveMsg_KernelInterrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
+    def _on_kernel_interrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
         self.answer(msg.origin, InterruptSent())
 
     def _refuse_without_kernelspec(self) -> None:
@@ -1517,7 +1532,7 @@ class Room(NbActor):
             self.kernel = None
         self._carry_out(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
 
-    def receiveMsg_KernelRestarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
+    def _on_kernel_restarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
         if self._from_current_kernel(sender):
             self.kernel_state = KernelState.IDLE
             self.kernel_pid = msg.pid
@@ -1621,9 +1636,6 @@ class Room(NbActor):
         token = DependenciesPrepared(origin, plan, req.apply.value, started)
         self.environment_jobs += 1
         self.offload(token, work, reports=True)
-
-    def progress_handlers(self):
-        return {DependenciesPrepared: self._dependencies_progressed}
 
     def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
         self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
