@@ -29,7 +29,6 @@ import os
 import sqlite3
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -58,6 +57,7 @@ from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
+from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.edge import (
@@ -184,7 +184,6 @@ from nbstage.protocol.rooms import (
 
 log = logging.getLogger("nbstage.room")
 
-REMEMBERED_KEYS = 512
 MAX_WAIT_SECS = 24 * 3600.0
 
 
@@ -200,12 +199,7 @@ class Room(NbActor):
         self.ephemeral = True
         self.peers: dict[str, str] = {}
         self.idle_since: float | None = time.monotonic()
-        self.applied: OrderedDict[str, object] = OrderedDict()
-        """Scoped idempotency key → the reply (or execution id) it was first answered with."""
-        self.keyed_origins: dict[Origin, str] = {}
-        """A keyed request still being carried out (a save, a restart) → its scoped key."""
-        self.repeats: dict[str, list[Origin]] = {}
-        """Scoped key → repeats that arrived while its first request was carried out."""
+        self.once = OnceKeys()
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -665,11 +659,10 @@ class Room(NbActor):
 
         def handle(origin: Origin, req: Any) -> None:
             key = scoped_key(req)
-            if key is not None and key in self.applied:
-                self.answer(origin, self.applied[key])
+            if self.once.known(key):
+                self.answer(origin, self.once.first_answer(key))
                 return
-            if key is not None and key in self.repeats:
-                self.repeats[key].append(origin)
+            if self.once.wait_if_under_way(key, origin):
                 return
             self._refuse_while_closing("the change was not made")
             before = self.doc.revision
@@ -678,12 +671,11 @@ class Room(NbActor):
             changed = self._journalled and self.doc.revision != before
             record = journal.mutation_record(self.doc, result) if changed else None
             if record is None:
-                self._remember(key, result)
+                self.once.remember(key, result)
                 self.answer(origin, result)
                 return
             if key is not None:
-                self.repeats[key] = []
-                self.keyed_origins[origin] = key
+                self.once.begin(key, origin)
             self._append_journal(record, origin, result)
 
         return handle
@@ -695,17 +687,14 @@ class Room(NbActor):
 
         def handle(origin: Origin, req: Any) -> None:
             key = scoped_key(req)
-            if key is None or key not in self.applied:
-                self._refuse_while_closing("nothing was done")
+            if self.once.known(key):
+                self.answer(origin, self.once.first_answer(key))
+                return
+            self._refuse_while_closing("nothing was done")
             if key is None:
                 start(origin, req)
-            elif key in self.applied:
-                self.answer(origin, self.applied[key])
-            elif key in self.repeats:
-                self.repeats[key].append(origin)
-            else:
-                self.repeats[key] = []
-                self.keyed_origins[origin] = key
+            elif not self.once.wait_if_under_way(key, origin):
+                self.once.begin(key, origin)
                 start(origin, req)
 
         return handle
@@ -718,25 +707,13 @@ class Room(NbActor):
 
     def answer(self, origin: Origin, reply: object) -> None:
         super().answer(origin, reply)
-        key = self.keyed_origins.pop(origin, None)
-        if key is not None:
-            self._remember(key, reply)
-            for repeat in self.repeats.pop(key, []):
-                super().answer(repeat, reply)
+        for repeat in self.once.answered(origin, reply):
+            super().answer(repeat, reply)
 
     def fail(self, origin: Origin, error: NbstageError) -> None:
         super().fail(origin, error)
-        key = self.keyed_origins.pop(origin, None)
-        if key is not None:
-            for repeat in self.repeats.pop(key, []):
-                super().fail(repeat, error)
-
-    def _remember(self, key: str | None, result: object) -> None:
-        if key is None:
-            return
-        self.applied[key] = result
-        while len(self.applied) > REMEMBERED_KEYS:
-            self.applied.popitem(last=False)
+        for repeat in self.once.failed(origin):
+            super().fail(repeat, error)
 
     # --- the journal ----------------------------------------------------------------------
 
@@ -1329,8 +1306,10 @@ class Room(NbActor):
 
     def _execute(self, origin: Origin, req: ExecuteCell) -> None:
         key = scoped_key(req)
-        if key is not None and key in self.applied:
-            self._answer_execution(origin, self.applied[key]["execution_id"], req.wait_secs)
+        if self.once.known(key):
+            self._answer_execution(
+                origin, self.once.first_answer(key)["execution_id"], req.wait_secs
+            )
             return
         self._refuse_while_closing("the cell was not run")
         cell = self.doc.cell(req.cell_id)
@@ -1340,7 +1319,7 @@ class Room(NbActor):
             )
         self._require_kernel()
         record, is_new = self.book.queue(cell.id)
-        self._remember(key, {"execution_id": record.execution_id})
+        self.once.remember(key, {"execution_id": record.execution_id})
         if is_new:
             self.doc.clear_outputs(cell.id)
             self.send(self.kernel, RunCode(record.execution_id, cell.source))
