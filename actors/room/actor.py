@@ -26,10 +26,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sqlite3
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -40,7 +38,6 @@ from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import (
     dependencies,
-    environments,
     executions,
     journal,
     lifetime,
@@ -57,6 +54,12 @@ from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
+from nbstage.actors.room.environment import (
+    EnvironmentSeat,
+    record_trust,
+    record_trust_after_save,
+    trusted_for,
+)
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
@@ -70,7 +73,6 @@ from nbstage.protocol.edge import (
 )
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
-    EnvironmentView,
     ExecutionFinished,
     ExecutionsCancelled,
     ExecutionStarted,
@@ -200,6 +202,7 @@ class Room(NbActor):
         self.peers: dict[str, str] = {}
         self.idle_since: float | None = time.monotonic()
         self.once = OnceKeys()
+        self.env = EnvironmentSeat()
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -233,10 +236,6 @@ class Room(NbActor):
         self.teardown_armed: int | None = None
         """Generation of the last keep-alive timer armed, shown by admin."""
         self.kernel_problem: str | None = None
-        self.kernel_name: str | None = None
-        """The kernelspec the kernel runs; None until chosen, or when none fits."""
-        self.kernel_refused: str | None = None
-        """Why no installed kernelspec fits the notebook; calls that need a kernel answer it."""
         self.pending_restart: list[Origin] = []
         self.book = ExecutionBook()
         self.finished_count = 0
@@ -263,15 +262,6 @@ class Room(NbActor):
         """Journal work under way; the close is reported once none is left."""
         self.restored = 0
         """Journal records applied at the start: edits the last daemon acknowledged."""
-        self.trusted: set[str] = set()
-        """Fingerprints of the dependency sets approved or written for this notebook: only
-        those are built (actors/dependencies.py)."""
-        self.environment: EnvironmentView | None = None
-        """Where the running kernel's Python comes from; None while no kernel is ready."""
-        self.pending_env: list[tuple[Origin, DependenciesManaged]] = []
-        self.environment_jobs = 0
-        """Builds and syncs under way: a close waits for them, to answer their calls."""
-        """manage_dependencies calls answered once the kernel is up in its new environment."""
 
     # --- start ----------------------------------------------------------------------------
 
@@ -285,7 +275,7 @@ class Room(NbActor):
         self.life = lifetime.Lifetime(
             has_runtime=msg.source is not RoomSource.NEW or msg.kernelspec is not None
         )
-        self.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
+        self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         # Joins wait for every read the start makes; an open by path also waits until the
         # Daemon has recorded the path (PathRecorded), which may come before the file.
         self.start_reads = int(msg.binding_pending)
@@ -385,7 +375,7 @@ class Room(NbActor):
         def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
             from nbstage.actors.kernel_backend import installed_kernelspecs
 
-            return installed_kernelspecs(), _trusted_for(where, path)
+            return installed_kernelspecs(), trusted_for(where, path)
 
         self.offload(KernelspecsRead(restart), read)
 
@@ -393,14 +383,14 @@ class Room(NbActor):
         """A loaded notebook's kernel is chosen from its metadata (kernelspecs.py)."""
         if done.ok:
             specs, trusted = done.result
-            self.trusted |= trusted
+            self.env.trusted |= trusted
             installed = {name: spec.language for name, spec in specs.items()}
             chosen = choose_kernelspec(self.doc.metadata, installed)
         else:
             chosen = NoKernelspec(f"The installed kernelspecs could not be read: {done.error}")
         refused = isinstance(chosen, NoKernelspec)
-        self.kernel_name = None if refused else chosen
-        self.kernel_refused = chosen.message if refused else None
+        self.env.kernel_name = None if refused else chosen
+        self.env.kernel_refused = chosen.message if refused else None
         self.life = replace(self.life, has_runtime=not refused)
         restart = done.token.restart
         if restart is not None:
@@ -518,11 +508,11 @@ class Room(NbActor):
             "notebook_id": self.notebook_id,
             "path": self.path,
             "ephemeral": self.ephemeral,
-            "runtime": self.kernel_name,
-            "kernel_refused": self.kernel_refused,
+            "runtime": self.env.kernel_name,
+            "kernel_refused": self.env.kernel_refused,
             "cell_count": len(self.doc.cells),
             "kernel_status": self.kernel_state,
-            "environment": self.environment or self._planned_environment(),
+            "environment": self.env.shown(self.doc.metadata),
         }
 
     def _report_status(self) -> None:
@@ -538,8 +528,8 @@ class Room(NbActor):
                 self.idle_since,
                 self.joins_seen,
                 self.kernel_actor_pid,
-                self.kernel_name,
-                self.environment,
+                self.env.kernel_name,
+                self.env.running,
             ),
         )
 
@@ -904,18 +894,14 @@ class Room(NbActor):
         if purpose is SavePurpose.NEW_PATH:
             given, overwrite = self.save_claims.pop(origin, (path, False))
             own, where = self.path, self._registry_file
-            trusted = self._trusted_fingerprint()
+            trusted = self.env.trusted_fingerprint(self.doc.metadata)
             limit = self.config.settings.max_file_bytes
 
             def save_there() -> Any:
                 saved = persistence.save_to_new_path(
                     Path(given), target, snapshot, own, overwrite, limit
                 )
-                if trusted is not None:
-                    try:
-                        _record_trust(where, path, trusted)
-                    except (sqlite3.Error, OSError) as exc:
-                        log.error("saved to %s, but its dependencies' trust was not: %s", path, exc)
+                record_trust_after_save(where, path, trusted)
                 return saved
 
             self.offload(token, save_there, self._lane)
@@ -1006,7 +992,7 @@ class Room(NbActor):
 
     def notices_for(self, origin: Origin) -> tuple[str, ...]:
         if self.doc is not None:
-            self.notices.stand("dependencies", self._approval_line())
+            self.notices.stand("dependencies", self.env.approval_line(self.doc.metadata))
         return self.notices.take(origin.conn)
 
     def _wrote(self, stamp: DiskStamp, notebook: dict) -> None:
@@ -1175,7 +1161,7 @@ class Room(NbActor):
         """The close is over once the last flush, the journal's work and any environment
         build are done and every kernel this room stopped has said so: the room then ends
         with no child left for its exit to cut short, and no call left unanswered."""
-        settled = not (self.kernels_stopping or self.journal_jobs or self.environment_jobs)
+        settled = not (self.kernels_stopping or self.journal_jobs or self.env.jobs)
         if self.close_report is not None and settled:
             report, self.close_report = self.close_report, None
             self.send(self.closing, report)
@@ -1214,13 +1200,13 @@ class Room(NbActor):
             self.kernel,
             StartKernel(
                 cfg.notebook_id,
-                self.kernel_name,
+                self.env.kernel_name,
                 cfg.kernel_dir,
                 cwd,
                 self.edge,
                 cfg.kernel_backend,
                 cfg.state_dir,
-                dependencies.wanted_environment(deps, self.trusted, cwd),
+                dependencies.wanted_environment(deps, self.env.trusted, cwd),
                 cfg.settings.output_limit_bytes,
             ),
         )
@@ -1233,7 +1219,7 @@ class Room(NbActor):
         self.kernel_state = KernelState.NONE
         self.kernel_pid = None
         self.kernel_actor_pid = None
-        self.environment = None
+        self.env.running = None
         self._fail_live_executions(
             ExecutionStatus.ERROR,
             f"kernel stopped: {reason}; run the cell again with "
@@ -1249,7 +1235,7 @@ class Room(NbActor):
             self.kernel_state = KernelState.IDLE
             self.kernel_pid = msg.pid
             self.kernel_actor_pid = msg.actor_pid
-            self.environment = msg.environment
+            self.env.running = msg.environment
             self._project_reported()
             self._answer_restarts()
             self._report_status()
@@ -1326,7 +1312,7 @@ class Room(NbActor):
         self._answer_execution(origin, record.execution_id, req.wait_secs)
 
     def _require_kernel(self) -> None:
-        self._refuse_without_kernelspec()
+        self.env.refuse_without_kernelspec(self.life.has_runtime)
         if not self.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
         if self.kernel_state is KernelState.DEAD:
@@ -1482,26 +1468,18 @@ class Room(NbActor):
     def _on_kernel_interrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
         self.answer(msg.origin, InterruptSent())
 
-    def _refuse_without_kernelspec(self) -> None:
-        if self.kernel_refused is not None:
-            raise NbstageError(ErrorCode.UNKNOWN_RUNTIME, self.kernel_refused)
-        if self.life.has_runtime and self.kernel_name is None:
-            raise NbstageError(
-                ErrorCode.NO_KERNEL, "The notebook's kernel is still being chosen; try again."
-            )
-
     def _restart(self, origin: Origin, req: RestartKernel | None) -> None:
         """A room whose notebook fits no kernelspec reads them again first: one may be new."""
-        if self.kernel_refused is not None:
+        if self.env.kernel_refused is not None:
             self._read_kernelspecs(origin)
             return
-        self._refuse_without_kernelspec()
+        self.env.refuse_without_kernelspec(self.life.has_runtime)
         if not self.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
         self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
         self.pending_restart.append(origin)
         if self.kernel is not None and self.kernel_state is not KernelState.DEAD:
-            if not projects.placed_afresh(self.environment):
+            if not projects.placed_afresh(self.env.running):
                 self.kernel_state = KernelState.RESTARTING
                 self.send(self.kernel, RestartKernelNow(origin))
                 return
@@ -1523,43 +1501,24 @@ class Room(NbActor):
             failure = NbstageError(
                 ErrorCode.KERNEL_DIED, f"{self.kernel_problem} Try restart again."
             )
-        for origin in self.pending_restart + [origin for origin, _ in self.pending_env]:
+        for origin in self.pending_restart + [origin for origin, _ in self.env.pending]:
             self.fail(origin, failure)
-        self.pending_restart, self.pending_env = [], []
+        self.pending_restart, self.env.pending = [], []
 
     def _answer_restarts(self) -> None:
         for origin in self.pending_restart:
             self.answer(origin, RestartCompleted(self.kernel_pid))
-        for origin, reply in self.pending_env:
-            self.answer(origin, replace(reply, environment=self.environment))
-        self.pending_restart, self.pending_env = [], []
+        for origin, reply in self.env.pending:
+            self.answer(origin, replace(reply, environment=self.env.running))
+        self.pending_restart, self.env.pending = [], []
 
     # --- dependencies (actors/dependencies.py) --------------------------------------------
 
-    def _dependency_set(self) -> tuple[tuple[str, ...], str | None, bool]:
-        """The notebook's inline dependencies, their fingerprint (None for none) and
-        whether that set is trusted here."""
-        deps = dependencies.read_dependencies(self.doc.metadata)
-        fp = dependencies.fingerprint(deps) if deps else None
-        return deps, fp, fp in self.trusted
-
-    def _approval_line(self) -> str | None:
-        deps, fp, trusted = self._dependency_set()
-        if fp is not None:
-            return None if trusted else dependencies.approval_line(deps)
-        return projects.approval_line(self.environment, self.trusted)
-
     def _project_reported(self) -> None:
-        """A kernel up in an approved project reports the fingerprint after uv's lock,
-        which is approved with it (``place_kernel``); a refused project is said once."""
-        refused = projects.refusal_line(self.environment)
+        refused, locked = self.env.project_reported()
         if refused is not None:
             self.notices.post(refused)
-        locked = projects.locked_fingerprint(self.environment)
-        if locked is None or locked in self.trusted:
-            return
-        self.trusted.add(locked)
-        if self.path is not None:
+        if locked is not None and self.path is not None:
             work = self._dependency_record_work(None, (locked,))
             self._journal_work(ProjectTrustRecorded(), work)
 
@@ -1569,39 +1528,12 @@ class Room(NbActor):
             log.error("could not record the project trust of %s: %s", self.path, done.error)
         self._report_closed()
 
-    def _approved_project(self, plan: dependencies.DependencyPlan) -> str | None:
-        """trust=true with no inline set approves the project the kernel waits for."""
-        if not plan.approve or plan.edit.after:
-            return None
-        waiting = projects.waiting_project(self.environment)
-        if waiting is None or waiting in self.trusted:
-            return None
-        self.trusted.add(waiting)
-        self.notices.post(projects.approved_line(self.environment))
-        return waiting
-
-    def _planned_environment(self) -> EnvironmentView | None:
-        """Before the kernel is up: where its dependencies put it, if they decide."""
-        _, fp, trusted = self._dependency_set()
-        if fp is None:
-            return None
-        if trusted:
-            return EnvironmentView(dependencies.EnvSource.INLINE.value, fp)
-        waiting = "its dependencies wait for approval (manage_dependencies(trust=true))"
-        return EnvironmentView(dependencies.EnvSource.POOL.value, problem=waiting)
-
-    def _trusted_fingerprint(self) -> str | None:
-        """The notebook's dependency set, when it has one that is trusted: a save to a new
-        path carries the trust there."""
-        _, fp, trusted = self._dependency_set()
-        return fp if trusted else None
-
     def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
         """Validate, then (for apply=restart or sync) do the environment work first: a
         build that fails changes nothing. The edit itself is one room mutation."""
         current = dependencies.read_dependencies(self.doc.metadata)
         plan = dependencies.plan_change(
-            current, self.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
+            current, self.env.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
         )
         started = time.monotonic()
         if req.apply is ApplyDependencies.NONE:
@@ -1609,64 +1541,19 @@ class Room(NbActor):
             return
         self._require_kernel()
         if req.apply is ApplyDependencies.RESTART:
-            work = self._build_work(plan)
+            work = self.env.build_work(plan, self.config.state_dir)
         else:
-            work = self._sync_work(plan)
+            work = self.env.sync_work(plan)
         token = DependenciesPrepared(origin, plan, req.apply.value, started)
-        self.environment_jobs += 1
+        self.env.jobs += 1
         self.offload(token, work, reports=True)
 
     def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
         self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
 
-    def _build_work(self, plan: dependencies.DependencyPlan):
-        """Work that takes ``report(line)``: uv's lines go to the caller as progress."""
-        if not plan.edit.after or not plan.trusted_after:
-            return lambda report: None
-        root = environments.envs_dir(self.config.state_dir)
-        fp, reqs = plan.after_fingerprint, dependencies.normalised_set(plan.edit.after)
-        return lambda report: environments.ensure_inline_env(root, fp, reqs, report)
-
-    def _sync_work(self, plan: dependencies.DependencyPlan):
-        """Install the whole set into the running pool kernel's own venv, then uninstall
-        what the call removed (so a failed install leaves the kernel as it was); refused
-        where that would touch what is not the kernel's."""
-        env = self.environment
-        if not plan.trusted_after:
-            problem = (
-                "its dependencies are not approved; approve them with "
-                'manage_dependencies(trust=true, apply="sync")'
-            )
-        elif env is None:
-            problem = "the kernel is still starting; try again in a moment"
-        elif env.source != dependencies.EnvSource.POOL or env.path is None:
-            problem = (
-                f"the kernel runs in a shared {env.source} environment; use "
-                'manage_dependencies(apply="restart")'
-            )
-        else:
-            problem = None
-        if problem is not None:
-            raise NbstageError(
-                ErrorCode.BAD_REQUEST, f"apply='sync' was refused, so nothing changed: {problem}."
-            )
-        path = Path(env.path)
-        wanted, removed = plan.edit.after, plan.edit.removed.removed
-
-        kept = {dependencies.requirement_name(r) for r in wanted}
-        gone = [n for n in map(dependencies.requirement_name, removed) if n not in kept]
-
-        def sync(report: Callable[[str], None]) -> None:
-            if wanted:
-                environments.install_into(path, wanted, report)
-            if gone:
-                environments.uninstall_from(path, gone)
-
-        return sync
-
     def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
         token: DependenciesPrepared = done.token
-        self.environment_jobs -= 1
+        self.env.jobs -= 1
         seconds = round(time.monotonic() - token.started, 3)
         if self.closing is not None:
             self.fail(token.origin, _closing_error("the dependencies were not changed"))
@@ -1712,10 +1599,14 @@ class Room(NbActor):
             self._refuse_while_closing("the dependencies were not changed")
             self.doc.set_dependencies(edit.after)
             self._edited()
-        newly_trusted = plan.trusted_after and plan.after_fingerprint not in self.trusted
+        newly_trusted = plan.trusted_after and plan.after_fingerprint not in self.env.trusted
         if plan.trusted_after:
-            self.trusted.add(plan.after_fingerprint)
-        project = self._approved_project(plan)
+            self.env.trusted.add(plan.after_fingerprint)
+        approved = self.env.approve_project(plan)
+        project = None
+        if approved is not None:
+            project = approved[0]
+            self.notices.post(approved[1])
         removal = edit.removed
         reply = DependenciesManaged(
             DependencySide(list(edit.before), plan.before_fingerprint),
@@ -1725,7 +1616,7 @@ class Room(NbActor):
                 list(removal.requested), list(removal.removed), list(removal.not_found)
             ),
             DependencyTrust(**dependencies.trust_state(edit.after, plan.trusted_after)),
-            self.environment,
+            self.env.running,
             applied,
         )
         trusts = (plan.after_fingerprint,) if newly_trusted else ()
@@ -1748,7 +1639,7 @@ class Room(NbActor):
             if store is not None:
                 store.append(notebook_id, seq, data)
             for trust in trusts:
-                _record_trust(where, path, trust)
+                record_trust(where, path, trust)
 
         return record
 
@@ -1762,36 +1653,11 @@ class Room(NbActor):
         elif self.closing is not None:
             self.fail(token.origin, _closing_error("the kernel was not restarted"))
         else:
-            self.pending_env.append((token.origin, token.reply))
+            self.env.pending.append((token.origin, token.reply))
             self._detach_kernel("restarted into its new environment")
             self.life = lifetime.kernel_released(self.life)
             self._carry_out(lifetime.kernel_wanted, self.life)
         self._report_closed()
-
-
-def _trusted_for(registry: Path, path: str | None) -> set[str]:
-    """The dependency sets trusted for ``path``; none when the registry cannot say, so a
-    notebook's packages are never installed on a read that failed."""
-    if path is None:
-        return set()
-    try:
-        reader = Registry(registry)
-        try:
-            return reader.trusted_fingerprints(path)
-        finally:
-            reader.close()
-    except (sqlite3.Error, OSError) as exc:
-        log.warning("could not read the trusted dependencies of %s: %s", path, exc)
-        return set()
-
-
-def _record_trust(registry: Path, path: str, fingerprint: str) -> None:
-    """Worker-thread work, on a connection of its own: the room's may close meanwhile."""
-    writer = Registry(registry)
-    try:
-        writer.trust(path, fingerprint)
-    finally:
-        writer.close()
 
 
 def _read_notebook_file(path: Path, limit: int) -> tuple[Document, DiskStamp, dict[str, Any]]:
