@@ -49,17 +49,18 @@ from nbstage.actors import (
 from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution, ExecutionBook
-from nbstage.actors.journal_store import JournalStore
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
+from nbstage.actors.room.actions import Action, Answer, Fail, Offload, Send, Wake
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
     record_trust,
     record_trust_after_save,
     trusted_for,
 )
+from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.codec import from_wire
@@ -203,6 +204,7 @@ class Room(NbActor):
         self.idle_since: float | None = time.monotonic()
         self.once = OnceKeys()
         self.env = EnvironmentSeat()
+        self.journal = Journalling()
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -255,18 +257,12 @@ class Room(NbActor):
         or a loaded notebook's kernelspec choice and journal read, was under way."""
         self.start_reads = 0
         """Reads a loaded notebook waits for before it takes joins (kernelspecs, journal)."""
-        self._journal: JournalStore | None = None
-        self.journal_seq = 0
-        """The last journal record this room appended (or found at its start)."""
-        self.journal_jobs = 0
-        """Journal work under way; the close is reported once none is left."""
-        self.restored = 0
-        """Journal records applied at the start: edits the last daemon acknowledged."""
 
     # --- start ----------------------------------------------------------------------------
 
     def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
         self.config = msg
+        self.journal.start(msg.notebook_id, msg.state_dir)
         self.book.output_limit = msg.settings.output_limit_bytes
         self.daemon = sender
         self.edge = msg.edge
@@ -329,7 +325,7 @@ class Room(NbActor):
             self.start_reads += 2 if self._journalled else 1
             self._read_kernelspecs()
             if self._journalled:
-                self._read_journal()
+                self.act(self.journal.read())
             return
         if msg.source is RoomSource.NEW and not msg.ephemeral:
             self.held_joins = []
@@ -410,9 +406,11 @@ class Room(NbActor):
         self._started()
         for join in held:
             self._on_join_room(join, self.daemon)
-        if self.restored:
+        if self.journal.restored:
             where = self.path or self.notebook_id
-            self.notices.post(journal.restored_notice(where, self.restored, self.path is not None))
+            self.notices.post(
+                journal.restored_notice(where, self.journal.restored, self.path is not None)
+            )
 
     def _load(self, msg: StartRoom) -> Document:
         """The document of an untitled or a new notebook; a file's is read off the loop."""
@@ -666,7 +664,7 @@ class Room(NbActor):
                 return
             if key is not None:
                 self.once.begin(key, origin)
-            self._append_journal(record, origin, result)
+            self.act(self.journal.append(record, origin, result))
 
         return handle
 
@@ -712,88 +710,42 @@ class Room(NbActor):
         """Ephemeral rooms stay in memory only; every other room journals its edits."""
         return not (self.ephemeral and self.path is None)
 
-    @property
-    def journal_store(self) -> JournalStore:
-        if self._journal is None:
-            self._journal = JournalStore(Path(self.config.state_dir) / "journal.sqlite3")
-        return self._journal
-
-    @property
-    def _journal_lane(self) -> str:
-        return f"journal:{self.notebook_id}"
-
-    def _journal_work(self, token: Any, work: Any) -> None:
-        self.journal_jobs += 1
-        self.offload(token, work, self._journal_lane)
-
-    def _append_journal(self, record: dict, origin: Origin, reply: object) -> None:
-        """The answer goes once the record is durable (``_journal_appended``)."""
-        self.journal_seq += 1
-        seq, data = self.journal_seq, orjson.dumps(record)
-        store, notebook_id = self.journal_store, self.notebook_id
-        self._journal_work(
-            JournalAppended(seq, origin, reply), lambda: store.append(notebook_id, seq, data)
-        )
-
     def _journal_appended(self, done: BlockingWorkDone) -> None:
-        self.journal_jobs -= 1
-        if not done.ok:
-            log.error(
-                "could not journal edit %d of %s (durable from its next save): %s",
-                done.token.seq,
-                self.notebook_id,
-                done.error,
-            )
+        self.journal.appended(done)
         self.answer(done.token.origin, done.token.reply)
         self._report_closed()
-
-    def _read_journal(self) -> None:
-        store, notebook_id = self.journal_store, self.notebook_id
-
-        def read() -> list[tuple[int, dict]]:
-            return [(seq, orjson.loads(record)) for seq, record in store.read(notebook_id)]
-
-        self._journal_work(JournalRead(), read)
 
     def _journal_read(self, done: BlockingWorkDone) -> None:
         """Edits acknowledged after the last save come back; a file-backed room counts them
         as unsaved and writes them with its next save, through the checked save."""
-        self.journal_jobs -= 1
-        if not done.ok:
-            log.error("could not read the journal of %s: %s", self.notebook_id, done.error)
-        elif done.result:
-            self.journal_seq = max(self.journal_seq, done.result[-1][0])
-            replay = journal.apply_records(self.doc.to_json(), [r for _, r in done.result])
-            if replay.applied:
-                fresh = Document.from_json(replay.notebook)
-                self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
-                self.doc.revision += 1
-                self.restored = replay.applied
-                if self.path is None:
-                    self._edited()
-            else:
-                self._truncate_journal(self.journal_seq)
-            log.info(
-                "restored %d journal records of %s (%d no longer applied)",
-                replay.applied,
-                self.notebook_id,
-                replay.skipped,
-            )
+        changed, work = self.journal.replay(done, self.doc)
+        self.act(*work)
+        if changed and self.path is None:
+            self._edited()
         self._start_read_done()
 
-    def _truncate_journal(self, upto: int) -> None:
-        store, notebook_id = self.journal_store, self.notebook_id
-        self._journal_work(JournalTruncated(upto), lambda: store.truncate(notebook_id, upto))
-
     def _journal_truncated(self, done: BlockingWorkDone) -> None:
-        self.journal_jobs -= 1
-        if not done.ok:
-            log.warning("could not truncate the journal of %s: %s", self.notebook_id, done.error)
+        self.journal.truncated(done)
         self._report_closed()
 
     def _journal_closed(self, done: BlockingWorkDone) -> None:
-        self.journal_jobs -= 1
+        self.journal.settled()
         self._report_closed()
+
+    def act(self, *actions: Action) -> None:
+        """Carry out what a part asked for (room/actions.py)."""
+        for action in actions:
+            match action:
+                case Send(to, message):
+                    self.send(to, message)
+                case Offload(token, work, lane, reports):
+                    self.offload(token, work, lane, reports)
+                case Wake(seconds, payload):
+                    self.wakeupAfter(timedelta(seconds=seconds), payload=payload)
+                case Answer(origin, reply):
+                    self.answer(origin, reply)
+                case Fail(origin, error):
+                    self.fail(origin, error)
 
     def _create_cell(self, req: CreateCell) -> CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
@@ -889,7 +841,7 @@ class Room(NbActor):
         self.file_busy = True
         self.writing = self.doc.to_json()
         snapshot = orjson.dumps(self.writing)
-        token = SaveFinished(path, self.doc.revision, purpose, origin, self.journal_seq)
+        token = SaveFinished(path, self.doc.revision, purpose, origin, self.journal.seq)
         target = Path(path)
         if purpose is SavePurpose.NEW_PATH:
             given, overwrite = self.save_claims.pop(origin, (path, False))
@@ -916,7 +868,7 @@ class Room(NbActor):
 
     def _flush_untitled(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
         snapshot = orjson.dumps(self.doc.to_json())
-        token = SaveFinished(None, self.doc.revision, purpose, None, self.journal_seq)
+        token = SaveFinished(None, self.doc.revision, purpose, None, self.journal.seq)
         registry = self.registry
         notebook_id = self.notebook_id
         self.offload(token, lambda: registry.store_untitled(notebook_id, snapshot), self._lane)
@@ -946,7 +898,7 @@ class Room(NbActor):
             if self.saved_revision == self.doc.revision:
                 self.first_unsaved_at = None
             if token.journal_seq > 0:
-                self._truncate_journal(token.journal_seq)
+                self.act(self.journal.truncate(token.journal_seq))
             if token.path is not None:
                 self._event(EventKind.SAVED, {"path": token.path})
         else:
@@ -1125,8 +1077,7 @@ class Room(NbActor):
         if merged.cells == theirs and metadata == disk["metadata"]:
             self.saved_revision = self.doc.revision
             self.first_unsaved_at = None
-            if self.journal_seq > 0:
-                self._truncate_journal(self.journal_seq)
+            self.act(*self.journal.truncate_all())
         if merged.summary.changed:
             self.notices.post(notebook_merge.notice_line(self.path, merged.summary))
 
@@ -1150,9 +1101,7 @@ class Room(NbActor):
         if self._registry is not None:
             self._registry.close()
             self._registry = None
-        if self._journal is not None:
-            store = self._journal
-            self._journal_work(JournalClosed(), store.close)
+        self.act(*self.journal.close())
         problem = None if saved else save_error(error).message
         self.close_report = RoomClosed(self.notebook_id, saved, problem)
         self._report_closed()
@@ -1161,7 +1110,7 @@ class Room(NbActor):
         """The close is over once the last flush, the journal's work and any environment
         build are done and every kernel this room stopped has said so: the room then ends
         with no child left for its exit to cut short, and no call left unanswered."""
-        settled = not (self.kernels_stopping or self.journal_jobs or self.env.jobs)
+        settled = not (self.kernels_stopping or self.journal.jobs or self.env.jobs)
         if self.close_report is not None and settled:
             report, self.close_report = self.close_report, None
             self.send(self.closing, report)
@@ -1520,10 +1469,10 @@ class Room(NbActor):
             self.notices.post(refused)
         if locked is not None and self.path is not None:
             work = self._dependency_record_work(None, (locked,))
-            self._journal_work(ProjectTrustRecorded(), work)
+            self.act(self.journal.work(ProjectTrustRecorded(), work))
 
     def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
-        self.journal_jobs -= 1
+        self.journal.settled()
         if not done.ok:
             log.error("could not record the project trust of %s: %s", self.path, done.error)
         self._report_closed()
@@ -1625,15 +1574,14 @@ class Room(NbActor):
             (*trusts, *(() if project is None else (project,))) if self.path is not None else (),
         )
         restart = applied is not None and applied.mode == ApplyDependencies.RESTART
-        self._journal_work(DependenciesRecorded(origin, reply, restart), work)
+        self.act(self.journal.work(DependenciesRecorded(origin, reply, restart), work))
 
     def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
         store, notebook_id, path, where = None, self.notebook_id, self.path, self._registry_file
         seq, data = 0, b""
         if journalled is not None:
-            self.journal_seq += 1
-            seq, data = self.journal_seq, orjson.dumps(journal.dependencies(list(journalled)))
-            store = self.journal_store
+            seq, data = self.journal.next_record(journal.dependencies(list(journalled)))
+            store = self.journal.store
 
         def record() -> None:
             if store is not None:
@@ -1644,7 +1592,7 @@ class Room(NbActor):
         return record
 
     def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
-        self.journal_jobs -= 1
+        self.journal.settled()
         token: DependenciesRecorded = done.token
         if not done.ok:
             log.error("could not record the dependencies of %s: %s", self.notebook_id, done.error)
