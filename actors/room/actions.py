@@ -49,4 +49,16 @@ class Fail:
     error: NbstageError
 
 
-Action = Send | Offload | Wake | Answer | Fail
+@frozen
+class StartKernelChild:
+    """The kernel is wanted: the Room creates a Kernel actor (only an actor can)."""
+
+
+@frozen
+class DetachKernel:
+    """The latch: the Room lets the current kernel go, for ``reason``."""
+
+    reason: str
+
+
+Action = Send | Offload | Wake | Answer | Fail | StartKernelChild | DetachKernel

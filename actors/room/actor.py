@@ -38,7 +38,6 @@ from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import (
     dependencies,
-    executions,
     journal,
     lifetime,
     notebook_merge,
@@ -48,12 +47,21 @@ from nbstage.actors import (
 )
 from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
-from nbstage.actors.executions import Execution, ExecutionBook
+from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
-from nbstage.actors.room.actions import Action, Answer, Fail, Offload, Send, Wake
+from nbstage.actors.room.actions import (
+    Action,
+    Answer,
+    DetachKernel,
+    Fail,
+    Offload,
+    Send,
+    StartKernelChild,
+    Wake,
+)
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
     record_trust,
@@ -61,9 +69,9 @@ from nbstage.actors.room.environment import (
     trusted_for,
 )
 from nbstage.actors.room.journalling import Journalling
+from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room_support import save_error, scoped_key
-from nbstage.protocol.codec import from_wire
 from nbstage.protocol.edge import (
     ClientRequest,
     EventKind,
@@ -90,7 +98,6 @@ from nbstage.protocol.kernels import (
     OutputsArrived,
     RestartKernelNow,
     RunCode,
-    ShutdownKernel,
     StartKernel,
 )
 from nbstage.protocol.offload import BlockingWorkDone
@@ -108,8 +115,6 @@ from nbstage.protocol.replies import (
     DependencySide,
     DependencyTrust,
     ExecutionCounts,
-    ExecutionReported,
-    ExecutionView,
     InterruptSent,
     KeepAlive,
     KeptRoom,
@@ -187,8 +192,6 @@ from nbstage.protocol.rooms import (
 
 log = logging.getLogger("nbstage.room")
 
-MAX_WAIT_SECS = 24 * 3600.0
-
 
 class Room(NbActor):
     """One open notebook: its document, its peers, its saves and its Kernel child."""
@@ -205,6 +208,7 @@ class Room(NbActor):
         self.once = OnceKeys()
         self.env = EnvironmentSeat()
         self.journal = Journalling()
+        self.seat = KernelSeat()
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -230,17 +234,6 @@ class Room(NbActor):
         self.notices = NoticeBoard()
         self.peer_conns: dict[str, int] = {}
         """peer id → the daemon connection it joined on (the answers' ``Origin.conn``)."""
-        self.life = lifetime.Lifetime(has_runtime=False)
-        self.kernel: ActorAddress | None = None
-        self.kernel_state = KernelState.NONE
-        self.kernel_pid: int | None = None
-        self.kernel_actor_pid: int | None = None
-        self.teardown_armed: int | None = None
-        """Generation of the last keep-alive timer armed, shown by admin."""
-        self.kernel_problem: str | None = None
-        self.pending_restart: list[Origin] = []
-        self.book = ExecutionBook()
-        self.finished_count = 0
         self.joins_seen = 0
         self._registry: Registry | None = None
         self.load_error: NbstageError | None = None
@@ -248,10 +241,8 @@ class Room(NbActor):
         """Who asked this room to close; from then on it acknowledges no mutation."""
         self.kept: KeptRoom | None = None
         """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
-        self.kernels_stopping: list[ActorAddress] = []
-        """Kernel children told to shut down that have not said they stopped yet."""
         self.close_report: RoomClosed | None = None
-        """The close's outcome, held until ``kernels_stopping`` is empty."""
+        """The close's outcome, held until the seat's kernels have stopped."""
         self.held_joins: list[JoinRoom] | None = None
         """Joins that arrived before the room was ready: while a new notebook's first save,
         or a loaded notebook's kernelspec choice and journal read, was under way."""
@@ -263,14 +254,11 @@ class Room(NbActor):
     def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
         self.config = msg
         self.journal.start(msg.notebook_id, msg.state_dir)
-        self.book.output_limit = msg.settings.output_limit_bytes
         self.daemon = sender
         self.edge = msg.edge
         self.path = msg.path
         self.ephemeral = msg.ephemeral
-        self.life = lifetime.Lifetime(
-            has_runtime=msg.source is not RoomSource.NEW or msg.kernelspec is not None
-        )
+        self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         # Joins wait for every read the start makes; an open by path also waits until the
         # Daemon has recorded the path (PathRecorded), which may come before the file.
@@ -387,7 +375,7 @@ class Room(NbActor):
         refused = isinstance(chosen, NoKernelspec)
         self.env.kernel_name = None if refused else chosen
         self.env.kernel_refused = chosen.message if refused else None
-        self.life = replace(self.life, has_runtime=not refused)
+        self.seat.life = replace(self.seat.life, has_runtime=not refused)
         restart = done.token.restart
         if restart is not None:
             self._report_status()
@@ -438,10 +426,6 @@ class Room(NbActor):
     def notebook_id(self) -> str:
         return self.config.notebook_id
 
-    @property
-    def executions_dir(self) -> Path:
-        return Path(self.config.state_dir) / "executions"
-
     # --- peers and the kernel's lifetime --------------------------------------------------
 
     def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
@@ -463,7 +447,7 @@ class Room(NbActor):
         self.notices.follow(msg.origin.conn)
         self._arm_file_check()
         self.idle_since = None
-        self._carry_out(lifetime.peer_joined, self.life)
+        self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
         joined = NotebookJoined(**self._describe(), peer_id=peer_id, created=msg.created)
         self.answer(msg.origin, joined)
         self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
@@ -495,7 +479,7 @@ class Room(NbActor):
             self.notices.unfollow(conn)
         if not self.peers:
             self.idle_since = time.monotonic()
-        self._carry_out(lifetime.peer_left, self.life)
+        self.act(*self.seat.decide(lifetime.peer_left, self.seat.life))
         self.answer(origin, RoomLeft())
         self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
         self._report_status()
@@ -509,7 +493,7 @@ class Room(NbActor):
             "runtime": self.env.kernel_name,
             "kernel_refused": self.env.kernel_refused,
             "cell_count": len(self.doc.cells),
-            "kernel_status": self.kernel_state,
+            "kernel_status": self.seat.state,
             "environment": self.env.shown(self.doc.metadata),
         }
 
@@ -521,11 +505,11 @@ class Room(NbActor):
                 self.path,
                 self.ephemeral,
                 tuple(self.peers.items()),
-                self.kernel_state.value,
-                self.kernel_pid,
+                self.seat.state.value,
+                self.seat.pid,
                 self.idle_since,
                 self.joins_seen,
-                self.kernel_actor_pid,
+                self.seat.actor_pid,
                 self.env.kernel_name,
                 self.env.running,
             ),
@@ -577,8 +561,8 @@ class Room(NbActor):
             finished(SaveFinished): self._save_finished,
             finished(FileLooked): self._file_looked,
             finished(ExecutionRecorded): self._execution_recorded,
-            finished(LiveExecutionRecorded): self._live_execution_recorded,
-            finished(StoredExecutionRead): self._stored_execution_read,
+            finished(LiveExecutionRecorded): lambda done: self.act(*self.seat.live_recorded(done)),
+            finished(StoredExecutionRead): lambda done: self.act(self.seat.stored_read(done)),
             finished(KernelspecsRead): self._kernelspecs_read,
             finished(StaleTempsSwept): self._stale_temps_swept,
             finished(NotebookFileRead): self._notebook_file_read,
@@ -605,23 +589,22 @@ class Room(NbActor):
             self._look_at_file()
 
     def _wait_expired(self, expired: WaitExpired) -> None:
-        if self.book.release_waiter(expired.execution_id, expired.origin):
-            self._answer_while_live(expired.origin, self.book.get(expired.execution_id))
+        self.act(*self.seat.wait_expired(expired))
 
     def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
-        life = self.life
+        life, seat = self.seat.life, self.seat
         unsaved = self.doc.revision != self.saved_revision or self.file_missing
         described = RoomDescribed(
             **self._describe(),
             peers=[PeerView(p, label) for p, label in self.peers.items()],
-            kernel_pid=self.kernel_pid,
-            kernel_actor_pid=self.kernel_actor_pid,
-            executions=ExecutionCounts(self.book.live_ids(), self.finished_count),
+            kernel_pid=seat.pid,
+            kernel_actor_pid=seat.actor_pid,
+            executions=ExecutionCounts(seat.book.live_ids(), seat.finished_count),
             latch=Latch(life.kernel_attached, life.generation),
             keep_alive=KeepAlive(
                 self.config.settings.keep_alive_secs,
-                self.teardown_armed if life.kernel_attached else None,
-                self.teardown_armed == life.generation and not self.peers and life.kernel_attached,
+                seat.teardown_armed if life.kernel_attached else None,
+                seat.teardown_armed == life.generation and not self.peers and life.kernel_attached,
             ),
             unsaved=unsaved,
             room_pid=os.getpid(),
@@ -746,6 +729,10 @@ class Room(NbActor):
                     self.answer(origin, reply)
                 case Fail(origin, error):
                     self.fail(origin, error)
+                case StartKernelChild():
+                    self._start_kernel()
+                case DetachKernel(reason):
+                    self._detach_kernel(reason)
 
     def _create_cell(self, req: CreateCell) -> CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
@@ -1091,9 +1078,9 @@ class Room(NbActor):
         # closed, maybe before the start's reads come back.
         self._fail_held_joins(_closing_error("nobody joined it"))
         self._fail_restarts(_closing_error("the kernel was not restarted"))
-        if self.kernel is not None:
+        if self.seat.address is not None:
             self._detach_kernel(msg.reason)
-            self.life = lifetime.kernel_released(self.life)
+            self.seat.release()
         if self.doc is None or not self._persist_if_changed(SavePurpose.CLOSE):
             self._finish_close(saved=True)
 
@@ -1110,7 +1097,7 @@ class Room(NbActor):
         """The close is over once the last flush, the journal's work and any environment
         build are done and every kernel this room stopped has said so: the room then ends
         with no child left for its exit to cut short, and no call left unanswered."""
-        settled = not (self.kernels_stopping or self.journal.jobs or self.env.jobs)
+        settled = not (self.seat.stopping or self.journal.jobs or self.env.jobs)
         if self.close_report is not None and settled:
             report, self.close_report = self.close_report, None
             self.send(self.closing, report)
@@ -1119,55 +1106,35 @@ class Room(NbActor):
         self.closing = None
         self.kept = msg.kept
 
-    # --- the kernel child -----------------------------------------------------------------
+    # --- the kernel seat (room/kernel_seat.py) --------------------------------------------
 
     def _keep_alive_expired(self, msg: KeepAliveExpired) -> None:
-        busy = bool(self.book.live_ids())
-        self._carry_out(lifetime.keep_alive_expired, self.life, msg.generation, busy)
-
-    def _carry_out(self, decide: Any, *args: Any) -> None:
-        self.life, actions = decide(*args)
-        for action in actions:
-            match action:
-                case lifetime.StartFreshKernel():
-                    self._start_kernel()
-                case lifetime.ScheduleTeardown(generation):
-                    self.teardown_armed = generation
-                    delay = timedelta(seconds=self.config.settings.keep_alive_secs)
-                    self.wakeupAfter(delay, payload=KeepAliveExpired(generation))
-                case lifetime.BeginTeardown():
-                    self._detach_kernel("keep-alive expired")
+        busy = bool(self.seat.book.live_ids())
+        self.act(
+            *self.seat.decide(lifetime.keep_alive_expired, self.seat.life, msg.generation, busy)
+        )
 
     def _start_kernel(self) -> None:
-        self.kernel = self.createActor(Kernel)
-        self.kernel_state = KernelState.STARTING
-        self.kernel_problem = None
+        self.seat.seated(self.createActor(Kernel))
         cfg = self.config
         cwd = os.path.dirname(self.path) if self.path is not None else cfg.working_dir
         deps = dependencies.read_dependencies(self.doc.metadata)
-        self.send(
-            self.kernel,
-            StartKernel(
-                cfg.notebook_id,
-                self.env.kernel_name,
-                cfg.kernel_dir,
-                cwd,
-                self.edge,
-                cfg.kernel_backend,
-                cfg.state_dir,
-                dependencies.wanted_environment(deps, self.env.trusted, cwd),
-                cfg.settings.output_limit_bytes,
-            ),
+        start = StartKernel(
+            cfg.notebook_id,
+            self.env.kernel_name,
+            cfg.kernel_dir,
+            cwd,
+            self.edge,
+            cfg.kernel_backend,
+            cfg.state_dir,
+            dependencies.wanted_environment(deps, self.env.trusted, cwd),
+            cfg.settings.output_limit_bytes,
         )
+        self.send(self.seat.address, start)
 
     def _detach_kernel(self, reason: str) -> None:
         """The latch: from here on the old kernel is never handed out."""
-        if self.kernel is not None:
-            self._stop_kernel_actor()
-        self.kernel = None
-        self.kernel_state = KernelState.NONE
-        self.kernel_pid = None
-        self.kernel_actor_pid = None
+        self.act(*self.seat.detach())
         self.env.running = None
         self._fail_live_executions(
             ExecutionStatus.ERROR,
@@ -1176,41 +1143,31 @@ class Room(NbActor):
         )
         self._report_status()
 
-    def _from_current_kernel(self, sender: ActorAddress) -> bool:
-        return self.kernel is not None and sender == self.kernel
-
     def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
-        if self._from_current_kernel(sender):
-            self.kernel_state = KernelState.IDLE
-            self.kernel_pid = msg.pid
-            self.kernel_actor_pid = msg.actor_pid
+        if self.seat.is_current(sender):
+            self.seat.state = KernelState.IDLE
+            self.seat.pid, self.seat.actor_pid = msg.pid, msg.actor_pid
             self.env.running = msg.environment
             self._project_reported()
             self._answer_restarts()
             self._report_status()
 
     def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
-        if self._from_current_kernel(sender):
-            self.kernel_state = KernelState.DEAD
-            self.kernel_problem = msg.message
+        if self.seat.is_current(sender):
+            self.seat.ended(msg.message)
             self._fail_restarts()
             self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
             self._report_status()
 
     def _on_kernel_died(self, msg: KernelDied, sender: ActorAddress) -> None:
-        if self._from_current_kernel(sender):
-            self.kernel_state = KernelState.DEAD
-            self.kernel_problem = f"The kernel (pid {msg.pid}) died."
+        if self.seat.is_current(sender):
+            self.seat.ended(f"The kernel (pid {msg.pid}) died.")
             self._fail_restarts()
             self._event(EventKind.KERNEL_DIED, {"pid": msg.pid})
             self._report_status()
 
-    def _stop_kernel_actor(self) -> None:
-        self.send(self.kernel, ShutdownKernel())
-        self.kernels_stopping.append(self.kernel)
-
     def _kernel_gone(self, address: ActorAddress) -> None:
-        self.kernels_stopping = [kernel for kernel in self.kernels_stopping if kernel != address]
+        self.seat.gone(address)
         self._report_closed()
 
     def _on_kernel_stopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
@@ -1221,30 +1178,28 @@ class Room(NbActor):
 
     def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         self._kernel_gone(msg.childAddress)
-        if self.kernel is not None and msg.childAddress == self.kernel:
-            self.kernel = None
-            self.kernel_state = KernelState.DEAD
-            self.kernel_problem = "The kernel's actor exited."
-            self.life = lifetime.kernel_released(self.life)
-            self._fail_live_executions(ExecutionStatus.ERROR, self.kernel_problem)
+        if self.seat.is_current(msg.childAddress):
+            self.seat.address = None
+            self.seat.ended("The kernel's actor exited.")
+            self.seat.release()
+            self._fail_live_executions(ExecutionStatus.ERROR, self.seat.problem)
             self._report_status()
 
     def _shutdown_kernel(self, origin: Origin, req: ShutdownKernelNow) -> None:
-        pid = self.kernel_pid
-        if self.kernel is None:
+        pid = self.seat.pid
+        if self.seat.address is None:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
         self._detach_kernel("shut down by the operator")
-        self.life = lifetime.kernel_released(self.life)
+        self.seat.release()
         self.answer(origin, KernelShutDown(pid))
 
-    # --- execution ------------------------------------------------------------------------
+    # --- executions -----------------------------------------------------------------------
 
     def _execute(self, origin: Origin, req: ExecuteCell) -> None:
         key = scoped_key(req)
         if self.once.known(key):
-            self._answer_execution(
-                origin, self.once.first_answer(key)["execution_id"], req.wait_secs
-            )
+            known = self.once.first_answer(key)["execution_id"]
+            self.act(*self.seat.answer_execution(origin, known, req.wait_secs))
             return
         self._refuse_while_closing("the cell was not run")
         cell = self.doc.cell(req.cell_id)
@@ -1253,90 +1208,28 @@ class Room(NbActor):
                 ErrorCode.BAD_REQUEST, f"Cell {cell.id} is {cell.cell_type}, not code."
             )
         self._require_kernel()
-        record, is_new = self.book.queue(cell.id)
+        record, is_new = self.seat.book.queue(cell.id)
         self.once.remember(key, {"execution_id": record.execution_id})
         if is_new:
             self.doc.clear_outputs(cell.id)
-            self.send(self.kernel, RunCode(record.execution_id, cell.source))
-        self._answer_execution(origin, record.execution_id, req.wait_secs)
+            self.send(self.seat.address, RunCode(record.execution_id, cell.source))
+        self.act(*self.seat.answer_execution(origin, record.execution_id, req.wait_secs))
 
     def _require_kernel(self) -> None:
-        self.env.refuse_without_kernelspec(self.life.has_runtime)
-        if not self.life.has_runtime:
-            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
-        if self.kernel_state is KernelState.DEAD:
-            raise NbstageError(
-                ErrorCode.KERNEL_DIED,
-                f"{self.kernel_problem or 'The kernel died.'} Call restart_kernel to start a "
-                "fresh kernel (its variables are lost), then run the cells you need again.",
-            )
-        if self.kernel is None:
-            self._carry_out(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
-
-    def _answer_execution(self, origin: Origin, execution_id: str, wait_secs: float) -> None:
-        record = self.book.get(execution_id)
-        if record is None:
-            where, limit = self.executions_dir, self.config.settings.max_file_bytes
-            self.offload(
-                StoredExecutionRead(execution_id, origin),
-                lambda: persistence.read_execution(where, execution_id, limit),
-            )
-        elif record.status.finished:
-            self.answer(origin, ExecutionReported(record.report()))
-        elif wait_secs <= 0:
-            self._answer_while_live(origin, record)
-        else:
-            self.book.wait(execution_id, origin)
-            wait = timedelta(seconds=min(wait_secs, MAX_WAIT_SECS))
-            self.wakeupAfter(wait, payload=WaitExpired(execution_id, origin))
-
-    def _answer_while_live(self, origin: Origin, record: Execution) -> None:
-        """The id of an execution that has not finished leaves the daemon: its live record
-        lands first, so that a daemon killed from then on has it reported lost (issue 11 §10).
-        An execution answered only once finished never has a live record written."""
-        live = orjson.dumps(executions.live_record(record, self.config.run))
-        self._write_execution(record.execution_id, live, answer_to=origin)
-
-    def _live_execution_recorded(self, done: BlockingWorkDone) -> None:
-        execution_id, origin = done.token.execution_id, done.token.origin
-        if not done.ok:
-            log.error("could not record execution %s: %s", execution_id, done.error)
-        record = self.book.get(execution_id)
-        if record is None:
-            self._answer_execution(origin, execution_id, 0)
-        else:
-            self.answer(origin, ExecutionReported(record.report()))
-
-    def _stored_execution_read(self, done: BlockingWorkDone) -> None:
-        execution_id, origin = done.token.execution_id, done.token.origin
-        cfg = self.config
-        found = executions.stored_execution(done.result if done.ok else None, cfg.run, cfg.earlier)
-        match found:
-            case executions.StoredView(view):
-                self.answer(origin, ExecutionReported(from_wire(ExecutionView, view)))
-            case executions.LostWithDaemon(at, cell_id):
-                lost = executions.lost_message(execution_id, at, cell_id)
-                self.fail(origin, NbstageError(ErrorCode.EXECUTION_LOST, lost))
-            case executions.NoRecord():
-                self.fail(
-                    origin,
-                    NbstageError(
-                        ErrorCode.EXECUTION_NOT_FOUND,
-                        f"No execution {execution_id} in this notebook.",
-                    ),
-                )
+        self.env.refuse_without_kernelspec(self.seat.life.has_runtime)
+        self.act(*self.seat.require())
 
     def _get_execution(self, origin: Origin, req: GetExecution) -> None:
-        self._answer_execution(origin, req.execution_id, req.wait_secs)
+        self.act(*self.seat.answer_execution(origin, req.execution_id, req.wait_secs))
 
     def _on_execution_started(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
-        if self._from_current_kernel(sender) and self.book.started(msg.execution_id):
-            self.kernel_state = KernelState.BUSY
+        if self.seat.is_current(sender) and self.seat.book.started(msg.execution_id):
+            self.seat.state = KernelState.BUSY
 
     def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
         if self.closing is not None:
             return
-        record = self.book.add_outputs(
+        record = self.seat.book.add_outputs(
             msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail
         )
         if record is not None:
@@ -1344,64 +1237,29 @@ class Room(NbActor):
                 self.doc.set_outputs(record.cell_id, record.outputs, None)
 
     def _on_execution_finished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
-        record = self.book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
-        if self._from_current_kernel(sender):
-            self.kernel_state = KernelState.IDLE
+        book = self.seat.book
+        record = book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
+        if self.seat.is_current(sender):
+            self.seat.state = KernelState.IDLE
         if record is not None:
             self._settle(record)
 
     def _on_executions_cancelled(self, msg: ExecutionsCancelled, sender: ActorAddress) -> None:
         for execution_id in msg.execution_ids:
-            record = self.book.finish(execution_id, msg.status, error=msg.reason)
+            record = self.seat.book.finish(execution_id, msg.status, error=msg.reason)
             if record is not None:
                 self._settle(record)
 
     def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
-        """End every live execution; ``{cell_id}`` in ``reason`` names each one's cell."""
-        for execution_id in self.book.live_ids():
-            live = self.book.get(execution_id)
-            said = reason.replace("{cell_id}", live.cell_id) if live is not None else reason
-            record = self.book.finish(execution_id, status, error=said)
-            if record is not None:
-                self._settle(record)
+        for record in self.seat.fail_live(status, reason):
+            self._settle(record)
 
     def _settle(self, record: Execution) -> None:
-        """A finished execution: update the cell, keep a record on disk, answer waiters."""
+        """A finished execution: update the cell, answer waiters, keep a record on disk."""
         with contextlib.suppress(NbstageError):
             self.doc.set_outputs(record.cell_id, record.outputs, record.execution_count)
-        view = record.to_wire()
-        reported = ExecutionReported(record.report())
-        for origin in self.book.release_waiters(record.execution_id):
-            self.answer(origin, reported)
-        self._store_execution(view)
+        self.act(*self.seat.settled(record))
         self._edited()
-
-    def _store_execution(self, view: dict[str, Any]) -> None:
-        self.finished_count += 1
-        keep = None
-        if self.finished_count % persistence.PRUNE_EVERY == 0:
-            keep = self.config.settings.execution_retention
-        self._write_execution(view["execution_id"], orjson.dumps(view), keep)
-
-    def _write_execution(
-        self,
-        execution_id: str,
-        record: bytes,
-        keep: int | None = None,
-        answer_to: Origin | None = None,
-    ) -> None:
-        """The live record and the finished one share a lane, so the finished one lands last."""
-        where = self.executions_dir
-
-        def write() -> None:
-            persistence.record_execution(where, execution_id, record, keep)
-
-        token = (
-            ExecutionRecorded(execution_id)
-            if answer_to is None
-            else LiveExecutionRecorded(execution_id, answer_to)
-        )
-        self.offload(token, write, f"execution:{execution_id}")
 
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
         if not done.ok:
@@ -1410,9 +1268,9 @@ class Room(NbActor):
     # --- interrupt and restart ------------------------------------------------------------
 
     def _interrupt(self, origin: Origin, req: InterruptKernel) -> None:
-        if self.kernel is None or self.kernel_state is KernelState.DEAD:
+        if self.seat.address is None or self.seat.state is KernelState.DEAD:
             raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
-        self.send(self.kernel, InterruptKernelNow(origin))
+        self.send(self.seat.address, InterruptKernelNow(origin))
 
     def _on_kernel_interrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
         self.answer(msg.origin, InterruptSent())
@@ -1422,44 +1280,39 @@ class Room(NbActor):
         if self.env.kernel_refused is not None:
             self._read_kernelspecs(origin)
             return
-        self.env.refuse_without_kernelspec(self.life.has_runtime)
-        if not self.life.has_runtime:
+        seat = self.seat
+        self.env.refuse_without_kernelspec(seat.life.has_runtime)
+        if not seat.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
         self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
-        self.pending_restart.append(origin)
-        if self.kernel is not None and self.kernel_state is not KernelState.DEAD:
+        seat.pending_restart.append(origin)
+        if seat.address is not None and seat.state is not KernelState.DEAD:
             if not projects.placed_afresh(self.env.running):
-                self.kernel_state = KernelState.RESTARTING
-                self.send(self.kernel, RestartKernelNow(origin))
+                seat.state = KernelState.RESTARTING
+                self.send(seat.address, RestartKernelNow(origin))
                 return
             self._detach_kernel("the kernel was restarted")
-        if self.kernel is not None:
-            self._stop_kernel_actor()
-            self.kernel = None
-        self._carry_out(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
+        self.act(*seat.stop_child(), *seat.want())
 
     def _on_kernel_restarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
-        if self._from_current_kernel(sender):
-            self.kernel_state = KernelState.IDLE
-            self.kernel_pid = msg.pid
+        if self.seat.is_current(sender):
+            self.seat.state = KernelState.IDLE
+            self.seat.pid = msg.pid
             self._answer_restarts()
             self._report_status()
 
     def _fail_restarts(self, failure: NbstageError | None = None) -> None:
-        if failure is None:
-            failure = NbstageError(
-                ErrorCode.KERNEL_DIED, f"{self.kernel_problem} Try restart again."
-            )
-        for origin in self.pending_restart + [origin for origin, _ in self.env.pending]:
+        failure = failure or self.seat.restart_failure()
+        for origin in self.seat.pending_restart + [origin for origin, _ in self.env.pending]:
             self.fail(origin, failure)
-        self.pending_restart, self.env.pending = [], []
+        self.seat.pending_restart, self.env.pending = [], []
 
     def _answer_restarts(self) -> None:
-        for origin in self.pending_restart:
-            self.answer(origin, RestartCompleted(self.kernel_pid))
+        for origin in self.seat.pending_restart:
+            self.answer(origin, RestartCompleted(self.seat.pid))
         for origin, reply in self.env.pending:
             self.answer(origin, replace(reply, environment=self.env.running))
-        self.pending_restart, self.env.pending = [], []
+        self.seat.pending_restart, self.env.pending = [], []
 
     # --- dependencies (actors/dependencies.py) --------------------------------------------
 
@@ -1603,8 +1456,7 @@ class Room(NbActor):
         else:
             self.env.pending.append((token.origin, token.reply))
             self._detach_kernel("restarted into its new environment")
-            self.life = lifetime.kernel_released(self.life)
-            self._carry_out(lifetime.kernel_wanted, self.life)
+            self.act(*self.seat.want())
         self._report_closed()
 
 
