@@ -40,8 +40,6 @@ from nbstage.actors import (
     dependencies,
     journal,
     lifetime,
-    notebook_merge,
-    persistence,
     projects,
     save_target,
 )
@@ -51,7 +49,6 @@ from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.registry import Registry
 from nbstage.actors.room.actions import (
     Action,
     Answer,
@@ -65,9 +62,9 @@ from nbstage.actors.room.actions import (
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
     record_trust,
-    record_trust_after_save,
     trusted_for,
 )
+from nbstage.actors.room.file_seat import FileSeat
 from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
@@ -209,33 +206,11 @@ class Room(NbActor):
         self.env = EnvironmentSeat()
         self.journal = Journalling()
         self.seat = KernelSeat()
-        self.saved_revision = 0
-        self.autosave_generation = 0
-        self.first_unsaved_at: float | None = None
-        self.disk_stamp: DiskStamp | None = None
-        """The file as this room last read or wrote it; None: the room knows it is gone."""
-        self.disk_base: dict | None = None
-        """The notebook as last read from or written to the file: the merge's base."""
-        self.disk_problem: str | None = None
-        """Why the file on disk is not a notebook; autosave is paused while it is set."""
-        self.disk_bad_stamp: DiskStamp | None = None
-        self.file_missing = False
-        """The file was deleted under the room; the next save writes it again."""
-        self.file_busy = False
-        """A save or a look at the file is under way; others wait in ``file_queue``, so
-        each one starts from what the one before it found."""
-        self.file_queue: list[tuple[SavePurpose, str, Origin | None]] = []
-        self.writing: dict | None = None
-        """The notebook the save under way writes: the base once it is written."""
-        self.save_claims: dict[Origin, tuple[str, bool]] = {}
-        """A save to a new path → the path as asked (links unresolved) and its ``overwrite``."""
-        self.check_generation = 0
-        self.check_armed = False
         self.notices = NoticeBoard()
+        self.file = FileSeat(self.notices)
         self.peer_conns: dict[str, int] = {}
         """peer id → the daemon connection it joined on (the answers' ``Origin.conn``)."""
         self.joins_seen = 0
-        self._registry: Registry | None = None
         self.load_error: NbstageError | None = None
         self.closing: ActorAddress | None = None
         """Who asked this room to close; from then on it acknowledges no mutation."""
@@ -254,6 +229,7 @@ class Room(NbActor):
     def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
         self.config = msg
         self.journal.start(msg.notebook_id, msg.state_dir)
+        self.file.start(msg)
         self.daemon = sender
         self.edge = msg.edge
         self.path = msg.path
@@ -268,7 +244,9 @@ class Room(NbActor):
             self.held_joins = []
             self.start_reads += 1
             path, limit = Path(msg.path), msg.settings.max_file_bytes
-            self.offload(NotebookFileRead(), lambda: _read_notebook_file(path, limit), self._lane)
+            self.offload(
+                NotebookFileRead(), lambda: _read_notebook_file(path, limit), self.file.lane
+            )
             return
         try:
             self.doc = self._load(msg)
@@ -288,7 +266,7 @@ class Room(NbActor):
                 error = NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, message)
             self._start_failed(error)
             return
-        self.doc, self.disk_stamp, self.disk_base = done.result
+        self.doc, self.file.disk_stamp, self.file.disk_base = done.result
         self._loaded()
         self._start_read_done()
 
@@ -305,7 +283,7 @@ class Room(NbActor):
 
     def _loaded(self) -> None:
         msg = self.config
-        self.saved_revision = self.doc.revision
+        self.file.saved_revision = self.doc.revision
         if msg.source is RoomSource.FILE:
             self._sweep_stale_temps()
         if msg.source is not RoomSource.NEW:
@@ -317,8 +295,8 @@ class Room(NbActor):
             return
         if msg.source is RoomSource.NEW and not msg.ephemeral:
             self.held_joins = []
-            self.saved_revision = -1
-            self._flush_untitled(SavePurpose.FIRST)
+            self.file.saved_revision = -1
+            self.act(self.file.flush_untitled(self.doc, SavePurpose.FIRST, self.journal.seq))
             return
         self._started()
 
@@ -341,7 +319,9 @@ class Room(NbActor):
         from nbstage.actors.notebook_files import sweep_stale_temps
 
         path = Path(self.path)
-        self.offload(StaleTempsSwept(), lambda: sweep_stale_temps(path, time.time()), self._lane)
+        self.offload(
+            StaleTempsSwept(), lambda: sweep_stale_temps(path, time.time()), self.file.lane
+        )
 
     def _stale_temps_swept(self, done: BlockingWorkDone) -> None:
         if not done.ok:
@@ -354,7 +334,7 @@ class Room(NbActor):
     def _read_kernelspecs(self, restart: Origin | None = None) -> None:
         """At the start, the trusted dependency sets of the notebook's path come too."""
         path = self.path if restart is None else None
-        where = self._registry_file
+        where = self.file.registry_file
 
         def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
             from nbstage.actors.kernel_backend import installed_kernelspecs
@@ -411,16 +391,6 @@ class Room(NbActor):
                 )
             return Document.from_json(orjson.loads(content))
         return Document.empty(msg.kernelspec)
-
-    @property
-    def _registry_file(self) -> Path:
-        return Path(self.config.state_dir) / "registry.sqlite3"
-
-    @property
-    def registry(self) -> Registry:
-        if self._registry is None:
-            self._registry = Registry(self._registry_file)
-        return self._registry
 
     @property
     def notebook_id(self) -> str:
@@ -581,19 +551,15 @@ class Room(NbActor):
         }
 
     def _autosave_due(self, due: AutosaveDue) -> None:
-        if due.generation == self.autosave_generation:
+        if due.generation == self.file.autosave_generation:
             self._persist_if_changed()
-
-    def _file_check_due(self, due: FileCheckDue) -> None:
-        if due.generation == self.check_generation:
-            self._look_at_file()
 
     def _wait_expired(self, expired: WaitExpired) -> None:
         self.act(*self.seat.wait_expired(expired))
 
     def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
         life, seat = self.seat.life, self.seat
-        unsaved = self.doc.revision != self.saved_revision or self.file_missing
+        unsaved = self.doc.revision != self.file.saved_revision or self.file.missing
         described = RoomDescribed(
             **self._describe(),
             peers=[PeerView(p, label) for p, label in self.peers.items()],
@@ -760,34 +726,22 @@ class Room(NbActor):
         cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
         return CellUpdated(cell.id)
 
-    # --- saving ---------------------------------------------------------------------------
+    # --- saving (room/file_seat.py) -------------------------------------------------------
 
     def _edited(self) -> None:
-        """Schedule an autosave: about ``delay`` after the last edit, at most ``max_delay``."""
-        if self.ephemeral and self.path is None:
-            return
-        now = time.monotonic()
-        if self.first_unsaved_at is None:
-            self.first_unsaved_at = now
-        settings = self.config.settings
-        deadline = self.first_unsaved_at + settings.autosave_max_delay_secs
-        delay = max(0.0, min(settings.autosave_delay_secs, deadline - now))
-        self.autosave_generation += 1
-        self.wakeupAfter(timedelta(seconds=delay), payload=AutosaveDue(self.autosave_generation))
+        if not (self.ephemeral and self.path is None):
+            self.act(self.file.edited())
 
     def _persist_if_changed(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> bool:
         """Start saving if there are unsaved edits; False when there is nothing to do."""
         if self.ephemeral and self.path is None:
             return False
-        if self.doc.revision == self.saved_revision:
-            self.first_unsaved_at = None
-            return False
-        if purpose is SavePurpose.AUTOSAVE and self.disk_problem is not None:
+        if not self.file.wants_save(self.doc.revision, purpose):
             return False
         if self.path is not None:
             self._save_file(self.path, purpose)
         else:
-            self._flush_untitled(purpose)
+            self.act(self.file.flush_untitled(self.doc, purpose, self.journal.seq))
         return True
 
     def _save_request(self, origin: Origin, req: SaveNotebook) -> None:
@@ -806,84 +760,38 @@ class Room(NbActor):
         refusal = save_target.path_refusal(given, target)
         if refusal is not None:
             raise refusal
-        self.save_claims[origin] = (given, req.overwrite)
+        self.file.claims[origin] = (given, req.overwrite)
         self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
 
     def _on_path_claimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
         self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
 
     def _on_path_refused(self, msg: PathRefused, sender: ActorAddress) -> None:
-        self.save_claims.pop(msg.origin, None)
+        self.file.claims.pop(msg.origin, None)
         self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
-        """Write an immutable snapshot, taken now, on the edge's worker (this room's lane).
-
-        Except to a new path, the write happens only over the file as this room last
-        saw it; a file changed from outside comes back instead, to be merged first.
-        """
-        if self.file_busy:
-            self.file_queue.append((purpose, path, origin))
-            return
-        self.file_busy = True
-        self.writing = self.doc.to_json()
-        snapshot = orjson.dumps(self.writing)
-        token = SaveFinished(path, self.doc.revision, purpose, origin, self.journal.seq)
-        target = Path(path)
-        if purpose is SavePurpose.NEW_PATH:
-            given, overwrite = self.save_claims.pop(origin, (path, False))
-            own, where = self.path, self._registry_file
-            trusted = self.env.trusted_fingerprint(self.doc.metadata)
-            limit = self.config.settings.max_file_bytes
-
-            def save_there() -> Any:
-                saved = persistence.save_to_new_path(
-                    Path(given), target, snapshot, own, overwrite, limit
-                )
-                record_trust_after_save(where, path, trusted)
-                return saved
-
-            self.offload(token, save_there, self._lane)
-            return
-        expected, explicit = self.disk_stamp, purpose is SavePurpose.REQUEST
-        limit = self.config.settings.max_file_bytes
-        self.offload(
-            token,
-            lambda: persistence.save_checked(target, snapshot, expected, explicit, limit),
-            self._lane,
-        )
-
-    def _flush_untitled(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
-        snapshot = orjson.dumps(self.doc.to_json())
-        token = SaveFinished(None, self.doc.revision, purpose, None, self.journal.seq)
-        registry = self.registry
-        notebook_id = self.notebook_id
-        self.offload(token, lambda: registry.store_untitled(notebook_id, snapshot), self._lane)
-
-    @property
-    def _lane(self) -> str:
-        return f"room:{self.notebook_id}"
+        trusted = self.env.trusted_fingerprint(self.doc.metadata)
+        seq = self.journal.seq
+        self.act(*self.file.save(self.doc, path, purpose, origin, seq, self.path, trusted))
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
         token: SaveFinished = done.token
         if token.path is not None:
-            self.file_busy = False
-            written, self.writing = self.writing, None
+            written = self.file.save_done()
             if done.ok and isinstance(done.result, FileOnDisk):
                 self._file_changed(done.result)
                 self._save_again(token)
                 self._next_file_job()
                 return
             if done.ok:
-                self._wrote(done.result.stamp, written)
+                self.file.wrote(done.result.stamp, written)
         self._settle_save(token, done)
         self._next_file_job()
 
     def _settle_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
         if done.ok:
-            self.saved_revision = max(self.saved_revision, token.revision)
-            if self.saved_revision == self.doc.revision:
-                self.first_unsaved_at = None
+            self.file.saved_up_to(token.revision, self.doc.revision)
             if token.journal_seq > 0:
                 self.act(self.journal.truncate(token.journal_seq))
             if token.path is not None:
@@ -934,20 +842,9 @@ class Room(NbActor):
             self.notices.stand("dependencies", self.env.approval_line(self.doc.metadata))
         return self.notices.take(origin.conn)
 
-    def _wrote(self, stamp: DiskStamp, notebook: dict) -> None:
-        self.disk_stamp = stamp
-        self.disk_base = notebook
-        self.file_missing = False
-        self._resume_autosave()
-
-    def _resume_autosave(self) -> None:
-        self.disk_problem = None
-        self.disk_bad_stamp = None
-        self.notices.stand("file", None)
-
     def _next_file_job(self) -> None:
-        while self.file_queue and not self.file_busy:
-            purpose, path, origin = self.file_queue.pop(0)
+        while (job := self.file.next_job()) is not None:
+            purpose, path, origin = job
             match purpose:
                 case SavePurpose.AUTOSAVE:
                     self._persist_if_changed()
@@ -965,108 +862,49 @@ class Room(NbActor):
         match token.purpose:
             case SavePurpose.REQUEST:
                 self._save_file(self.path, SavePurpose.REQUEST, token.origin)
-            case SavePurpose.CLOSE if self.disk_problem is not None:
-                error = NbstageError(ErrorCode.SAVE_FAILED, self.disk_problem)
+            case SavePurpose.CLOSE if self.file.disk_problem is not None:
+                error = NbstageError(ErrorCode.SAVE_FAILED, self.file.disk_problem)
                 self._finish_close(False, error)
             case SavePurpose.CLOSE:
                 if not self._persist_if_changed(SavePurpose.CLOSE):
                     self._finish_close(saved=True)
-            case SavePurpose.AUTOSAVE if not self.file_missing:
+            case SavePurpose.AUTOSAVE if not self.file.missing:
                 self._persist_if_changed()
 
     def _arm_file_check(self) -> None:
-        every = self.config.settings.file_check_secs
-        if self.check_armed or every <= 0 or self.path is None or not self.peers:
-            return
-        self.check_armed = True
-        self.check_generation += 1
-        self.wakeupAfter(timedelta(seconds=every), payload=FileCheckDue(self.check_generation))
+        self.act(*self.file.arm_check(self.path, bool(self.peers)))
 
-    def _look_at_file(self) -> None:
-        """Stat the file (read it only when it changed), between saves, on this room's lane."""
-        self.check_armed = False
-        if self.file_busy or self.closing is not None:
+    def _file_check_due(self, due: FileCheckDue) -> None:
+        if due.generation != self.file.check_generation:
+            return
+        self.file.check_armed = False
+        if self.file.busy or self.closing is not None:
             self._arm_file_check()
-            return
-        if self.path is None or not self.peers:
-            return
-        self.file_busy = True
-        path = self.path
-        known = (self.disk_stamp,)
-        if self.disk_problem is not None:
-            known += (self.disk_bad_stamp,)
-        limit = self.config.settings.max_file_bytes
-        self.offload(
-            FileLooked(path), lambda: persistence.look_at_file(Path(path), known, limit), self._lane
-        )
+        elif self.path is not None and self.peers:
+            self.act(self.file.look(self.path))
 
     def _file_looked(self, done: BlockingWorkDone) -> None:
-        self.file_busy = False
+        self.file.busy = False
         if not done.ok:
             log.warning("could not look at %s: %s", done.token.path, done.error)
         elif done.result is not None and done.token.path == self.path:
             self._file_changed(done.result)
-            unsaved = self.doc.revision != self.saved_revision
-            if unsaved and self.disk_problem is None and not self.file_missing:
+            unsaved = self.doc.revision != self.file.saved_revision
+            if unsaved and self.file.disk_problem is None and not self.file.missing:
                 self._edited()
         self._arm_file_check()
         self._next_file_job()
 
     def _file_changed(self, seen: FileOnDisk) -> None:
-        """What the file holds now, seen by a look or a save: merge it, or say why not."""
-        if seen.notebook is not None:
-            try:
-                disk = Document.from_json(seen.notebook).to_json()
-            except NbstageError as exc:
-                seen = FileOnDisk(seen.stamp, None, f"{self.path}: {exc.message}")
-            else:
-                self._merge_from_disk(seen, disk)
-                return
-        if seen.stamp is None:
-            if self.disk_stamp is not None:
-                self.disk_stamp = None
-                self.file_missing = True
-                self.autosave_generation += 1
-                self._resume_autosave()
-                self.notices.post(
-                    f"[nbstage] {self.path} was deleted on disk. The notebook stays open here, "
-                    "unsaved; the next save (save_notebook, or autosave after an edit) writes "
-                    "the file again."
-                )
-        else:
-            self.disk_bad_stamp = seen.stamp
-            self.disk_problem = seen.problem
-            self.notices.stand(
-                "file",
-                f"[nbstage] Autosave is paused and the file is left as it is: {seen.problem} "
-                "Autosave resumes once it parses again; save_notebook writes over it now.",
-            )
-
-    def _merge_from_disk(self, seen: FileOnDisk, disk: dict) -> None:
-        cells = seen.notebook["cells"]
-        missing = {i for i, cell in enumerate(cells) if cell.get("id") is None}
-        base = self.disk_base or {"cells": [], "metadata": {}}
-        ours = self.doc.to_json()
-        in_room = frozenset(c["id"] for c in ours["cells"])
-        theirs = notebook_merge.recover_ids(base["cells"], disk["cells"], missing, in_room)
-        merged = notebook_merge.merge_cells(base["cells"], ours["cells"], theirs)
-        metadata = notebook_merge.merge_metadata(
-            base["metadata"], ours["metadata"], disk["metadata"]
-        )
-        if merged.cells != ours["cells"] or metadata != ours["metadata"]:
-            fresh = Document.from_json({"cells": merged.cells, "metadata": metadata})
+        """What the file holds now: the file part merges it; the document takes the merge."""
+        merged, holds_all = self.file.changed(seen, self.path, self.doc.to_json())
+        if merged is not None:
+            fresh = Document.from_json(merged)
             self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
             self.doc.revision += 1
-        self.disk_stamp = seen.stamp
-        self.disk_base = {**disk, "cells": theirs}
-        self.file_missing = False
-        self._resume_autosave()
-        if merged.cells == theirs and metadata == disk["metadata"]:
-            self.saved_revision = self.doc.revision
-            self.first_unsaved_at = None
+        if holds_all:
+            self.file.saved_up_to(self.doc.revision, self.doc.revision)
             self.act(*self.journal.truncate_all())
-        if merged.summary.changed:
-            self.notices.post(notebook_merge.notice_line(self.path, merged.summary))
 
     # --- closing --------------------------------------------------------------------------
 
@@ -1085,9 +923,7 @@ class Room(NbActor):
             self._finish_close(saved=True)
 
     def _finish_close(self, saved: bool, error: BaseException | None = None) -> None:
-        if self._registry is not None:
-            self._registry.close()
-            self._registry = None
+        self.file.close_registry()
         self.act(*self.journal.close())
         problem = None if saved else save_error(error).message
         self.close_report = RoomClosed(self.notebook_id, saved, problem)
@@ -1430,7 +1266,7 @@ class Room(NbActor):
         self.act(self.journal.work(DependenciesRecorded(origin, reply, restart), work))
 
     def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
-        store, notebook_id, path, where = None, self.notebook_id, self.path, self._registry_file
+        store, notebook_id, path, where = None, self.notebook_id, self.path, self.file.registry_file
         seq, data = 0, b""
         if journalled is not None:
             seq, data = self.journal.next_record(journal.dependencies(list(journalled)))
