@@ -49,6 +49,7 @@ from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
+from nbstage.actors.room import dependency_calls
 from nbstage.actors.room.actions import (
     Action,
     Answer,
@@ -61,7 +62,6 @@ from nbstage.actors.room.actions import (
 )
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
-    record_trust,
     trusted_for,
 )
 from nbstage.actors.room.file_seat import FileSeat
@@ -107,10 +107,6 @@ from nbstage.protocol.replies import (
     CellsSummarized,
     CellUpdated,
     DependenciesApplied,
-    DependenciesManaged,
-    DependencyRemoval,
-    DependencySide,
-    DependencyTrust,
     ExecutionCounts,
     InterruptSent,
     KeepAlive,
@@ -1197,25 +1193,9 @@ class Room(NbActor):
             self.fail(token.origin, _closing_error("the dependencies were not changed"))
             self._report_closed()
             return
-        if not done.ok:
-            self.fail(
-                token.origin,
-                NbstageError(
-                    ErrorCode.BUILD_FAILED,
-                    f"Nothing was changed, and the kernel runs as before: {done.error}",
-                ),
-            )
-            return
-        current = dependencies.read_dependencies(self.doc.metadata)
-        if dependencies.fingerprint(current) != token.plan.before_fingerprint:
-            self.fail(
-                token.origin,
-                NbstageError(
-                    ErrorCode.DEPENDENCIES_CHANGED,
-                    "Dependencies changed since review, while the environment was being "
-                    "built; nothing was changed. Read them again and retry.",
-                ),
-            )
+        refusal = dependency_calls.refusal_after_work(done, self.doc.metadata)
+        if refusal is not None:
+            self.fail(token.origin, refusal)
             return
         applied = DependenciesApplied(token.mode, True, seconds)
         try:
@@ -1237,48 +1217,27 @@ class Room(NbActor):
             self._refuse_while_closing("the dependencies were not changed")
             self.doc.set_dependencies(edit.after)
             self._edited()
-        newly_trusted = plan.trusted_after and plan.after_fingerprint not in self.env.trusted
+        trusts = []
+        if plan.trusted_after and plan.after_fingerprint not in self.env.trusted:
+            trusts.append(plan.after_fingerprint)
         if plan.trusted_after:
             self.env.trusted.add(plan.after_fingerprint)
         approved = self.env.approve_project(plan)
-        project = None
         if approved is not None:
-            project = approved[0]
+            trusts.append(approved[0])
             self.notices.post(approved[1])
-        removal = edit.removed
-        reply = DependenciesManaged(
-            DependencySide(list(edit.before), plan.before_fingerprint),
-            DependencySide(list(edit.after), plan.after_fingerprint),
-            list(edit.added),
-            DependencyRemoval(
-                list(removal.requested), list(removal.removed), list(removal.not_found)
-            ),
-            DependencyTrust(**dependencies.trust_state(edit.after, plan.trusted_after)),
-            self.env.running,
-            applied,
-        )
-        trusts = (plan.after_fingerprint,) if newly_trusted else ()
-        work = self._dependency_record_work(
-            edit.after if changed and self._journalled else None,
-            (*trusts, *(() if project is None else (project,))) if self.path is not None else (),
-        )
+        reply = dependency_calls.managed(plan, self.env.running, applied)
+        journalled = edit.after if changed and self._journalled else None
+        work = self._dependency_record_work(journalled, tuple(trusts) if self.path else ())
         restart = applied is not None and applied.mode == ApplyDependencies.RESTART
         self.act(self.journal.work(DependenciesRecorded(origin, reply, restart), work))
 
     def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
-        store, notebook_id, path, where = None, self.notebook_id, self.path, self.file.registry_file
-        seq, data = 0, b""
+        record = None
         if journalled is not None:
             seq, data = self.journal.next_record(journal.dependencies(list(journalled)))
-            store = self.journal.store
-
-        def record() -> None:
-            if store is not None:
-                store.append(notebook_id, seq, data)
-            for trust in trusts:
-                record_trust(where, path, trust)
-
-        return record
+            record = (self.journal.store, self.notebook_id, seq, data)
+        return dependency_calls.record_work(record, self.file.registry_file, self.path, trusts)
 
     def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
         self.journal.settled()
