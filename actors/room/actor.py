@@ -33,7 +33,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import (
@@ -47,9 +46,8 @@ from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
-from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room import dependency_calls
+from nbstage.actors.room import dependency_calls, opening
 from nbstage.actors.room.actions import (
     Action,
     Answer,
@@ -62,12 +60,12 @@ from nbstage.actors.room.actions import (
 )
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
-    trusted_for,
 )
 from nbstage.actors.room.file_seat import FileSeat
 from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
+from nbstage.actors.room.opening import Opening
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -89,7 +87,6 @@ from nbstage.protocol.kernels import (
     KernelInterrupted,
     KernelReady,
     KernelRestarted,
-    KernelspecInfo,
     KernelState,
     KernelStopped,
     OutputsArrived,
@@ -145,7 +142,6 @@ from nbstage.protocol.room_followups import (
     AutosaveDue,
     DependenciesPrepared,
     DependenciesRecorded,
-    DiskStamp,
     ExecutionRecorded,
     FileCheckDue,
     FileLooked,
@@ -207,45 +203,33 @@ class Room(NbActor):
         self.peer_conns: dict[str, int] = {}
         """peer id → the daemon connection it joined on (the answers' ``Origin.conn``)."""
         self.joins_seen = 0
-        self.load_error: NbstageError | None = None
         self.closing: ActorAddress | None = None
         """Who asked this room to close; from then on it acknowledges no mutation."""
         self.kept: KeptRoom | None = None
         """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
         self.close_report: RoomClosed | None = None
         """The close's outcome, held until the seat's kernels have stopped."""
-        self.held_joins: list[JoinRoom] | None = None
-        """Joins that arrived before the room was ready: while a new notebook's first save,
-        or a loaded notebook's kernelspec choice and journal read, was under way."""
-        self.start_reads = 0
-        """Reads a loaded notebook waits for before it takes joins (kernelspecs, journal)."""
+        self.opening = Opening()
 
-    # --- start ----------------------------------------------------------------------------
+    # --- opening (room/opening.py) --------------------------------------------------------
 
     def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
-        self.config = msg
+        self.config, self.daemon, self.edge = msg, sender, msg.edge
+        self.path, self.ephemeral = msg.path, msg.ephemeral
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.file.start(msg)
-        self.daemon = sender
-        self.edge = msg.edge
-        self.path = msg.path
-        self.ephemeral = msg.ephemeral
         self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         # Joins wait for every read the start makes; an open by path also waits until the
         # Daemon has recorded the path (PathRecorded), which may come before the file.
-        self.start_reads = int(msg.binding_pending)
+        self.opening.reads = int(msg.binding_pending)
         if msg.source is RoomSource.FILE:
-            # Reading and parsing a large file would stall every room of the daemon.
-            self.held_joins = []
-            self.start_reads += 1
-            path, limit = Path(msg.path), msg.settings.max_file_bytes
-            self.offload(
-                NotebookFileRead(), lambda: _read_notebook_file(path, limit), self.file.lane
-            )
+            self.opening.hold(1)
+            limit = msg.settings.max_file_bytes
+            self.act(opening.read_file(msg.path, limit, self.file.lane))
             return
         try:
-            self.doc = self._load(msg)
+            self.doc = opening.load(msg)
         except NbstageError as exc:
             self._start_failed(exc)
             return
@@ -254,26 +238,20 @@ class Room(NbActor):
     def _notebook_file_read(self, done: BlockingWorkDone) -> None:
         if self.closing is not None:
             self._fail_held_joins(_closing_error("nobody joined it"))
-            return
-        if not done.ok:
-            error = done.error
-            if not isinstance(error, NbstageError):
-                message = f"The notebook file could not be read: {error}"
-                error = NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, message)
-            self._start_failed(error)
-            return
-        self.doc, self.file.disk_stamp, self.file.disk_base = done.result
-        self._loaded()
-        self._start_read_done()
+        elif not done.ok:
+            self._start_failed(opening.read_error(done))
+        else:
+            self.doc, self.file.disk_stamp, self.file.disk_base = done.result
+            self._loaded()
+            self._start_read_done()
 
     def _start_failed(self, error: NbstageError) -> None:
-        self.load_error = error
+        self.opening.error = error
         self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
         self._fail_held_joins(error)
 
     def _fail_held_joins(self, error: NbstageError) -> None:
-        held, self.held_joins = self.held_joins or [], None
-        for join in held:
+        for join in self.opening.release():
             self.joins_seen = max(self.joins_seen, join.join_seq)
             self.fail(join.origin, error)
 
@@ -281,112 +259,58 @@ class Room(NbActor):
         msg = self.config
         self.file.saved_revision = self.doc.revision
         if msg.source is RoomSource.FILE:
-            self._sweep_stale_temps()
+            self.act(opening.sweep(self.path, self.file.lane))
         if msg.source is not RoomSource.NEW:
-            self.held_joins = self.held_joins or []
-            self.start_reads += 2 if self._journalled else 1
+            self.opening.hold(2 if self._journalled else 1)
             self._read_kernelspecs()
             if self._journalled:
                 self.act(self.journal.read())
-            return
-        if msg.source is RoomSource.NEW and not msg.ephemeral:
-            self.held_joins = []
+        elif not msg.ephemeral:
+            self.opening.hold()
             self.file.saved_revision = -1
             self.act(self.file.flush_untitled(self.doc, SavePurpose.FIRST, self.journal.seq))
-            return
-        self._started()
+        else:
+            self._started()
 
-    def _started(self) -> None:
+    def _started(self, joins: list[JoinRoom] = ()) -> None:
         self.send(self.daemon, RoomStarted(self.notebook_id, os.getpid()))
         self._report_status()
+        for join in joins:
+            self._on_join_room(join, self.daemon)
 
     def _first_flush_finished(self, done: BlockingWorkDone) -> None:
         """A new persisted notebook exists once its untitled row is durable; joins wait."""
         if not done.ok:
             self.doc = None
             self._start_failed(save_error(done.error))
-            return
-        held, self.held_joins = self.held_joins or [], None
-        self._started()
-        for join in held:
-            self._on_join_room(join, self.daemon)
-
-    def _sweep_stale_temps(self) -> None:
-        from nbstage.actors.notebook_files import sweep_stale_temps
-
-        path = Path(self.path)
-        self.offload(
-            StaleTempsSwept(), lambda: sweep_stale_temps(path, time.time()), self.file.lane
-        )
-
-    def _stale_temps_swept(self, done: BlockingWorkDone) -> None:
-        if not done.ok:
-            log.warning("could not sweep old temp files beside %s: %s", self.path, done.error)
-        elif done.result:
-            log.info(
-                "removed %d temp file(s) that killed saves left beside %s", done.result, self.path
-            )
+        else:
+            self._started(self.opening.release())
 
     def _read_kernelspecs(self, restart: Origin | None = None) -> None:
-        """At the start, the trusted dependency sets of the notebook's path come too."""
-        path = self.path if restart is None else None
-        where = self.file.registry_file
-
-        def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
-            from nbstage.actors.kernel_backend import installed_kernelspecs
-
-            return installed_kernelspecs(), trusted_for(where, path)
-
-        self.offload(KernelspecsRead(restart), read)
+        self.act(opening.read_kernelspecs(self.file.registry_file, self.path, restart))
 
     def _kernelspecs_read(self, done: BlockingWorkDone) -> None:
-        """A loaded notebook's kernel is chosen from its metadata (kernelspecs.py)."""
-        if done.ok:
-            specs, trusted = done.result
-            self.env.trusted |= trusted
-            installed = {name: spec.language for name, spec in specs.items()}
-            chosen = choose_kernelspec(self.doc.metadata, installed)
-        else:
-            chosen = NoKernelspec(f"The installed kernelspecs could not be read: {done.error}")
-        refused = isinstance(chosen, NoKernelspec)
-        self.env.kernel_name = None if refused else chosen
-        self.env.kernel_refused = chosen.message if refused else None
-        self.seat.life = replace(self.seat.life, has_runtime=not refused)
+        fits = opening.choose(done, self.env, self.doc.metadata)
+        self.seat.life = replace(self.seat.life, has_runtime=fits)
         restart = done.token.restart
-        if restart is not None:
-            self._report_status()
-            if refused:
-                self.fail(restart, NbstageError(ErrorCode.UNKNOWN_RUNTIME, chosen.message))
-            else:
-                self.guarded(restart, self._restart, None)
+        if restart is None:
+            self._start_read_done()
             return
-        self._start_read_done()
+        self._report_status()
+        if fits:
+            self.guarded(restart, self._restart, None)
+        else:
+            self.fail(restart, NbstageError(ErrorCode.UNKNOWN_RUNTIME, self.env.kernel_refused))
 
     def _start_read_done(self) -> None:
-        self.start_reads -= 1
-        if self.start_reads > 0:
+        joins = self.opening.read_done()
+        if joins is None:
             return
-        held, self.held_joins = self.held_joins or [], None
-        self._started()
-        for join in held:
-            self._on_join_room(join, self.daemon)
-        if self.journal.restored:
+        self._started(joins)
+        restored = self.journal.restored
+        if restored:
             where = self.path or self.notebook_id
-            self.notices.post(
-                journal.restored_notice(where, self.journal.restored, self.path is not None)
-            )
-
-    def _load(self, msg: StartRoom) -> Document:
-        """The document of an untitled or a new notebook; a file's is read off the loop."""
-        if msg.source is RoomSource.UNTITLED:
-            content = msg.content
-            if content is None:
-                raise NbstageError(
-                    ErrorCode.NOTEBOOK_UNAVAILABLE,
-                    f"Notebook {msg.notebook_id} is no longer available.",
-                )
-            return Document.from_json(orjson.loads(content))
-        return Document.empty(msg.kernelspec)
+            self.notices.post(journal.restored_notice(where, restored, self.path is not None))
 
     @property
     def notebook_id(self) -> str:
@@ -395,8 +319,7 @@ class Room(NbActor):
     # --- peers and the kernel's lifetime --------------------------------------------------
 
     def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
-        if self.held_joins is not None:
-            self.held_joins.append(msg)
+        if self.opening.held_back(msg):
             return
         if self.closing is not None:
             self.joins_seen = max(self.joins_seen, msg.join_seq)
@@ -404,7 +327,7 @@ class Room(NbActor):
             return
         if self.doc is None:
             self.joins_seen = max(self.joins_seen, msg.join_seq)
-            self.fail(msg.origin, self._unloaded_error())
+            self.fail(msg.origin, self.opening.unloaded_error())
             return
         self.joins_seen = max(self.joins_seen, msg.join_seq)
         peer_id = uuid.uuid4().hex[:12]
@@ -423,18 +346,9 @@ class Room(NbActor):
         """A request may name a starting room before anyone joined it (the operator's
         console lists starting rooms): there is no document to answer from yet."""
         if self.doc is None:
-            self.fail(msg.origin, self._unloaded_error())
+            self.fail(msg.origin, self.opening.unloaded_error())
             return
         super().receiveMsg_ClientRequest(msg, sender)
-
-    def _unloaded_error(self) -> NbstageError:
-        if self.load_error is not None:
-            return self.load_error
-        if self.held_joins is not None:
-            message = "The notebook is still being opened; try again in a moment."
-        else:
-            message = "The notebook could not be loaded."
-        return NbstageError(ErrorCode.NOTEBOOK_UNAVAILABLE, message)
 
     def _leave(self, origin: Origin, req: LeaveRoom) -> None:
         label = self.peers.pop(req.peer_id, None)
@@ -530,7 +444,7 @@ class Room(NbActor):
             finished(LiveExecutionRecorded): lambda done: self.act(*self.seat.live_recorded(done)),
             finished(StoredExecutionRead): lambda done: self.act(self.seat.stored_read(done)),
             finished(KernelspecsRead): self._kernelspecs_read,
-            finished(StaleTempsSwept): self._stale_temps_swept,
+            finished(StaleTempsSwept): lambda done: opening.swept(done, self.path),
             finished(NotebookFileRead): self._notebook_file_read,
             finished(JournalAppended): self._journal_appended,
             finished(JournalRead): self._journal_read,
@@ -1253,16 +1167,6 @@ class Room(NbActor):
             self._detach_kernel("restarted into its new environment")
             self.act(*self.seat.want())
         self._report_closed()
-
-
-def _read_notebook_file(path: Path, limit: int) -> tuple[Document, DiskStamp, dict[str, Any]]:
-    """Blocking: the room's document, the stamp of the file it came from, and the file's
-    notebook as read (the base of a later merge with the disk)."""
-    from nbstage.actors.notebook_files import load_notebook_stamped
-
-    notebook, stamp = load_notebook_stamped(path, limit)
-    doc = Document.from_json(notebook)
-    return doc, stamp, doc.to_json()
 
 
 def _closing_error(outcome: str) -> NbstageError:
