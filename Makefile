@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 STATE_DIR ?=
 STATE_FLAG := $(if $(STATE_DIR),--state-dir $(STATE_DIR))
 
-.PHONY: install bytecode run daemon test lint format bench demo clean
+.PHONY: install bytecode run daemon test lint format bench demo docs clean
 
 install: $(STAMP)
 
@@ -61,6 +61,10 @@ bench: install
 	$(BIN)/python bench/recovery.py
 	$(BIN)/python bench/many_clients.py --clients 32
 	$(BIN)/python bench/environments.py
+
+# docs/tools.md and docs/settings.md, from the code that declares them.
+docs: install
+	$(BIN)/python docs/reference.py
 
 demo: install
 	$(BIN)/nbstage harness examples/two-agents.toml

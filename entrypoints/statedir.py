@@ -18,7 +18,13 @@ from typing import BinaryIO
 
 from nbstage.entrypoints.ownership import check_private_dir, make_private_dir
 from nbstage.protocol.frozen import frozen
-from nbstage.protocol.safe_files import SMALL_FILE_BYTES, open_private, read_regular, write_private
+from nbstage.protocol.safe_files import (
+    SMALL_FILE_BYTES,
+    FileRefused,
+    open_private,
+    read_regular,
+    write_private,
+)
 
 STATE_DIR_ENV = "NBSTAGE_STATE_DIR"
 LINK_STATE_DIR_ENV = "NBSTAGE_LINK_STATE_DIR"
@@ -114,7 +120,7 @@ def recorded_paths(paths: StatePaths) -> StatePaths:
     try:
         check_private_dir(paths.root)
         recorded = read_regular(paths.socket_record, SMALL_FILE_BYTES)[0].decode().strip()
-    except FileNotFoundError:
+    except (FileNotFoundError, FileRefused):
         return paths
     if not os.path.isabs(recorded):
         return paths

@@ -20,9 +20,15 @@ class Settings:
     keep_alive_secs: float = 30.0
     """Kernel teardown delay after a room's last peer leaves."""
     reaper_interval_secs: float = 300.0
+    """How often the reaper looks for rooms nobody uses."""
     reaper_ttl_secs: float = 86400.0
+    """How long a room with no peer, no kernel and nothing in flight stays before the
+    reaper closes it (after its final save)."""
     reaper_soft_cap: int = 32
+    """Idle rooms beyond this many are closed early, oldest first."""
     heartbeat_secs: float = 1.0
+    """How often the daemon sends its watchers a heartbeat and touches ``daemon.alive``;
+    a watcher that misses several takes the daemon for gone."""
     autosave_delay_secs: float = 2.0
     """Quiet time after an edit before a file-backed room saves itself."""
     autosave_max_delay_secs: float = 10.0

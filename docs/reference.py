@@ -1,0 +1,110 @@
+"""Writes docs/tools.md and docs/settings.md from the code that defines them, so the
+reference a user reads is the one nbstage runs: ``make docs`` (a test fails when they
+differ)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import sys
+from pathlib import Path
+
+from nbstage.protocol import settings as settings_module
+from nbstage.protocol.tools import TOOLS
+
+DOCS = Path(__file__).resolve().parent
+
+TOOLS_INTRO = """# Tools
+
+Every tool `nbstage mcp` lists, as `protocol/tools.py` declares it. Most work on the
+session's active notebook (`connect_notebook` or `create_notebook` makes one active);
+each takes a JSON object of the arguments named here, and `tools/list` gives their full
+schemas. This file is written by `make docs`.
+
+| tool | what it does | arguments |
+|---|---|---|
+"""
+
+SETTINGS_INTRO = """# Settings
+
+The daemon reads `config.toml` in its state dir (a TOML table of the names below), and
+an environment variable overrides each one. A name it does not know is refused at start.
+This file is written by `make docs` from `protocol/settings.py`.
+
+| setting | variable | default | what it does |
+|---|---|---|---|
+"""
+
+OTHER_VARIABLES = (
+    (
+        "NBSTAGE_STATE_DIR",
+        "the state dir every command uses (as `--state-dir`; default "
+        "`$XDG_STATE_HOME/nbstage`, else `~/.local/state/nbstage`)",
+    ),
+    (
+        "NBSTAGE_TEMPLATE_DIR",
+        "where the kernels' template venv lives (default `$XDG_CACHE_HOME/nbstage`, "
+        "else `~/.cache/nbstage`)",
+    ),
+    (
+        "NBSTAGE_ENVS_DIR",
+        "where inline dependency environments are cached (default `<state dir>/envs`)",
+    ),
+    ("NBSTAGE_DAEMON_VERSION", "the version a daemon reports, to try the upgrade handoff"),
+)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def tools_md() -> str:
+    rows = []
+    for spec in TOOLS:
+        args = ", ".join(f"`{f.name}`" for f in dataclasses.fields(spec.args)) or "none"
+        rows.append(f"| `{spec.name}` | {_cell(spec.description)} | {args} |\n")
+    return TOOLS_INTRO + "".join(rows)
+
+
+def _field_docs() -> dict[str, str]:
+    tree = ast.parse(Path(settings_module.__file__).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings")
+    docs: dict[str, str] = {}
+    for field, after in zip(cls.body, [*cls.body[1:], None], strict=True):
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
+            said = ""
+            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                said = str(after.value.value)
+            docs[field.target.id] = said
+    return docs
+
+
+def settings_md() -> str:
+    defaults = settings_module.Settings()
+    rows = []
+    for name, said in _field_docs().items():
+        default = getattr(defaults, name)
+        shown = f"`{default!r}`" if default != "" else "(none)"
+        env = settings_module.env_name(name)
+        rows.append(f"| `{name}` | `{env}` | {shown} | {_cell(said.replace('``', '`'))} |\n")
+    others = "".join(f"| `{name}` | {said} |\n" for name, said in OTHER_VARIABLES)
+    return (
+        SETTINGS_INTRO
+        + "".join(rows)
+        + "\n## Other variables\n\n| variable | what it does |\n|---|---|\n"
+        + others
+        + "\nOthers that start with `NBSTAGE_` are set by nbstage for its own processes.\n"
+    )
+
+
+PAGES = {"tools.md": tools_md, "settings.md": settings_md}
+
+
+def main() -> int:
+    for name, page in PAGES.items():
+        (DOCS / name).write_text(page())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
