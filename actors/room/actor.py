@@ -47,7 +47,7 @@ from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room import dependency_calls, opening
+from nbstage.actors.room import dependency_calls, opening, views
 from nbstage.actors.room.actions import (
     Action,
     Answer,
@@ -104,17 +104,12 @@ from nbstage.protocol.replies import (
     CellsSummarized,
     CellUpdated,
     DependenciesApplied,
-    ExecutionCounts,
     InterruptSent,
-    KeepAlive,
     KeptRoom,
     KernelShutDown,
-    Latch,
     NotebookJoined,
     NotebookSaved,
-    PeerView,
     RestartCompleted,
-    RoomDescribed,
     RoomLeft,
 )
 from nbstage.protocol.requests import (
@@ -175,7 +170,6 @@ from nbstage.protocol.rooms import (
     RoomSource,
     RoomStarted,
     RoomStartFailed,
-    RoomStatus,
     StartRoom,
 )
 
@@ -337,7 +331,7 @@ class Room(NbActor):
         self._arm_file_check()
         self.idle_since = None
         self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
-        joined = NotebookJoined(**self._describe(), peer_id=peer_id, created=msg.created)
+        joined = NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
         self.answer(msg.origin, joined)
         self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
         self._report_status()
@@ -364,36 +358,8 @@ class Room(NbActor):
         self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
         self._report_status()
 
-    def _describe(self) -> dict[str, Any]:
-        """The NotebookFacts fields, shared by NotebookJoined and RoomDescribed."""
-        return {
-            "notebook_id": self.notebook_id,
-            "path": self.path,
-            "ephemeral": self.ephemeral,
-            "runtime": self.env.kernel_name,
-            "kernel_refused": self.env.kernel_refused,
-            "cell_count": len(self.doc.cells),
-            "kernel_status": self.seat.state,
-            "environment": self.env.shown(self.doc.metadata),
-        }
-
     def _report_status(self) -> None:
-        self.send(
-            self.daemon,
-            RoomStatus(
-                self.notebook_id,
-                self.path,
-                self.ephemeral,
-                tuple(self.peers.items()),
-                self.seat.state.value,
-                self.seat.pid,
-                self.idle_since,
-                self.joins_seen,
-                self.seat.actor_pid,
-                self.env.kernel_name,
-                self.env.running,
-            ),
-        )
+        self.send(self.daemon, views.status(self))
 
     def _event(self, kind: EventKind, detail: dict[str, Any]) -> None:
         self.send(self.edge, RoomEventOccurred(kind, self.notebook_id, detail))
@@ -436,7 +402,7 @@ class Room(NbActor):
             request(InterruptKernel): self._once(self._interrupt),
             request(RestartKernel): self._once(self._restart),
             request(ManageDependencies): self._once(self._manage_dependencies),
-            request(DescribeRoom): self._describe_room,
+            request(DescribeRoom): lambda origin, req: self.answer(origin, views.described(self)),
             request(ShutdownKernelNow): self._shutdown_kernel,
             finished(SaveFinished): self._save_finished,
             finished(FileLooked): self._file_looked,
@@ -466,27 +432,6 @@ class Room(NbActor):
 
     def _wait_expired(self, expired: WaitExpired) -> None:
         self.act(*self.seat.wait_expired(expired))
-
-    def _describe_room(self, origin: Origin, req: DescribeRoom) -> None:
-        life, seat = self.seat.life, self.seat
-        unsaved = self.doc.revision != self.file.saved_revision or self.file.missing
-        described = RoomDescribed(
-            **self._describe(),
-            peers=[PeerView(p, label) for p, label in self.peers.items()],
-            kernel_pid=seat.pid,
-            kernel_actor_pid=seat.actor_pid,
-            executions=ExecutionCounts(seat.book.live_ids(), seat.finished_count),
-            latch=Latch(life.kernel_attached, life.generation),
-            keep_alive=KeepAlive(
-                self.config.settings.keep_alive_secs,
-                seat.teardown_armed if life.kernel_attached else None,
-                seat.teardown_armed == life.generation and not self.peers and life.kernel_attached,
-            ),
-            unsaved=unsaved,
-            room_pid=os.getpid(),
-            kept=self.kept if unsaved else None,
-        )
-        self.answer(origin, described)
 
     def _get_cell(self, origin: Origin, req: GetCell) -> None:
         self.answer(origin, CellShown(self.doc.cell(req.cell_id).view()))
