@@ -1,24 +1,10 @@
 """The Room actor: one open notebook, the only place its document changes.
 
-It answers room requests from the edge directly, keeps its peers, applies each
-mutation at most once per idempotency key, answers an edit of a persisted or file-backed
-notebook once its journal record is written (journal.py, docs/notes/journal.md) and
-restores the records at its start, saves atomically and autosaves, and watches
-its file: a change made on disk from outside is merged by cell id (notebook_merge.py)
-before anything is written over it (docs/notes/file-watch.md). It also
-drives its kernel: it starts the Kernel child (kernel.py) when lifetime.py says so,
-tears it down when keep-alive runs out (the latch), queues executions on it, settles
-them into the document and executions/, and carries interrupt and restart.
-
-The kernel side is part of this one class on purpose. Its handlers work on the same
-state as the rest of the Room, in the same mailbox: the document (outputs), the
-idempotency memory (execute keys), the autosave schedule, the status reported to
-the Daemon and the answers to requests. A separate object would need an interface
-about as wide as the Room itself, and a reader would follow each message through
-two files. What would make the class long lives outside it as plain code, with no
-actor and no I/O: when the kernel starts and stops (lifetime.py), the execution
-bookkeeping (executions.py) and small helpers (room_support.py). Its timer payloads
-and offload tokens are in protocol/room_followups.py.
+It owns the document and its peers, and dispatches every message through one table
+(``handlers``). Every other concern is a part with state of its own, a plain class
+that returns actions (room/actions.py) for the Room to carry out (``act``): opening,
+once-only keys, the file, the journal, the kernel seat and the environment (ADR 0003).
+Timer payloads and offload tokens are in protocol/room_followups.py.
 """
 
 from __future__ import annotations
@@ -27,7 +13,6 @@ import contextlib
 import logging
 import os
 import time
-import uuid
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -66,6 +51,7 @@ from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room.opening import Opening
+from nbstage.actors.room.peers import Closing, Peers
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -105,7 +91,6 @@ from nbstage.protocol.replies import (
     CellUpdated,
     DependenciesApplied,
     InterruptSent,
-    KeptRoom,
     KernelShutDown,
     NotebookJoined,
     NotebookSaved,
@@ -186,23 +171,14 @@ class Room(NbActor):
         self.doc: Document | None = None
         self.path: str | None = None
         self.ephemeral = True
-        self.peers: dict[str, str] = {}
-        self.idle_since: float | None = time.monotonic()
+        self.peers = Peers()
         self.once = OnceKeys()
         self.env = EnvironmentSeat()
         self.journal = Journalling()
         self.seat = KernelSeat()
         self.notices = NoticeBoard()
         self.file = FileSeat(self.notices)
-        self.peer_conns: dict[str, int] = {}
-        """peer id → the daemon connection it joined on (the answers' ``Origin.conn``)."""
-        self.joins_seen = 0
-        self.closing: ActorAddress | None = None
-        """Who asked this room to close; from then on it acknowledges no mutation."""
-        self.kept: KeptRoom | None = None
-        """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
-        self.close_report: RoomClosed | None = None
-        """The close's outcome, held until the seat's kernels have stopped."""
+        self.close = Closing()
         self.opening = Opening()
 
     # --- opening (room/opening.py) --------------------------------------------------------
@@ -230,7 +206,7 @@ class Room(NbActor):
         self._loaded()
 
     def _notebook_file_read(self, done: BlockingWorkDone) -> None:
-        if self.closing is not None:
+        if self.close.by is not None:
             self._fail_held_joins(_closing_error("nobody joined it"))
         elif not done.ok:
             self._start_failed(opening.read_error(done))
@@ -246,7 +222,7 @@ class Room(NbActor):
 
     def _fail_held_joins(self, error: NbstageError) -> None:
         for join in self.opening.release():
-            self.joins_seen = max(self.joins_seen, join.join_seq)
+            self.peers.saw(join.join_seq)
             self.fail(join.origin, error)
 
     def _loaded(self) -> None:
@@ -315,21 +291,16 @@ class Room(NbActor):
     def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
         if self.opening.held_back(msg):
             return
-        if self.closing is not None:
-            self.joins_seen = max(self.joins_seen, msg.join_seq)
+        self.peers.saw(msg.join_seq)
+        if self.close.by is not None:
             self.fail(msg.origin, _closing_error("nobody joined it"))
             return
         if self.doc is None:
-            self.joins_seen = max(self.joins_seen, msg.join_seq)
             self.fail(msg.origin, self.opening.unloaded_error())
             return
-        self.joins_seen = max(self.joins_seen, msg.join_seq)
-        peer_id = uuid.uuid4().hex[:12]
-        self.peers[peer_id] = msg.peer_label
-        self.peer_conns[peer_id] = msg.origin.conn
+        peer_id = self.peers.join(msg.peer_label, msg.origin.conn)
         self.notices.follow(msg.origin.conn)
         self._arm_file_check()
-        self.idle_since = None
         self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
         joined = NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
         self.answer(msg.origin, joined)
@@ -345,14 +316,11 @@ class Room(NbActor):
         super().receiveMsg_ClientRequest(msg, sender)
 
     def _leave(self, origin: Origin, req: LeaveRoom) -> None:
-        label = self.peers.pop(req.peer_id, None)
-        if label is None:
+        if req.peer_id not in self.peers.labels:
             raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
-        conn = self.peer_conns.pop(req.peer_id, None)
-        if conn not in self.peer_conns.values():
-            self.notices.unfollow(conn)
-        if not self.peers:
-            self.idle_since = time.monotonic()
+        label, unfollowed = self.peers.leave(req.peer_id)
+        if unfollowed is not None:
+            self.notices.unfollow(unfollowed)
         self.act(*self.seat.decide(lifetime.peer_left, self.seat.life))
         self.answer(origin, RoomLeft())
         self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
@@ -494,7 +462,7 @@ class Room(NbActor):
     def _refuse_while_closing(self, outcome: str) -> None:
         """From CloseRoom on, the room's last flush is under way or done: nothing it would
         not keep is acknowledged."""
-        if self.closing is not None:
+        if self.close.by is not None:
             raise _closing_error(outcome)
 
     def answer(self, origin: Origin, reply: object) -> None:
@@ -733,7 +701,7 @@ class Room(NbActor):
         if due.generation != self.file.check_generation:
             return
         self.file.check_armed = False
-        if self.file.busy or self.closing is not None:
+        if self.file.busy or self.close.by is not None:
             self._arm_file_check()
         elif self.path is not None and self.peers:
             self.act(self.file.look(self.path))
@@ -766,7 +734,7 @@ class Room(NbActor):
     def _on_close_room(self, msg: CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
         the kernel has stopped."""
-        self.closing = sender
+        self.close.by = sender
         # Joins held for the start are answered now: the Daemon ends this room once it is
         # closed, maybe before the start's reads come back.
         self._fail_held_joins(_closing_error("nobody joined it"))
@@ -781,7 +749,7 @@ class Room(NbActor):
         self.file.close_registry()
         self.act(*self.journal.close())
         problem = None if saved else save_error(error).message
-        self.close_report = RoomClosed(self.notebook_id, saved, problem)
+        self.close.report = RoomClosed(self.notebook_id, saved, problem)
         self._report_closed()
 
     def _report_closed(self) -> None:
@@ -789,13 +757,13 @@ class Room(NbActor):
         build are done and every kernel this room stopped has said so: the room then ends
         with no child left for its exit to cut short, and no call left unanswered."""
         settled = not (self.seat.stopping or self.journal.jobs or self.env.jobs)
-        if self.close_report is not None and settled:
-            report, self.close_report = self.close_report, None
-            self.send(self.closing, report)
+        if self.close.report is not None and settled:
+            report, self.close.report = self.close.report, None
+            self.send(self.close.by, report)
 
     def _on_reopen_room(self, msg: ReopenRoom, sender: ActorAddress) -> None:
-        self.closing = None
-        self.kept = msg.kept
+        self.close.by = None
+        self.close.kept = msg.kept
 
     # --- the kernel seat (room/kernel_seat.py) --------------------------------------------
 
@@ -918,7 +886,7 @@ class Room(NbActor):
             self.seat.state = KernelState.BUSY
 
     def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
-        if self.closing is not None:
+        if self.close.by is not None:
             return
         record = self.seat.book.add_outputs(
             msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail
@@ -1048,7 +1016,7 @@ class Room(NbActor):
         token: DependenciesPrepared = done.token
         self.env.jobs -= 1
         seconds = round(time.monotonic() - token.started, 3)
-        if self.closing is not None:
+        if self.close.by is not None:
             self.fail(token.origin, _closing_error("the dependencies were not changed"))
             self._report_closed()
             return
@@ -1105,7 +1073,7 @@ class Room(NbActor):
             log.error("could not record the dependencies of %s: %s", self.notebook_id, done.error)
         if not token.restart:
             self.answer(token.origin, token.reply)
-        elif self.closing is not None:
+        elif self.close.by is not None:
             self.fail(token.origin, _closing_error("the kernel was not restarted"))
         else:
             self.env.pending.append((token.origin, token.reply))

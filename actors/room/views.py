@@ -36,11 +36,11 @@ def status(room: Any) -> RoomStatus:
         room.notebook_id,
         room.path,
         room.ephemeral,
-        tuple(room.peers.items()),
+        tuple(room.peers.labels.items()),
         seat.state.value,
         seat.pid,
-        room.idle_since,
-        room.joins_seen,
+        room.peers.idle_since,
+        room.peers.joins_seen,
         seat.actor_pid,
         env.kernel_name,
         env.running,
@@ -53,7 +53,7 @@ def described(room: Any) -> RoomDescribed:
     attached = life.kernel_attached
     return RoomDescribed(
         **facts(room),
-        peers=[PeerView(p, label) for p, label in room.peers.items()],
+        peers=[PeerView(p, label) for p, label in room.peers.labels.items()],
         kernel_pid=seat.pid,
         kernel_actor_pid=seat.actor_pid,
         executions=ExecutionCounts(seat.book.live_ids(), seat.finished_count),
@@ -65,5 +65,5 @@ def described(room: Any) -> RoomDescribed:
         ),
         unsaved=unsaved,
         room_pid=os.getpid(),
-        kept=room.kept if unsaved else None,
+        kept=room.close.kept if unsaved else None,
     )
