@@ -60,13 +60,8 @@ class NbActor(ActorTypeDispatcher):
 
     def handlers(self) -> dict[Key, Callable[..., None]]:
         """The dispatch table, asked for once. A plain message's handler takes
-        (msg, sender). Until an actor names its own, the table is made of its
-        ``request_handlers``, ``work_handlers`` and ``progress_handlers``."""
-        table: dict[Key, Callable[..., None]] = {}
-        table.update({request(t): h for t, h in self.request_handlers().items()})
-        table.update({finished(t): h for t, h in self.work_handlers().items()})
-        table.update({progress(t): h for t, h in self.progress_handlers().items()})
-        return table
+        (msg, sender); see ``request``, ``finished``, ``progress`` and ``wakeup``."""
+        return {}
 
     def handler_for(self, key: Key) -> Callable[..., None] | None:
         if self._table is None:
@@ -79,9 +74,6 @@ class NbActor(ActorTypeDispatcher):
             super().receiveMessage(msg, sender)
         else:
             handler(msg, sender)
-
-    def request_handlers(self) -> dict[type, Callable[[Origin, Any], None]]:
-        return {}
 
     def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
         handler = self.handler_for(request(type(msg.body)))
@@ -117,16 +109,8 @@ class NbActor(ActorTypeDispatcher):
     ) -> None:
         """Run ``work`` off the loop; ``BlockingWorkDone(token, …)`` comes back to this actor.
         With ``reports``, the work is called with ``report(line)``, whose lines come back
-        first as WorkProgressed, to ``progress_handlers``."""
+        first as WorkProgressed, to the table's ``progress(type(token))`` handler."""
         self.send(self.edge, BlockingWorkRequested(token, work, self.myAddress, lane, reports))
-
-    def work_handlers(self) -> dict[type, Callable[[BlockingWorkDone], None]]:
-        """What to do when offloaded work finishes, by the type of its token."""
-        return {}
-
-    def progress_handlers(self) -> dict[type, Callable[[Any, str], None]]:
-        """What to do with a line that offloaded work reported, by the type of its token."""
-        return {}
 
     def receiveMsg_WorkProgressed(self, msg: WorkProgressed, sender: ActorAddress) -> None:
         handler = self.handler_for(progress(type(msg.token)))
