@@ -9,7 +9,14 @@ STAMP := $(VENV)/.installed
 STATE_DIR ?=
 STATE_FLAG := $(if $(STATE_DIR),--state-dir $(STATE_DIR))
 
-.PHONY: install bytecode run daemon test lint format bench demo docs clean
+# The agent CLIs whose model input tests/e2e/test_agent_clients.py checks; the pins match
+# tests/agent_clients.py. Installed into .venv/node where npm can reach its registry;
+# without them those tests are skipped.
+AGENT_CLIS := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
+NODE_DIR := $(VENV)/node
+NODE_STAMP := $(NODE_DIR)/.installed
+
+.PHONY: install bytecode run daemon test lint format bench demo docs clean agent-clis
 
 install: $(STAMP)
 
@@ -41,9 +48,20 @@ daemon: bytecode
 
 # The tests' temp files go in one dir that is removed afterwards, so a run leaves
 # nothing behind in /tmp.
-test: bytecode
+test: bytecode agent-clis
 	@tmp=$$(mktemp -d /tmp/nbstage-tests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 		$(BIN)/python -m pytest -q --basetemp="$$tmp/t"
+
+agent-clis: $(NODE_STAMP)
+
+$(NODE_STAMP): Makefile
+	@mkdir -p $(NODE_DIR)
+	@if command -v npm >/dev/null && npm install --silent --no-audit --no-fund \
+		--prefix $(NODE_DIR) $(AGENT_CLIS) >$(NODE_DIR)/install.log 2>&1; then \
+		touch $@; \
+	else \
+		echo "Claude Code and Codex not installed (see $(NODE_DIR)/install.log); their tests skip"; \
+	fi
 
 lint: install
 	$(BIN)/ruff format --check .

@@ -25,6 +25,7 @@ from nbstage.actors.output_bounds import previewed
 from nbstage.protocol.codec import dumps
 from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
 log = logging.getLogger("nbstage.actors")
@@ -100,7 +101,7 @@ class NbActor(ActorTypeDispatcher):
         notices = self.notices_for(origin)
         self.send(self.edge, RequestFailed(origin, error.code, error.message, notices))
 
-    def notices_for(self, origin: Origin) -> tuple[str, ...]:
+    def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
         """Lines for the agent that the answer to ``origin`` carries (see RequestAnswered)."""
         return ()
 

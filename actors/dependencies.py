@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.protocol.notices import Notice, NoticeKind
 
 MAX_REQUIREMENTS = 200
 MAX_REQUIREMENT_CHARS = 1000
@@ -201,12 +202,16 @@ def plan_change(
     return DependencyPlan(edit, before_fp, after_fp, trusted_after, trust)
 
 
-def approval_line(deps: Sequence[str]) -> str:
+TRUST_CALL = "manage_dependencies(trust=true)"
+
+
+def approval_line(deps: Sequence[str]) -> Notice:
     count = len(deps)
     packages = "package" if count == 1 else "packages"
-    return (
-        f"[nbstage] this notebook asks for {count} {packages} ({', '.join(deps)}); "
-        "approve with manage_dependencies(trust=true)"
+    return Notice(
+        NoticeKind.APPROVAL_NEEDED,
+        f"this notebook asks for {count} {packages} ({', '.join(deps)}); approve with {TRUST_CALL}",
+        TRUST_CALL,
     )
 
 

@@ -173,9 +173,12 @@ class Document:
     def cells_json(
         self, start: int = 0, count: int | None = None, include_outputs: bool = True
     ) -> list[dict]:
-        """nbformat cell dicts; with include_outputs=False code cells have no 'outputs' key."""
+        """nbformat cell dicts; with include_outputs=False code cells have ``output_count``
+        in place of ``outputs``."""
         lo, hi = self._window(start, count)
-        return [c.to_json(include_outputs) for c in self.cells[lo:hi]]
+        if include_outputs:
+            return [c.to_json() for c in self.cells[lo:hi]]
+        return [_without_outputs(c) for c in self.cells[lo:hi]]
 
     def _window(self, start: int, count: int | None) -> tuple[int, int]:
         if start < 0 or (count is not None and count < 0):
@@ -536,3 +539,10 @@ def append_output(outputs: list[dict], out: dict) -> None:
         outputs[-1] = {**prev, "text": _text(prev.get("text", "")) + _text(out.get("text", ""))}
     else:
         outputs.append(out)
+
+
+def _without_outputs(cell: Cell) -> dict:
+    shown = cell.to_json(include_outputs=False)
+    if cell.cell_type == "code":
+        shown["output_count"] = len(cell.outputs)
+    return shown

@@ -15,6 +15,7 @@ from typing import Any
 
 from nbstage.actors.dependencies import read_dependencies, with_dependencies
 from nbstage.actors.document import Document
+from nbstage.protocol.notices import Notice, NoticeKind
 from nbstage.protocol.replies import CellCreated, CellDeleted, CellMoved, CellUpdated
 
 
@@ -131,10 +132,11 @@ def _index(cells: list[dict[str, Any]], cell_id: object) -> int | None:
     return None
 
 
-def restored_notice(where: str, count: int, file_backed: bool) -> str:
+def restored_notice(where: str, count: int, file_backed: bool) -> Notice:
     edits = "1 edit" if count == 1 else f"{count} edits"
     tail = " and are not saved yet" if file_backed else ""
-    return (
-        f"[nbstage] {where}: {edits} made before the daemon stopped were restored from the "
-        f"journal{tail}"
+    return Notice(
+        NoticeKind.JOURNAL_RESTORED,
+        f"{where}: {edits} made before the daemon stopped were restored from the journal{tail}",
+        "save_notebook()" if file_backed else None,
     )

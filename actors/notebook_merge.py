@@ -31,6 +31,8 @@ from typing import Any
 
 from nbstage.actors.document import fresh_cell_id
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.notices import Notice, NoticeKind
+from nbstage.protocol.words import plural
 
 CONFLICT_MARK = "nbstage: conflict copy from disk"
 CONFLICT_FIRST_LINES = {
@@ -162,12 +164,14 @@ def recover_ids(
     return out
 
 
-def notice_line(path: str, summary: MergeSummary) -> str:
+def notice_line(path: str, summary: MergeSummary) -> Notice:
     line = (
-        f"[nbstage] {path} changed on disk: {summary.updated} cells updated, "
-        f"{summary.added} added, {summary.conflicts} conflicts"
+        f"{path} changed on disk: {plural(summary.updated, 'cell')} updated, "
+        f"{summary.added} added, {plural(summary.conflicts, 'conflict')}"
     )
-    return f"{line}, {summary.deleted} deleted" if summary.deleted else line
+    if summary.deleted:
+        line += f", {summary.deleted} deleted"
+    return Notice(NoticeKind.CHANGED_ON_DISK, line, "get_all_cells()")
 
 
 def _content(cell: Cell) -> tuple[str, str]:

@@ -9,17 +9,19 @@ its own connection.
 
 from __future__ import annotations
 
+from nbstage.protocol.notices import Notice
+
 KEEP = 16
 """Posted notices kept for connections that have not asked since."""
 
 
 class NoticeBoard:
     def __init__(self) -> None:
-        self.posted: list[tuple[int, str]] = []
+        self.posted: list[tuple[int, Notice]] = []
         self.count = 0
         self.read_up_to: dict[int, int] = {}
         """Connection → the count of notices posted when it last got its notices."""
-        self.standing: dict[str, str] = {}
+        self.standing: dict[str, Notice] = {}
 
     def follow(self, conn: int) -> None:
         """A peer joined from ``conn``: it gets what is posted from now on."""
@@ -29,22 +31,22 @@ class NoticeBoard:
         self.read_up_to.pop(conn, None)
         self._trim()
 
-    def post(self, line: str) -> None:
+    def post(self, line: Notice) -> None:
         self.count += 1
         self.posted.append((self.count, line))
         self._trim()
 
-    def stand(self, key: str, line: str | None) -> None:
+    def stand(self, key: str, line: Notice | None) -> None:
         """Set (or, with None, withdraw) the standing line under ``key``."""
         if line is None:
             self.standing.pop(key, None)
         else:
             self.standing[key] = line
 
-    def take(self, conn: int) -> tuple[str, ...]:
+    def take(self, conn: int) -> tuple[Notice, ...]:
         """The lines for an answer on ``conn``: its unread notices, then standing lines."""
         since = self.read_up_to.get(conn)
-        fresh: list[str] = []
+        fresh: list[Notice] = []
         if since is not None and since < self.count:
             fresh = [line for n, line in self.posted if n > since]
             self.read_up_to[conn] = self.count

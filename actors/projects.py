@@ -27,6 +27,7 @@ import orjson
 
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentView
+from nbstage.protocol.notices import Notice, NoticeKind
 from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
 
 APPROVE_CALL = 'manage_dependencies(trust=true, apply="restart")'
@@ -171,27 +172,32 @@ def locked_fingerprint(view: EnvironmentView | None) -> str | None:
     return view.fingerprint
 
 
-def approval_line(view: EnvironmentView | None, trusted: Collection[str]) -> str | None:
-    """The standing line while the project the pool kernel found is not approved."""
+def approval_line(view: EnvironmentView | None, trusted: Collection[str]) -> Notice | None:
+    """The standing notice while the project the pool kernel found is not approved."""
     waiting = waiting_project(view)
     if waiting is None or waiting in trusted:
         return None
-    return (
-        f"[nbstage] this notebook is inside the project {view.project}, which is not "
-        "approved, so its kernel runs in the pool; approve the project (its pyproject.toml "
-        f"and uv.lock as they are now) with {APPROVE_CALL}"
+    return Notice(
+        NoticeKind.APPROVAL_NEEDED,
+        f"this notebook is inside the project {view.project}, which is not approved, so its "
+        "kernel runs in the pool; approve the project (its pyproject.toml and uv.lock as "
+        f"they are now) with {APPROVE_CALL}",
+        APPROVE_CALL,
     )
 
 
-def approved_line(view: EnvironmentView) -> str:
-    return (
-        f"[nbstage] the project at {view.project} is approved for this notebook; its "
-        'kernel runs there from its next start (apply="restart" or restart_kernel())'
+def approved_line(view: EnvironmentView) -> Notice:
+    return Notice(
+        NoticeKind.NOTE,
+        f"the project at {view.project} is approved for this notebook; its kernel runs "
+        'there from its next start (manage_dependencies(apply="restart") or '
+        "restart_kernel())",
+        "restart_kernel()",
     )
 
 
-def refusal_line(view: EnvironmentView | None) -> str | None:
+def refusal_line(view: EnvironmentView | None) -> Notice | None:
     """A project the walk refused: said once, when the kernel starts in the pool."""
     if view is None or view.source != "pool" or view.project is None or view.fingerprint:
         return None
-    return f"[nbstage] the project at {view.project} was not used: {view.problem}"
+    return Notice(NoticeKind.NOTE, f"the project at {view.project} was not used: {view.problem}")

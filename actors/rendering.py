@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import orjson
 
+from nbstage.actors.figure_files import figure_path
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.mcp import image_content, text_content
 
@@ -100,7 +101,8 @@ def cap_text(text: str, limit: int = TEXT_LIMIT, *, full_output_tool: str = "get
 def output_to_text(output: Mapping[str, Any]) -> str:
     """One nbformat output as ANSI-free, uncapped text.
 
-    Streams give their text; errors ``ename: evalue`` and then the traceback; rich outputs
+    Streams give their text; errors their traceback, which ends with ``ename: evalue``
+    (said first where it does not, or where there is no traceback); rich outputs
     their first MIME type in SPEC order (text/plain, text/markdown, text/latex,
     application/json), else a description such as ``[image/png 1,234 bytes]``.
     """
@@ -120,12 +122,17 @@ class Media:
     dimensions: tuple[int, int] | None = None
     encoded: str | None = None
 
-    def describe(self) -> str:
+    def describe(self, figures: str | None = None) -> str:
         """What stands in for the value in JSON: ``<image 4x4, 93 bytes: sent as image content>``.
 
         The dimensions, when they could be read, are joined by U+00D7 (TIMES), not an x.
+        With ``figures``, the figure folder, a sent image also names the file it is
+        written to: ``<image 4x4, 93 bytes: sent as image content; file /…/figures/….png>``.
         """
-        return f"<{self._kind()}{self._facts()}>"
+        file = ""
+        if figures is not None and self.encoded is not None:
+            file = f"; file {figure_path(figures, self.encoded, self.mime)}"
+        return f"<{self._kind()}{self._facts()}{file}>"
 
     def note(self) -> str:
         """The description in text, naming the MIME type: ``[image/png 4x4, 93 bytes: …]``."""
@@ -140,6 +147,20 @@ class Media:
             fate = NOT_SENT
         dimensions = f" {self.dimensions[0]}{TIMES}{self.dimensions[1]}" if self.dimensions else ""
         return f"{dimensions}, {_plural(self.size, 'byte')}: {fate}"
+
+    def shown(self, figures: str | None = None) -> dict[str, Any]:
+        """The image in a structured output: its type, size and dimensions, whether it is
+        attached as image content and, if so and ``figures`` is the figure folder, the file
+        it is also written to; if not attached, why not."""
+        shown: dict[str, Any] = {"mime_type": self.mime, "bytes": self.size}
+        if self.dimensions:
+            shown["width"], shown["height"] = self.dimensions
+        shown["attached"] = self.encoded is not None
+        if self.encoded is None:
+            shown["note"] = TOO_LARGE if self.mime in SENT_IMAGE_MIMES else NOT_SENT
+        elif figures is not None:
+            shown["file"] = figure_path(figures, self.encoded, self.mime)
+        return shown
 
     def _kind(self) -> str:
         if self.mime == "image/svg+xml":
@@ -195,15 +216,19 @@ def render_outputs(
     full_output: bool = False,
     *,
     full_output_tool: str = "get_results",
+    figures: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """MCP content items and SPEC §4 structured outputs for nbformat ``outputs``.
 
     Content: a text item per output with text, then for each image or binary value in a
     rich output either an image item (a PNG or JPEG up to 1 MiB) or a note describing it.
     Structured: ``output_type`` and ``text`` always, plus ``name`` (streams) or
-    ``ename``/``evalue`` (errors). Text is capped per output unless ``full_output``; only
-    then do errors carry ``traceback`` and rich outputs ``data``, where a description
-    stands in for each image. ``full_output_tool`` is the tool a cap note points to.
+    ``ename``/``evalue`` (errors), and ``images``, each described (see Media.shown), for
+    an output that has any. Text is capped per output unless ``full_output``, and a capped
+    one says ``truncated``; only with ``full_output`` do errors carry ``traceback`` and
+    rich outputs ``data``, where a description stands in for each image.
+    ``full_output_tool`` is the tool a cap note points to; ``figures`` the folder attached
+    images are also written to.
     """
     content: list[dict[str, Any]] = []
     structured: list[dict[str, Any]] = []
@@ -212,9 +237,12 @@ def render_outputs(
         data = (output.get("data") or {}) if kind in _DISPLAY_TYPES else {}
         media = _media_in(data)
         text, from_text_mime = _text_of(output, media)
+        whole = text
         if not full_output:
             text = cap_text(text, full_output_tool=full_output_tool)
         item: dict[str, Any] = {"output_type": kind, "text": text}
+        if text is not whole:
+            item["truncated"] = True
         if kind == "stream":
             item["name"] = output.get("name", "stdout")
         elif kind == "error":
@@ -223,7 +251,10 @@ def render_outputs(
             if full_output:
                 item["traceback"] = [strip_ansi(line) for line in output.get("traceback") or ()]
         elif full_output and data:
-            item["data"] = _described_data(data, media, _data_value)
+            item["data"] = _described_data(data, media, _data_value, figures)
+        images = [one.shown(figures) for one in media.values() if one.mime.startswith("image/")]
+        if images:
+            item["images"] = images
         structured.append(item)
         media_items = [_media_item(one) for one in media.values()]
         if text and (from_text_mime or not media_items):
@@ -233,11 +264,14 @@ def render_outputs(
 
 
 def render_execution(
-    execution: Mapping[str, Any], full_output: bool = False
+    execution: Mapping[str, Any], full_output: bool = False, *, figures: str | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A header line and the outputs of one execution, and its structured view."""
+    """A header line and the outputs of one execution, and its structured view.
+
+    The view says what to call next where there is something: the rest of a run still
+    going, or the whole of an output that was capped."""
     outputs = execution.get("outputs") or []
-    content, rendered = render_outputs(outputs, full_output)
+    content, rendered = render_outputs(outputs, full_output, figures=figures)
     structured: dict[str, Any] = {
         "execution_id": execution.get("execution_id"),
         "cell_id": execution.get("cell_id"),
@@ -247,38 +281,58 @@ def render_execution(
     }
     if execution.get("error") is not None:
         structured["error"] = execution["error"]
+    execution_id = execution.get("execution_id")
+    if execution.get("status") in ("running", "queued"):
+        structured["next_call"] = f'get_results(execution_id="{execution_id}")'
+    elif any(item.get("truncated") for item in rendered):
+        structured["next_call"] = f'get_results(execution_id="{execution_id}", full_output=true)'
     return [text_content(_execution_header(execution, bool(outputs))), *content], structured
 
 
 def render_cell(
-    cell: Mapping[str, Any], full_output: bool = False, *, language: str = "python"
+    cell: Mapping[str, Any],
+    full_output: bool = False,
+    *,
+    language: str = "python",
+    figures: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One cell: a header with its source in a fenced block, then its outputs.
 
     Code cells are fenced as ``language``. Markdown and raw cells without ``outputs`` or
-    ``execution_count`` get ``[]`` and ``None``.
+    ``execution_count`` get ``[]`` and ``None``. A cell shown without its outputs (it has
+    ``output_count`` instead) has no ``outputs`` but ``output_count``.
     """
     cell_type = cell.get("cell_type", "code")
     source = _joined(cell.get("source", ""))
     count = cell.get("execution_count")
+    left_out = "outputs" not in cell and isinstance(cell.get("output_count"), int)
     outputs = cell.get("outputs") or []
-    content, rendered = render_outputs(outputs, full_output, full_output_tool="get_cell")
+    content, rendered = render_outputs(
+        outputs, full_output, full_output_tool="get_cell", figures=figures
+    )
     header = f"Cell {cell.get('cell_id')} ({cell_type})"
     if count is not None:
         header += f" [{count}]"
-    if outputs:
+    if left_out and cell["output_count"]:
+        header += f", {_plural(cell['output_count'], 'output')} (not shown)"
+    elif outputs:
         header += f", {_plural(len(outputs), 'output')}"
     longest = max((len(run) for run in _BACKTICK_RUN.findall(source)), default=2)
     fence = "`" * (longest + 1)
     body = source[:-1] if source.endswith("\n") else source
     fenced = f"{header}\n{fence}{_FENCE_LANGUAGES.get(cell_type, language)}\n{body}\n{fence}"
-    structured = {
+    structured: dict[str, Any] = {
         "cell_id": cell.get("cell_id"),
         "cell_type": cell_type,
         "source": source,
         "execution_count": count,
-        "outputs": rendered,
     }
+    if left_out:
+        structured["output_count"] = cell["output_count"]
+    else:
+        structured["outputs"] = rendered
+    if any(item.get("truncated") for item in rendered):
+        structured["next_call"] = f'get_cell(cell_id="{cell.get("cell_id")}", full_output=true)'
     return [text_content(fenced), *content], structured
 
 
@@ -349,48 +403,55 @@ def render_cells_summary(summaries: Sequence[Mapping[str, Any]], total: int) -> 
 
 
 def render_cells_json(
-    cells: Sequence[Mapping[str, Any]], total: int
+    cells: Sequence[Mapping[str, Any]], total: int, *, figures: str | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``get_all_cells`` in the json format: nbformat cells with their media described.
 
     In outputs' ``data`` and markdown cells' ``attachments`` a description stands in for
     each image or binary value (see Media.describe). The content is the structured value
     as JSON text, then each PNG or JPEG of at most 1 MiB as image content, once.
+    ``figures`` is the folder those images are also written to.
     """
     images: list[dict[str, Any]] = []
-    shown = [_cell_with_media_described(cell, images) for cell in cells]
+    shown = [_cell_with_media_described(cell, images, figures) for cell in cells]
     structured = {"cells": shown, "total": total}
     return [text_content(_json_text(structured)), *images], structured
 
 
 def _cell_with_media_described(
-    cell: Mapping[str, Any], images: list[dict[str, Any]]
+    cell: Mapping[str, Any], images: list[dict[str, Any]], figures: str | None
 ) -> dict[str, Any]:
     shown = dict(cell)
     outputs = cell.get("outputs")
     if isinstance(outputs, list):
-        shown["outputs"] = [_output_with_media_described(output, images) for output in outputs]
+        shown["outputs"] = [
+            _output_with_media_described(output, images, figures) for output in outputs
+        ]
     attachments = cell.get("attachments")
     if isinstance(attachments, Mapping):
         shown["attachments"] = {
-            name: _bundle_with_media_described(bundle, images)
+            name: _bundle_with_media_described(bundle, images, figures)
             for name, bundle in attachments.items()
         }
     return shown
 
 
-def _output_with_media_described(output: Any, images: list[dict[str, Any]]) -> Any:
+def _output_with_media_described(
+    output: Any, images: list[dict[str, Any]], figures: str | None
+) -> Any:
     if not isinstance(output, Mapping) or not isinstance(output.get("data"), Mapping):
         return output
-    return {**output, "data": _bundle_with_media_described(output["data"], images)}
+    return {**output, "data": _bundle_with_media_described(output["data"], images, figures)}
 
 
-def _bundle_with_media_described(bundle: Any, images: list[dict[str, Any]]) -> Any:
+def _bundle_with_media_described(
+    bundle: Any, images: list[dict[str, Any]], figures: str | None
+) -> Any:
     if not isinstance(bundle, Mapping):
         return bundle
     media = _media_in(bundle)
     images += [_media_item(one) for one in media.values() if one.encoded is not None]
-    return _described_data(bundle, media, lambda _mime, value: value)
+    return _described_data(bundle, media, lambda _mime, value: value, figures)
 
 
 def _media_in(data: Mapping[str, Any]) -> dict[str, Media]:
@@ -403,10 +464,12 @@ def _media_in(data: Mapping[str, Any]) -> dict[str, Media]:
     return found
 
 
-def _described_data(data: Mapping[str, Any], media: Mapping[str, Media], value_of) -> dict:
+def _described_data(
+    data: Mapping[str, Any], media: Mapping[str, Media], value_of, figures: str | None = None
+) -> dict:
     """``data`` with each media value's description in its place, others via ``value_of``."""
     return {
-        mime: media[mime].describe() if mime in media else value_of(mime, value)
+        mime: media[mime].describe(figures) if mime in media else value_of(mime, value)
         for mime, value in data.items()
     }
 
@@ -428,14 +491,15 @@ def _text_of(
     if kind == "stream":
         return strip_ansi(_joined(output.get("text", ""))), True
     if kind == "error":
-        text = str(output.get("ename", ""))
+        summary = str(output.get("ename", ""))
         evalue = str(output.get("evalue", ""))
         if evalue:
-            text += f": {evalue}"
-        traceback = output.get("traceback") or ()
-        if traceback:
-            text += "\n" + "\n".join(traceback)
-        return strip_ansi(text), True
+            summary += f": {evalue}"
+        traceback = strip_ansi("\n".join(output.get("traceback") or ()))
+        lines = traceback.rstrip().splitlines()
+        if lines and strip_ansi(summary) in lines[-1]:
+            return traceback, True
+        return strip_ansi("\n".join(filter(None, (summary, traceback)))), True
     if kind in _DISPLAY_TYPES:
         data = output.get("data") or {}
         for mime in TEXT_MIMES:

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
-from nbstage.actors import reconcile, sessions, stale_reads
-from nbstage.actors.base import NbActor
+from nbstage.actors import figure_files, reconcile, sessions, stale_reads
+from nbstage.actors.base import NbActor, finished
 from nbstage.actors.daemon_link import (
     DaemonFailure,
     DaemonFrameArrived,
@@ -43,7 +43,9 @@ from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameTooLarge
-from nbstage.protocol.mcp import text_content, tool_error, tool_result
+from nbstage.protocol.mcp import tool_error, tool_result
+from nbstage.protocol.notices import Notice, notice_from_wire, with_notices
+from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     DaemonIdentity,
     NotebookJoined,
@@ -61,6 +63,7 @@ from nbstage.protocol.requests import (
 )
 from nbstage.protocol.session_followups import (
     DeferredExpired,
+    FiguresWritten,
     FirstLinkOverdue,
     RetryLink,
     RetryRecovery,
@@ -85,6 +88,7 @@ from nbstage.protocol.watching import (
     DaemonWentAway,
     StartWatch,
 )
+from nbstage.protocol.words import plural
 
 log = logging.getLogger("nbstage.session")
 
@@ -102,6 +106,15 @@ DEGRADED = {
 
 
 DEFERRAL_LIMIT = timedelta(seconds=15)
+NEXT_RESULT = ""
+"""In place of a call id: the notices of a join's answer (an approval waiting, edits restored
+from the journal) go to the next tool result, the connect call's own or, for a rejoin in the
+background, whichever comes next."""
+NEXT_CALLS = {
+    ErrorCode.CELL_NOT_FOUND: "get_all_cells()",
+    ErrorCode.DEPENDENCIES_CHANGED: "manage_dependencies()",
+}
+"""The call that shows what a refusal with this code needs, for the result's next_call."""
 FIRST_LINK_LIMIT = timedelta(seconds=30)
 """How long calls wait for a daemon that is being started for this client."""
 
@@ -113,7 +126,7 @@ class SessionManager(NbActor):
         self.supervisor: ActorAddress | None = None
         self.link: DaemonLink | None = None
         self.baseline_version: str | None = None
-        self.next_result_lines: list[str] = []
+        self.next_result_lines: list[Notice] = []
         """Lines for the next finished tool call, whichever it is (a lost kernel)."""
         self.requested_runtimes: dict[str, str] = {}
         """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
@@ -122,7 +135,7 @@ class SessionManager(NbActor):
         """Daemon request id → the reply type it expects and the continuation it resumes."""
         self.call_of: dict[int, str] = {}
         """Daemon request id → the tool call it is part of, whose result carries its notices."""
-        self.notices: dict[str, list[str]] = {}
+        self.notices: dict[str, list[Notice]] = {}
         """call_id → the lines the daemon's answers carried for it (a merge from disk, ...)."""
         self.calls: dict[str, str] = {}
         """call_id → tool name, for calls not yet answered."""
@@ -331,8 +344,14 @@ class SessionManager(NbActor):
     def _note(self, call_id: str, notices: object) -> None:
         if not isinstance(notices, list):
             return
-        lines = self.notices.setdefault(call_id, [])
-        lines += [n for n in notices if isinstance(n, str) and n not in lines]
+        kept = (
+            self.next_result_lines
+            if call_id == NEXT_RESULT
+            else self.notices.setdefault(call_id, [])
+        )
+        for notice in map(notice_from_wire, notices):
+            if notice is not None and notice not in kept:
+                kept.append(notice)
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -427,6 +446,7 @@ class SessionManager(NbActor):
             cwd=self.config.cwd,
             active_id=active.notebook_id if active else None,
             parked_ids=tuple(s.notebook_id for s in self.state.parked),
+            figures=self._figures(),
         )
 
     def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
@@ -449,7 +469,8 @@ class SessionManager(NbActor):
             self._finish(call_id, done.value)
             return
         except DaemonFailure as exc:
-            self._finish(call_id, tool_error(exc.message, {"code": exc.code}))
+            next_call = NEXT_CALLS.get(exc.code)
+            self._finish(call_id, tool_error(exc.message, {"code": exc.code}, next_call))
             return
         except Exception:
             log.exception("tool %s failed", self.calls.get(call_id))
@@ -474,11 +495,39 @@ class SessionManager(NbActor):
         self.calls.pop(call_id, None)
         self.rereads.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
-        lines = [*self.next_result_lines, *self.notices.pop(call_id, [])]
+        notices = [*self.next_result_lines, *self.notices.pop(call_id, [])]
         self.next_result_lines = []
-        if lines:
-            result = {**result, "content": [*map(text_content, lines), *result["content"]]}
-        self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
+        result = with_notices(result, notices)
+        images = figure_files.images_in(result)
+        folder = self._figures()
+        if not images or folder is None:
+            self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
+            return
+        keep = self.config.figure_files
+        self.offload(
+            FiguresWritten(call_id, orjson.dumps(result)),
+            lambda: figure_files.write_figures(folder, images, keep),
+            "figures",
+        )
+
+    def handlers(self) -> dict[Any, Any]:
+        return {finished(FiguresWritten): self._figures_written}
+
+    def _figures_written(self, done: BlockingWorkDone) -> None:
+        """The result goes out once its images are on disk; if they could not be written,
+        it goes out without naming their files."""
+        token: FiguresWritten = done.token
+        result_json = token.result_json
+        if not done.ok:
+            log.warning("figures not written: %s", done.error)
+            result = figure_files.without_files(orjson.loads(result_json))
+            result_json = orjson.dumps(result)
+        self.send(self.supervisor, ToolCallFinished(token.call_id, result_json))
+
+    def _figures(self) -> str | None:
+        if self.config is None or self.config.figure_files <= 0:
+            return None
+        return os.path.join(self.config.state_dir, figure_files.FOLDER)
 
     def receiveMsg_ToolCallCancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.calls.pop(msg.call_id, None)
@@ -514,8 +563,8 @@ class SessionManager(NbActor):
                     self._answer_session_call(call_id, result)
                 case sessions.Refuse(call_id, message):
                     self._finish(call_id, tool_error(message))
-                case sessions.TellNextResult(line):
-                    self.next_result_lines.append(line)
+                case sessions.TellNextResult(notice):
+                    self.next_result_lines.append(notice)
                 case sessions.RetryRecoveryLater(after):
                     self.wakeupAfter(timedelta(seconds=after), payload=RetryRecovery())
         if self.deferred and (self.state.active is not None or not self._rejoining()):
@@ -531,7 +580,7 @@ class SessionManager(NbActor):
             request = OpenNotebook(target.path, label)
         else:
             request = AttachNotebook(target.notebook_id, label)
-        self._daemon(request, lambda reply: self._joined(activation_id, reply))
+        self._daemon(request, lambda reply: self._joined(activation_id, reply), NEXT_RESULT)
 
     def _joined(self, activation_id: int, reply: NotebookJoined | DaemonFailure) -> None:
         if isinstance(reply, DaemonFailure):
@@ -603,7 +652,7 @@ def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     structured = {k: v for k, v in result.items() if k not in hidden}
     structured["kernelspec"] = result.get("runtime")
     structured |= environment_fields(result.get("environment"))
-    cells = f"{result['cell_count']} cells"
+    cells = plural(result["cell_count"], "cell")
     if result.get("kernel_refused"):
         structured["kernel_refused"] = result["kernel_refused"]
         return structured, f"({cells}, no kernel). {result['kernel_refused']}"

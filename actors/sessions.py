@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.notices import Notice, NoticeKind
 
 MAX_PARKED = 8
 
@@ -192,9 +193,9 @@ class Refuse:
 
 @frozen
 class TellNextResult:
-    """A line for the next tool result, whichever tool it is."""
+    """A notice for the next tool result, whichever tool it is."""
 
-    line: str
+    notice: Notice
 
 
 @frozen
@@ -299,11 +300,11 @@ def _install(
     return state, actions
 
 
-def kernel_lost_line(session: Session) -> str:
-    return (
-        f"[nbstage] The daemon restarted, so {session.path or session.notebook_id} was "
-        "reopened with a new kernel: variables from before are gone; run the cells you "
-        "need again."
+def kernel_lost_line(session: Session) -> Notice:
+    return Notice(
+        NoticeKind.KERNEL_RENEWED,
+        f"The daemon restarted, so {session.path or session.notebook_id} was reopened with "
+        "a new kernel: variables from before are gone; run the cells you need again.",
     )
 
 

@@ -23,7 +23,8 @@ from typing import Any
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import KernelState
-from nbstage.protocol.mcp import text_content, tool_error
+from nbstage.protocol.mcp import tool_error
+from nbstage.protocol.notices import PREFIX, Notice, NoticeKind, with_notices
 from nbstage.protocol.replies import (
     CellShown,
     CellsShown,
@@ -203,7 +204,7 @@ def _nothing_known(request: object) -> str:
 
 def stale_line(at: float) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(at))
-    return f"[nbstage] daemon unreachable: showing the notebook as of {clock}"
+    return f"{PREFIX}daemon unreachable: showing the notebook as of {clock}"
 
 
 def mark_stale(result: dict[str, Any], at: float, changed_after: bool) -> dict[str, Any]:
@@ -213,8 +214,5 @@ def mark_stale(result: dict[str, Any], at: float, changed_after: bool) -> dict[s
         line += "\nChanges this session made after that time are not shown."
     as_of = datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
     structured = {**result.get("structuredContent", {}), "stale": True, "as_of": as_of}
-    return {
-        **result,
-        "content": [text_content(line), *result["content"]],
-        "structuredContent": structured,
-    }
+    notice = Notice(NoticeKind.STALE, line.removeprefix(PREFIX))
+    return with_notices({**result, "structuredContent": structured}, [notice])

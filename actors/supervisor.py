@@ -31,6 +31,7 @@ from nbstage.protocol import jsonrpc, mcp, tools
 from nbstage.protocol.errors import NbstageError
 from nbstage.protocol.labels import fitted_label
 from nbstage.protocol.mcp import is_modern_version
+from nbstage.protocol.notices import Notice, NoticeKind, with_notices
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
     ActiveSessionChanged,
@@ -69,9 +70,10 @@ log = logging.getLogger("nbstage.supervisor")
 
 PROGRESS_EVERY = timedelta(seconds=4)
 CALL_WAIT_LIMIT = timedelta(seconds=30)
-KERNEL_RENEWED_BY_UPGRADE = (
-    "[nbstage] The upgraded daemon reopens the notebook with a new kernel: variables from "
-    "before are gone; run the cells you need again."
+KERNEL_RENEWED_BY_UPGRADE = Notice(
+    NoticeKind.KERNEL_RENEWED,
+    "The upgraded daemon reopens the notebook with a new kernel: variables from before are "
+    "gone; run the cells you need again.",
 )
 
 
@@ -131,8 +133,7 @@ class ProxySupervisor(NbActor):
         self.calls: dict[str, PendingCall] = {}
         self.tools: list[dict[str, Any]] = []
         self.cached_tools: list[dict[str, Any]] = []
-        self.banner: str | None = None
-        self.banner_note: str | None = None
+        self.banner: tuple[Notice, ...] = ()
         self.handoff_to: tuple[str, str] | None = None
         self.draining = False
         """stdin has ended: the process stops once the calls in flight are answered."""
@@ -297,16 +298,14 @@ class ProxySupervisor(NbActor):
         if call is None or call.sent_to != self.generation:
             return
         del self.calls[msg.call_id]
-        if self.banner is None and not is_modern_version(call.version):
+        if not self.banner and not is_modern_version(call.version):
             self.send(self.edge, McpResultToSend(call.request_id, msg.result_json))
         else:
             self._reply(msg.call_id, call, msg.result())
 
     def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
-        if self.banner is not None:
-            lines = [self.banner] if self.banner_note is None else [self.banner, self.banner_note]
-            result = {**result, "content": [*map(mcp.text_content, lines), *result["content"]]}
-            self.banner = self.banner_note = None
+        result = with_notices(result, self.banner)
+        self.banner = ()
         decorated = self._decorate(result, call.version, "tools/call")
         self._send_mcp(jsonrpc.Response(call.request_id, decorated))
 
@@ -337,6 +336,7 @@ class ProxySupervisor(NbActor):
             self.restart.restarts,
             self.generation,
             self.config.autostart,
+            self.config.figure_files,
         )
         self._to_child(config)
 
@@ -374,7 +374,9 @@ class ProxySupervisor(NbActor):
             # Python's start-up overlaps the backoff. A child that never served waits first.
             self._start_child(configure=False)
             self.warming = True
-        self._plan_restart(decision, "[nbstage] Session server restarted")
+        self._plan_restart(
+            decision, Notice(NoticeKind.SESSION_RESTARTED, "Session server restarted")
+        )
 
     def _requeue_or_fail_calls(self) -> None:
         """Calls in flight on the dead child are retried once, with the same key."""
@@ -389,13 +391,17 @@ class ProxySupervisor(NbActor):
                 call.sent_to = None
 
     def _plan_restart(
-        self, decision: restart_policy.Decision, banner: str, when_rejoining: str | None = None
+        self,
+        decision: restart_policy.Decision,
+        banner: Notice,
+        when_rejoining: Notice | None = None,
     ) -> None:
         """The banner opens the next result; ``when_rejoining`` follows it if a notebook is
         to be rejoined."""
         rejoining = bool(self.target.value)
-        self.banner = banner + (", rejoin requested" if rejoining else "")
-        self.banner_note = when_rejoining if rejoining else None
+        if rejoining:
+            banner = Notice(banner.kind, banner.message + ", rejoin requested", banner.next_call)
+        self.banner = (banner, when_rejoining) if rejoining and when_rejoining else (banner,)
         match decision:
             case restart_policy.RestartAfter(delay):
                 self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
@@ -420,17 +426,24 @@ class ProxySupervisor(NbActor):
         if msg.generation != self.child:
             return
         if msg.exit_code == HANDOFF_EXIT_CODE:
-            self._hand_off("[nbstage] Session server handed off to the installed code")
+            self._hand_off(
+                Notice(
+                    NoticeKind.SESSION_RESTARTED, "Session server handed off to the installed code"
+                )
+            )
         else:
             self._child_lost(msg.generation, f"process {msg.pid} exited ({msg.exit_code})")
 
     def _child_HandoffRequested(self, msg: HandoffRequested) -> None:
         self._hand_off(
-            f"[nbstage] Daemon upgraded ({msg.from_version} → {msg.to_version})",
+            Notice(
+                NoticeKind.DAEMON_UPGRADED,
+                f"Daemon upgraded ({msg.from_version} → {msg.to_version})",
+            ),
             KERNEL_RENEWED_BY_UPGRADE,
         )
 
-    def _hand_off(self, banner: str, when_rejoining: str | None = None) -> None:
+    def _hand_off(self, banner: Notice, when_rejoining: Notice | None = None) -> None:
         self._stop_child()
         self.ready = False
         self._requeue_or_fail_calls()

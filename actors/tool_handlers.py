@@ -57,6 +57,8 @@ class ToolContext:
     cwd: str
     active_id: str | None = None
     parked_ids: tuple[str, ...] = ()
+    figures: str | None = None
+    """The folder attached images are also written to (figure_files.py); None: nowhere."""
 
 
 Handler = Generator[object, Any, dict[str, Any]]
@@ -77,13 +79,13 @@ def absolute(path: str, cwd: str) -> str:
     return str((Path(cwd) / Path(path).expanduser()).resolve())
 
 
-def _rendered(execution: ExecutionView, full_output: bool = False):
-    return render_execution(to_wire(execution), full_output)
+def _rendered(ctx: ToolContext, execution: ExecutionView, full_output: bool = False):
+    return render_execution(to_wire(execution), full_output, figures=ctx.figures)
 
 
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
     reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
-    content, execution = _rendered(reply.execution)
+    content, execution = _rendered(ctx, reply.execution)
     return tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
     )
@@ -92,7 +94,7 @@ def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: 
 def get_cell(ctx: ToolContext, args: tools.GetCellArgs) -> Handler:
     preview = None if args.full_output else PREVIEW
     reply = yield GetCell(ctx.notebook_id, args.cell_id, preview)
-    content, cell = render_cell(to_wire(reply.cell), args.full_output)
+    content, cell = render_cell(to_wire(reply.cell), args.full_output, figures=ctx.figures)
     return tool_result({"cell": cell}, content=content)
 
 
@@ -103,12 +105,12 @@ def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
         return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
     shown, total = yield from _cells_in_pages(ctx, args)
     if args.format is tools.AllCellsFormat.JSON:
-        content, structured = render_cells_json(shown, total)
+        content, structured = render_cells_json(shown, total, figures=ctx.figures)
         return tool_result(structured, content=content)
     content: list[dict[str, Any]] = []
     cells = []
     for raw in shown:
-        cell_content, cell = render_cell({"cell_id": raw["id"], **raw})
+        cell_content, cell = render_cell({"cell_id": raw["id"], **raw}, figures=ctx.figures)
         content += cell_content
         cells.append(cell)
     return tool_result({"cells": cells, "total": total}, content=content)
@@ -220,14 +222,14 @@ def move_cell(ctx: ToolContext, args: tools.MoveCellArgs) -> Handler:
 
 def execute_cell(ctx: ToolContext, args: tools.ExecuteCellArgs) -> Handler:
     reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
-    content, execution = _rendered(reply.execution)
+    content, execution = _rendered(ctx, reply.execution)
     return tool_result({"execution": execution}, content=content)
 
 
 def get_results(ctx: ToolContext, args: tools.GetResultsArgs) -> Handler:
     preview = None if args.full_output else PREVIEW
     reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
-    content, execution = _rendered(reply.execution, args.full_output)
+    content, execution = _rendered(ctx, reply.execution, args.full_output)
     return tool_result({"execution": execution}, content=content)
 
 
@@ -245,7 +247,7 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
         reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
-        items, execution = _rendered(reply.execution)
+        items, execution = _rendered(ctx, reply.execution)
         content += items
         executions.append(execution)
     if not executions:
@@ -286,6 +288,8 @@ def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) ->
         state = {"before": before, "after": after, **edit, **state}
         if "apply" in result:
             state["apply"] = result["apply"]
+    if state["trust"]["needs_approval"]:
+        state["next_call"] = "manage_dependencies(trust=true)"
     return tool_result(state, text=render_dependencies(state))
 
 

@@ -32,6 +32,7 @@ from nbstage.entrypoints.ownership import Untrusted
 from nbstage.entrypoints.statedir import StatePaths, state_paths
 from nbstage.entrypoints.terminal_text import json_for_terminal, visible, visible_lines
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.words import plural
 
 try:
     import readline
@@ -134,10 +135,6 @@ def key_values(pairs: Sequence[tuple[str, str, str]], width: int) -> str:
         f"{key.ljust(key_width)}{GAP}{clip(visible(value), room, keep)}".rstrip()
         for key, value, keep in pairs
     )
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def duration(secs: float) -> str:

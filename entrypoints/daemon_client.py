@@ -45,8 +45,8 @@ class DaemonClient:
             self._sock.close()
             raise
         self._ids = itertools.count(1)
-        self.notices: list[str] = []
-        """The lines for the agent that the last answer to ``request`` carried."""
+        self.notices: list[dict] = []
+        """The notices ({kind, message, next_call?}) that the last answer to ``request`` carried."""
 
     def __enter__(self) -> DaemonClient:
         return self

@@ -60,6 +60,7 @@ from nbstage.protocol.frames import (
     read_frame,
 )
 from nbstage.protocol.kernels import KernelIoReady, UnwatchKernelSockets, WatchKernelSockets
+from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkRequested
 from nbstage.protocol.replies import (
     ClientsListed,
@@ -508,11 +509,11 @@ def _identity_of(path: Path) -> tuple[int, int] | None:
 
 
 def _error_frame(
-    request_id: Any, code: ErrorCode, message: str, notices: tuple[str, ...] = ()
+    request_id: Any, code: ErrorCode, message: str, notices: tuple[Notice, ...] = ()
 ) -> dict[str, Any]:
     frame = {"id": request_id, "type": "error", "error": to_wire(DaemonRefused(code, message))}
     if notices:
-        frame["notices"] = list(notices)
+        frame["notices"] = [notice.to_json() for notice in notices]
     return frame
 
 

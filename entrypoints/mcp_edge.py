@@ -94,6 +94,18 @@ def write_tool_cache(state_dir: Path, tools: list[dict[str, Any]]) -> None:
         log.exception("could not write %s", path)
 
 
+def _figure_files(state_dir: Path) -> int:
+    """The figure_files setting; its default if the settings cannot be read (the daemon
+    reports a bad config.toml when it starts)."""
+    from nbstage.protocol.settings import Settings, load_settings
+
+    try:
+        return load_settings(state_dir).figure_files
+    except (OSError, ValueError) as exc:
+        log.warning("settings not read, so figure_files is %d: %s", Settings.figure_files, exc)
+        return Settings.figure_files
+
+
 def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
     """Let a pipe hold ``size`` bytes, so that a large answer is written in one go rather
     than in 64 kB turns with the client; anything but a pipe is left as it is."""
@@ -170,6 +182,7 @@ class McpEdge:
             self.autostart,
             read_tool_cache(self.paths.root),
             self.no_daemon,
+            _figure_files(self.paths.root),
         )
         self._host.tell(self._supervisor, start)
         reader = asyncio.create_task(self._read_stdin())

@@ -38,10 +38,12 @@ from nbstage.entrypoints.actor_host import ActorHost
 from nbstage.entrypoints.held_writer import HeldWriter
 from nbstage.entrypoints.kept_tasks import start_kept
 from nbstage.entrypoints.logs import setup_logging
+from nbstage.entrypoints.offload_runner import OffloadRunner
 from nbstage.entrypoints.ownership import Untrusted, check_peer, check_private_dir
 from nbstage.entrypoints.statedir import LINK_STATE_DIR_ENV, followed_socket
 from nbstage.protocol import session_frames
 from nbstage.protocol.frames import FrameError, read_body
+from nbstage.protocol.offload import BlockingWorkRequested
 from nbstage.protocol.session_frames import SESSION_FD_ENV
 from nbstage.protocol.supervision import (
     HANDOFF_EXIT_CODE,
@@ -78,6 +80,7 @@ class SessionChildEdge:
 
         reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
         self._host = ActorHost(self._on_actor_message)
+        self._offload = OffloadRunner(self._host.tell)
         manager = self._host.create(SessionManager)
         try:
             while (message := await session_frames.read(reader)) is not None:
@@ -105,6 +108,8 @@ class SessionChildEdge:
                 start_kept(self._tasks, self._run_link(link_id, link, socket_path))
             case CloseDaemonLink(link_id):
                 self._close_link(link_id)
+            case BlockingWorkRequested():
+                self._offload.start(message)
             case _ if isinstance(message, session_frames.FROM_CHILD):
                 self._to_supervisor(message)
             case _:

@@ -15,6 +15,7 @@ import orjson
 
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.notices import Notice
 
 
 @frozen
@@ -44,8 +45,8 @@ class RequestAnswered:
     """The reply (a dataclass of nbstage.protocol.replies), already encoded by the actor:
     bytes cross thespian's queues far more cheaply than a large dict, and the edge writes
     them without re-encoding."""
-    notices: tuple[str, ...] = ()
-    """Lines for the agent, such as a merge from disk; the frame carries them as
+    notices: tuple[Notice, ...] = ()
+    """Notices for the agent, such as a merge from disk; the frame carries them as
     ``notices`` and the session manager puts them at the top of the tool result."""
 
     def result(self) -> dict[str, Any]:
@@ -68,7 +69,7 @@ class RequestFailed:
     origin: Origin
     code: ErrorCode
     message: str
-    notices: tuple[str, ...] = ()
+    notices: tuple[Notice, ...] = ()
 
 
 class EventKind(StrEnum):

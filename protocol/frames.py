@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from nbstage.protocol.notices import Notice
+
 WIRE_VERSION = 1
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
@@ -42,7 +44,7 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
 
 
 def encode_result_frame(
-    request_id: int | str, result_json: bytes, notices: tuple[str, ...] = ()
+    request_id: int | str, result_json: bytes, notices: tuple[Notice, ...] = ()
 ) -> bytes:
     """A result frame around an already encoded result, without decoding it again."""
     body = b"".join(
@@ -51,7 +53,7 @@ def encode_result_frame(
             orjson.dumps(request_id),
             b',"type":"result","result":',
             result_json,
-            b',"notices":' + orjson.dumps(notices) if notices else b"",
+            b',"notices":' + orjson.dumps([n.to_json() for n in notices]) if notices else b"",
             b"}",
         )
     )

@@ -618,9 +618,19 @@ def tool_result(
     return result
 
 
-def tool_error(message: str, structured: Any = None) -> dict[str, Any]:
-    """A tool failure the model can act on: ``isError`` with ``message`` as its text."""
-    return tool_result(structured, text=message, is_error=True)
+def tool_error(
+    message: str, structured: Mapping[str, Any] | None = None, next_call: str | None = None
+) -> dict[str, Any]:
+    """A tool failure the model can act on: ``isError`` with ``message`` as its text, and
+    in its structured part as ``error`` (clients that read that part show nothing else),
+    with ``code`` and the ``next_call`` to make where there are some. Claude Code shows
+    only the text of a failure, so the text names the next call too."""
+    shown: dict[str, Any] = {"error": message, **(structured or {})}
+    if next_call is not None:
+        shown["next_call"] = next_call
+        if next_call.partition("(")[0] not in message:
+            message += f" Next: {next_call}"
+    return tool_result(shown, text=message, is_error=True)
 
 
 def progress_notification(

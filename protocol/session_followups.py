@@ -35,3 +35,12 @@ class ReconnectDue:
 @frozen
 class LagCheck:
     pass
+
+
+@frozen
+class FiguresWritten:
+    """The images of a finished tool result were written to the figure folder (offloaded
+    work); the result goes out now."""
+
+    call_id: str
+    result_json: bytes

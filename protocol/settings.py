@@ -56,6 +56,10 @@ class Settings:
     """Output one cell keeps (in the notebook, its file and its execution record): the
     first and the last half of it, with a notice of what was dropped between (at least
     4 KiB; actors/output_bounds.py)."""
+    figure_files: int = 64
+    """How many image files figures/ in the state dir keeps: each PNG or JPEG a tool result
+    attaches is also written there, for clients that drop image content (Codex); 0 writes
+    none. Read by `nbstage mcp` when it starts."""
 
 
 _ENV_NAMES = {
@@ -74,6 +78,7 @@ _ENV_NAMES = {
     "uv_config_file": "NBSTAGE_UV_CONFIG_FILE",
     "max_file_bytes": "NBSTAGE_MAX_FILE_BYTES",
     "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
+    "figure_files": "NBSTAGE_FIGURE_FILES",
 }
 
 

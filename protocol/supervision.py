@@ -33,6 +33,8 @@ class StartSupervisor:
     no_daemon: str | None = None
     """Why no daemon can run for the state dir (no dir for its sockets): no session child
     starts, and every tool call fails saying so."""
+    figure_files: int = 64
+    """The figure_files setting (figure_files.py), read by the edge."""
 
 
 @frozen
@@ -100,6 +102,7 @@ class SessionConfig:
     restarts: int
     generation: int
     autostart: bool = True
+    figure_files: int = 64
 
 
 @frozen

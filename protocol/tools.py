@@ -19,6 +19,7 @@ from nbstage.protocol.codec import from_wire
 from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.output_schemas import output_schema
 from nbstage.protocol.paths import check_paths
 
 
@@ -226,6 +227,7 @@ class ToolSpec:
             "title": self.title,
             "description": self.description,
             "inputSchema": input_schema(self.args),
+            "outputSchema": output_schema(self.name),
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": self.read_only,

@@ -80,6 +80,7 @@ from nbstage.protocol.kernels import (
     RunCode,
     StartKernel,
 )
+from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import (
     CellCreated,
@@ -660,7 +661,7 @@ class Room(NbActor):
 
     # --- the file on disk -----------------------------------------------------------------
 
-    def notices_for(self, origin: Origin) -> tuple[str, ...]:
+    def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
         if self.doc is not None:
             self.notices.stand("dependencies", self.env.approval_line(self.doc.metadata))
         return self.notices.take(origin.conn)

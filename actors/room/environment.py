@@ -19,6 +19,7 @@ from nbstage.actors.registry import Registry
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import EnvironmentView
+from nbstage.protocol.notices import Notice
 from nbstage.protocol.replies import DependenciesManaged
 
 log = logging.getLogger("nbstage.room")
@@ -55,7 +56,7 @@ class EnvironmentSeat:
         fp = dependencies.fingerprint(deps) if deps else None
         return deps, fp, fp in self.trusted
 
-    def approval_line(self, metadata: dict) -> str | None:
+    def approval_line(self, metadata: dict) -> Notice | None:
         deps, fp, trusted = self.dependency_set(metadata)
         if fp is not None:
             return None if trusted else dependencies.approval_line(deps)
@@ -80,7 +81,7 @@ class EnvironmentSeat:
         _, fp, trusted = self.dependency_set(metadata)
         return fp if trusted else None
 
-    def project_reported(self) -> tuple[str | None, str | None]:
+    def project_reported(self) -> tuple[Notice | None, str | None]:
         """A kernel up in an approved project reports the fingerprint after uv's lock,
         which is approved with it (``place_kernel``): (the refusal to say once, the lock's
         fingerprint newly trusted)."""
@@ -91,7 +92,7 @@ class EnvironmentSeat:
         self.trusted.add(locked)
         return refused, locked
 
-    def approve_project(self, plan: dependencies.DependencyPlan) -> tuple[str, str] | None:
+    def approve_project(self, plan: dependencies.DependencyPlan) -> tuple[str, Notice] | None:
         """trust=true with no inline set approves the project the kernel waits for:
         (its fingerprint, the line that says so)."""
         if not plan.approve or plan.edit.after:

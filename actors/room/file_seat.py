@@ -23,6 +23,7 @@ from nbstage.actors.room.actions import Offload, Wake
 from nbstage.actors.room.environment import record_trust_after_save
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.notices import Notice, NoticeKind
 from nbstage.protocol.room_followups import (
     AutosaveDue,
     DiskStamp,
@@ -223,17 +224,25 @@ class FileSeat:
                 self.autosave_generation += 1
                 self.resume_autosave()
                 self.notices.post(
-                    f"[nbstage] {path} was deleted on disk. The notebook stays open here, "
-                    "unsaved; the next save (save_notebook, or autosave after an edit) writes "
-                    "the file again."
+                    Notice(
+                        NoticeKind.DELETED_ON_DISK,
+                        f"{path} was deleted on disk. The notebook stays open here, "
+                        "unsaved; the next save (save_notebook, or autosave after an edit) "
+                        "writes the file again.",
+                        "save_notebook()",
+                    )
                 )
         else:
             self.disk_bad_stamp = seen.stamp
             self.disk_problem = seen.problem
             self.notices.stand(
                 "file",
-                f"[nbstage] Autosave is paused and the file is left as it is: {seen.problem} "
-                "Autosave resumes once it parses again; save_notebook writes over it now.",
+                Notice(
+                    NoticeKind.AUTOSAVE_PAUSED,
+                    f"Autosave is paused and the file is left as it is: {seen.problem} "
+                    "Autosave resumes once it parses again; save_notebook writes over it now.",
+                    "save_notebook()",
+                ),
             )
         return None, False
 

@@ -64,7 +64,7 @@ async def ok(client: Any, name: str, **arguments: Any) -> dict[str, Any]:
 async def fails_with_code(client: Any, name: str, code: str, **arguments: Any) -> str:
     result = await client.call_tool(name, arguments)
     assert result.is_error, f"{name}({arguments}) should fail: {result.structured_content}"
-    assert result.structured_content == {"code": code}, texts_of(result)
+    assert result.structured_content["code"] == code, texts_of(result)
     return "\n".join(texts_of(result))
 
 
@@ -324,7 +324,7 @@ def test_a_reply_over_the_frame_limit_becomes_result_too_large_and_mcp_pages(
 
             result = await client.call_tool("create_cell", {"source": "z" * MAX_FRAME_BYTES})
             assert result.is_error
-            assert result.structured_content == {"code": "bad_request"}
+            assert result.structured_content["code"] == "bad_request"
             assert "was not sent" in texts_of(result)[0]
 
     run_bounded(body, budget=120)

@@ -124,8 +124,8 @@ def test_a_file_with_dependencies_nbstage_did_not_write_waits_for_approval(
     with daemon.client(timeout=300) as client:
         nid = client.request("open", path=str(path))["notebook_id"]
         prefix = prefix_of(client, nid)
-        line = dependencies.approval_line(["six"])
-        assert client.notices == [line]
+        notice = dependencies.approval_line(["six"])
+        assert client.notices == [notice.to_json()]
         assert prefix.parent.name == "pool", "an untrusted set is never installed"
         state = manage(client, nid)
         assert state["trust"] == {"status": "untrusted", "needs_approval": True}
@@ -269,21 +269,26 @@ def test_an_agent_sees_the_approval_line_and_syncs_the_approved_set_into_its_ker
 ) -> None:
     path = tmp_path / "shared.ipynb"
     write_notebook(path, ["iniconfig"])
-    line = dependencies.approval_line(["iniconfig"])
+    line = dependencies.approval_line(["iniconfig"]).line()
 
     async def body() -> None:
         async with mcp_client(daemon, "2026-07-28", label="syncer") as client:
             connected = await client.call_tool("connect_notebook", {"path": str(path)})
             assert connected.structured_content["env_source"] == "pool"
-            assert "in the pool environment" in texts_of(connected)[0]
+            assert texts_of(connected)[0] == line, "the connect result says it at once"
+            assert "in the pool environment" in texts_of(connected)[1]
             made = await call_ok(client, "create_cell", source="import sys; print(sys.prefix)")
             ran = await client.call_tool("execute_cell", {"cell_id": made["cell_id"]})
             assert line in texts_of(ran), texts_of(ran)
+            approval = dependencies.approval_line(["iniconfig"]).to_json()
+            assert approval in ran.structured_content["notices"], ran.structured_content
             prefix = ran.structured_content["execution"]["outputs"][0]["text"].strip()
             kernel_pid = room_view(daemon, connected.structured_content["notebook_id"])[
                 "kernel_pid"
             ]
 
+            waiting = await call_ok(client, "manage_dependencies")
+            assert waiting["next_call"] == "manage_dependencies(trust=true)", waiting
             refused = await client.call_tool("manage_dependencies", {"apply": "sync"})
             assert refused.is_error
             assert any("not approved" in text for text in texts_of(refused)), texts_of(refused)

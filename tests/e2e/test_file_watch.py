@@ -138,8 +138,7 @@ def test_outside_edits_merge_by_cell_id_and_the_next_result_says_so(
             edit_on_disk(path, person)
             merged = await first_result_with(client, f"[nbstage] {path} changed on disk")
             assert notice_lines(merged) == [
-                f"[nbstage] {path} changed on disk: 1 cells updated, 1 added, 1 conflicts, "
-                "1 deleted"
+                f"[nbstage] {path} changed on disk: 1 cell updated, 1 added, 1 conflict, 1 deleted"
             ]
             cells = (await call(client, "get_all_cells", format="json")).structured_content
             shape = [(c["id"], c["source"]) for c in cells["cells"]]
@@ -189,7 +188,7 @@ def test_a_half_written_file_is_never_overwritten_until_it_parses_or_is_saved(
             write_notebook(path, [("a", "a = 1"), ("b", "b = 'person'")])
             resumed = await first_result_with(client, f"[nbstage] {path} changed on disk")
             assert notice_lines(resumed) == [
-                f"[nbstage] {path} changed on disk: 1 cells updated, 0 added, 0 conflicts"
+                f"[nbstage] {path} changed on disk: 1 cell updated, 0 added, 0 conflicts"
             ]
 
             def merged_on_disk() -> bool:

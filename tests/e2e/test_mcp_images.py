@@ -37,12 +37,19 @@ IMAGES = {"png": [PNG_ITEM], "jpeg": [JPEG_ITEM], "svg": [], "big": []}
 """What each cell sends as image content: only the small PNG and JPEG."""
 
 DESCRIPTIONS = {
-    "png": ("image/png", f"<image 4{TIMES}4, {len(PNG)} bytes: {SENT}>"),
-    "jpeg": ("image/jpeg", f"<image 16{TIMES}8, {len(JPEG):,} bytes: {SENT}>"),
+    "png": (
+        "image/png",
+        re.compile(rf"<image 4{TIMES}4, {len(PNG)} bytes: {SENT}; file /\S+/figures/\w+\.png>"),
+    ),
+    "jpeg": (
+        "image/jpeg",
+        re.compile(rf"<image 16{TIMES}8, {len(JPEG):,} bytes: {SENT}; file /\S+/figures/\w+\.jpg>"),
+    ),
     "svg": ("image/svg+xml", re.compile(rf"<SVG, [\d,]+ bytes: {re.escape(NOT_SENT)}>")),
     "big": ("image/png", f"<image 1024{TIMES}1024, {len(BIG_PNG):,} bytes: {TOO_LARGE}>"),
 }
-"""What stands in for each cell's image in JSON views: its MIME type and description."""
+"""What stands in for each cell's image in JSON views: its MIME type and description (a
+sent image names the file it is also written to, for clients that drop image content)."""
 
 
 def check(result: Any, images: list[tuple[str, str]], what: str) -> None:

@@ -102,7 +102,7 @@ async def fails_with_code(client: Any, name: str, code: str, **arguments: Any) -
     """A domain failure: a tool error whose structuredContent names the daemon's code."""
     result = await client.call_tool(name, arguments)
     assert result.is_error, f"{name}({arguments}) should fail: {result.structured_content}"
-    assert result.structured_content == {"code": code}, texts(result)
+    assert result.structured_content["code"] == code, texts(result)
     return "\n".join(texts(result))
 
 

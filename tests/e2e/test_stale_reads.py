@@ -65,7 +65,11 @@ def test_reads_while_the_daemon_is_away_show_the_snapshot_and_changes_are_refuse
                 data = stale.structured_content
                 assert data["stale"] is True
                 assert AS_OF.match(data["as_of"]), data["as_of"]
-                assert {k: v for k, v in data.items() if k not in ("stale", "as_of")} == (
+                (notice,) = data["notices"]
+                assert notice["kind"] == "stale"
+                assert first["text"] == f"[nbstage] {notice['message']}"
+                marks = ("stale", "as_of", "notices")
+                assert {k: v for k, v in data.items() if k not in marks} == (
                     before.structured_content
                 )
             listed = live["list_active_notebooks"].structured_content["notebooks"]

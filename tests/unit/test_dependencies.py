@@ -201,11 +201,12 @@ def test_where_a_kernel_runs(
 
 def test_the_approval_line() -> None:
     line = deps.approval_line(["six", "numpy>=2"])
-    assert line == (
+    assert line.line() == (
         "[nbstage] this notebook asks for 2 packages (six, numpy>=2); "
         "approve with manage_dependencies(trust=true)"
     )
-    assert "1 package (six)" in deps.approval_line(["six"])
+    assert line.next_call == "manage_dependencies(trust=true)"
+    assert "1 package (six)" in deps.approval_line(["six"]).message
 
 
 def test_a_journal_record_brings_the_dependencies_back() -> None:

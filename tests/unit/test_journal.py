@@ -176,8 +176,12 @@ def test_the_store_keeps_records_per_notebook_until_truncated(tmp_path: Path) ->
 
 
 def test_the_restored_notice() -> None:
-    assert journal.restored_notice("/n.ipynb", 2, True) == (
+    restored = journal.restored_notice("/n.ipynb", 2, True)
+    assert restored.line() == (
         "[nbstage] /n.ipynb: 2 edits made before the daemon stopped were restored from the "
         "journal and are not saved yet"
     )
-    assert journal.restored_notice("id", 1, False).startswith("[nbstage] id: 1 edit made")
+    assert restored.next_call == "save_notebook()"
+    untitled = journal.restored_notice("id", 1, False)
+    assert untitled.line().startswith("[nbstage] id: 1 edit made")
+    assert untitled.next_call is None

@@ -93,7 +93,7 @@ def answered(bench: ActorBench, request_id: str) -> bool:
 def notices_of(bench: ActorBench, request_id: str) -> tuple[str, ...]:
     for m in bench.seen_of(RequestAnswered):
         if m.origin.request_id == request_id:
-            return m.notices
+            return tuple(notice.line() for notice in m.notices)
     raise AssertionError(f"{request_id} was not answered")
 
 

@@ -921,6 +921,9 @@ def test_admissions_become_responses_to_the_request_id() -> None:
                     }
                 ],
                 "isError": True,
+                "structuredContent": {
+                    "error": "No active notebook session. Call connect_notebook first."
+                },
             },
             id="a tool error",
         ),

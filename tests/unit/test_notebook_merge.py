@@ -262,7 +262,7 @@ def test_cells_with_ids_keep_them_and_are_not_matched_again() -> None:
     [
         pytest.param(
             MergeSummary(updated=2, added=1, conflicts=1),
-            "[nbstage] /w/n.ipynb changed on disk: 2 cells updated, 1 added, 1 conflicts",
+            "[nbstage] /w/n.ipynb changed on disk: 2 cells updated, 1 added, 1 conflict",
             id="the issue's line",
         ),
         pytest.param(
@@ -274,7 +274,9 @@ def test_cells_with_ids_keep_them_and_are_not_matched_again() -> None:
     ],
 )
 def test_notice_line(summary, line) -> None:
-    assert notice_line("/w/n.ipynb", summary) == line
+    notice = notice_line("/w/n.ipynb", summary)
+    assert notice.line() == line
+    assert notice.next_call == "get_all_cells()"
 
 
 # --- the notice board -------------------------------------------------------------------

@@ -223,8 +223,9 @@ def test_the_trust_decision(
         assert view == expected
         line = projects.approval_line(view, trusted)
         assert line is not None
-        assert str(repo) in line
-        assert projects.APPROVE_CALL in line
+        assert str(repo) in line.message
+        assert projects.APPROVE_CALL in line.message
+        assert line.next_call == projects.APPROVE_CALL
         assert projects.approval_line(view, {now}) is None, "approved: the line goes"
     else:
         assert view == pool

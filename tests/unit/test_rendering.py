@@ -8,6 +8,7 @@ import re
 import orjson
 import pytest
 
+from nbstage.actors.figure_files import figure_path
 from nbstage.actors.rendering import (
     IMAGE_LIMIT,
     NOT_SENT,
@@ -369,8 +370,18 @@ PNG_1234 = b64(1234)
                     "\x1b[0;31mZeroDivisionError\x1b[0m: division by zero",
                 ],
             ),
-            "ZeroDivisionError: division by zero\n----\nZeroDivisionError: division by zero",
-            id="an error gives its name, value and the stripped traceback",
+            "----\nZeroDivisionError: division by zero",
+            id="an error gives its stripped traceback, which ends with its name and value",
+        ),
+        pytest.param(
+            error("KeyError", "'k'", ["\x1b[0;31m----\x1b[0m", "a frame"]),
+            "KeyError: 'k'\n----\na frame",
+            id="a traceback that does not end with the name and value gets them first",
+        ),
+        pytest.param(
+            error("KeyError", "'k'", []),
+            "KeyError: 'k'",
+            id="an error without a traceback is its name and value",
         ),
         pytest.param(
             error("KeyboardInterrupt", "", []),
@@ -395,6 +406,12 @@ def test_output_to_text_does_not_cap():
 
 
 # render_outputs
+
+
+SHOWN_PNG = {"mime_type": "image/png", "bytes": 1234, "attached": True}
+SHOWN_JPEG = {"mime_type": "image/jpeg", "bytes": 1234, "attached": True}
+SHOWN_SVG = {"mime_type": "image/svg+xml", "bytes": 6, "attached": False, "note": NOT_SENT}
+"""How an output's structured ``images`` show each image, with no figure folder."""
 
 
 @pytest.mark.parametrize(
@@ -438,11 +455,11 @@ def test_output_to_text_does_not_cap():
         pytest.param(
             [error("NameError", "\x1b[1mx\x1b[0m", ["\x1b[31mNameError\x1b[0m: x"])],
             True,
-            [{"type": "text", "text": "NameError: x\nNameError: x"}],
+            [{"type": "text", "text": "NameError: x"}],
             [
                 {
                     "output_type": "error",
-                    "text": "NameError: x\nNameError: x",
+                    "text": "NameError: x",
                     "ename": "NameError",
                     "evalue": "x",
                     "traceback": ["NameError: x"],
@@ -487,6 +504,7 @@ def test_output_to_text_does_not_cap():
                         "image/png": f"<image, 1,234 bytes: {SENT}>",
                         "image/svg+xml": f"<SVG, 6 bytes: {NOT_SENT}>",
                     },
+                    "images": [SHOWN_PNG, SHOWN_SVG],
                 }
             ],
             id="full output keeps data with text lists joined and images described",
@@ -500,6 +518,7 @@ def test_output_to_text_does_not_cap():
                     "output_type": "display_data",
                     "text": f"[image/png, 1,234 bytes: {SENT}]",
                     "data": {"image/png": f"<image, 1,234 bytes: {SENT}>"},
+                    "images": [SHOWN_PNG],
                 }
             ],
             id="an image alone is sent as an image item and described in structured text",
@@ -511,7 +530,7 @@ def test_output_to_text_does_not_cap():
                 {"type": "text", "text": "<Figure>"},
                 {"type": "image", "data": PNG_1234, "mimeType": "image/jpeg"},
             ],
-            [{"output_type": "display_data", "text": "<Figure>"}],
+            [{"output_type": "display_data", "text": "<Figure>", "images": [SHOWN_JPEG]}],
             id="a JPEG with text/plain gives the text and the image",
         ),
         pytest.param(
@@ -525,6 +544,7 @@ def test_output_to_text_does_not_cap():
                 {
                     "output_type": "display_data",
                     "text": f"[image/png, 1,234 bytes: {SENT}] [image/jpeg, 1,234 bytes: {SENT}]",
+                    "images": [SHOWN_PNG, SHOWN_JPEG],
                 }
             ],
             id="each sendable image in one output is sent",
@@ -533,7 +553,20 @@ def test_output_to_text_does_not_cap():
             [display({"image/gif": PNG_1234})],
             False,
             [{"type": "text", "text": f"[image/gif, 1,234 bytes: {NOT_SENT}]"}],
-            [{"output_type": "display_data", "text": f"[image/gif, 1,234 bytes: {NOT_SENT}]"}],
+            [
+                {
+                    "output_type": "display_data",
+                    "text": f"[image/gif, 1,234 bytes: {NOT_SENT}]",
+                    "images": [
+                        {
+                            "mime_type": "image/gif",
+                            "bytes": 1234,
+                            "attached": False,
+                            "note": NOT_SENT,
+                        }
+                    ],
+                }
+            ],
             id="a GIF is described, not sent",
         ),
         pytest.param(
@@ -543,7 +576,7 @@ def test_output_to_text_does_not_cap():
                 {"type": "text", "text": "<SVG>"},
                 {"type": "text", "text": f"[image/svg+xml, 6 bytes: {NOT_SENT}]"},
             ],
-            [{"output_type": "display_data", "text": "<SVG>"}],
+            [{"output_type": "display_data", "text": "<SVG>", "images": [SHOWN_SVG]}],
             id="an SVG with text/plain gives the text and a note that it was not sent",
         ),
         pytest.param(
@@ -624,7 +657,9 @@ def test_render_outputs_describes_a_large_image_alone_once():
     content, structured = render_outputs([display({"image/png": b64(IMAGE_LIMIT * 2)})])
     note = f"[image/png, 2,097,152 bytes: {TOO_LARGE}]"
     assert content == [{"type": "text", "text": note}]
-    assert structured == [{"output_type": "display_data", "text": note}]
+    shown = {"mime_type": "image/png", "bytes": IMAGE_LIMIT * 2, "attached": False}
+    shown["note"] = TOO_LARGE
+    assert structured == [{"output_type": "display_data", "text": note, "images": [shown]}]
 
 
 def test_render_outputs_sends_wrapped_base64_without_line_breaks():
@@ -883,6 +918,8 @@ def test_render_execution_header(view, header):
     }
     if "error" in view:
         expected["error"] = view["error"]
+    if view["status"] in ("running", "queued"):
+        expected["next_call"] = f'get_results(execution_id="{view["execution_id"]}")'
     assert structured == expected
 
 
@@ -1179,3 +1216,52 @@ def test_base64_runs_finds_payloads_anywhere_in_json():
     assert base64_runs({"a": [{"b": "fine"}, ("x" * 200,)]}) == []
     assert len(base64_runs({"a": [{"b": f"<img src='data:image/png;base64,{payload}'>"}]})) == 1
     assert len(base64_runs({payload: 1})) == 1
+
+
+def test_a_capped_output_says_so_and_names_the_call_for_all_of_it():
+    view = execution("done", [stream("r" * 20_000)])
+    _, structured = render_execution(view)
+    (output,) = structured["outputs"]
+    assert output["truncated"] is True
+    assert CAP_NOTE.search(output["text"])
+    whole = f'get_results(execution_id="{view["execution_id"]}", full_output=true)'
+    assert structured["next_call"] == whole
+    _, full = render_execution(view, full_output=True)
+    assert "truncated" not in full["outputs"][0]
+    assert "next_call" not in full
+    _, cell = render_cell({"cell_id": "c1", "outputs": view["outputs"]})
+    assert cell["next_call"] == 'get_cell(cell_id="c1", full_output=true)'
+
+
+def test_an_attached_image_names_its_figure_file():
+    raw = png_bytes(348, 295)
+    png = base64.b64encode(raw).decode()
+    _, structured = render_outputs([display({"image/png": png})], figures="/s/figures")
+    (image,) = structured[0]["images"]
+    assert image == {
+        "mime_type": "image/png",
+        "bytes": len(raw),
+        "width": 348,
+        "height": 295,
+        "attached": True,
+        "file": figure_path("/s/figures", png, "image/png"),
+    }
+    assert image["file"].startswith("/s/figures/")
+    assert image["file"].endswith(".png")
+    described = f"<image 348{TIMES}295, {len(raw):,} bytes: {SENT}; file {image['file']}>"
+    _, full = render_outputs([display({"image/png": png})], True, figures="/s/figures")
+    assert full[0]["data"]["image/png"] == described
+    cell = {"id": "c1", "cell_type": "code", "outputs": [display({"image/png": png})]}
+    _, listed = render_cells_json([cell], 1, figures="/s/figures")
+    assert listed["cells"][0]["outputs"][0]["data"]["image/png"] == described
+
+
+def test_a_cell_shown_without_its_outputs_counts_them_instead_of_an_empty_list():
+    content, cell = render_cell(
+        {"cell_id": "c1", "cell_type": "code", "source": "1", "output_count": 2}
+    )
+    assert "outputs" not in cell
+    assert cell["output_count"] == 2
+    assert content[0]["text"].startswith("Cell c1 (code), 2 outputs (not shown)")
+    _, markdown = render_cell({"cell_id": "m1", "cell_type": "markdown", "source": "x"})
+    assert markdown["outputs"] == []

@@ -563,7 +563,8 @@ def test_handoff_with_call_in_flight_is_retried_once_under_its_key_and_answered_
     (answer,) = edge.answers(7)
     assert not answer.get("isError"), "generation 1's late error was dropped"
     assert texts(answer) == ["[nbstage] Daemon upgraded (1.0 → 2.0)", "Execution exec-1: done"]
-    assert answer["structuredContent"] == {"execution": DONE}
+    upgraded = {"kind": "daemon_upgraded", "message": "Daemon upgraded (1.0 → 2.0)"}
+    assert answer["structuredContent"] == {"execution": DONE, "notices": [upgraded]}
     assert edge.started() == [1, 2], "the old child's handoff exit starts nothing more"
     assert len(edge.to_child(1, ToolCallRequested) + edge.to_child(2, ToolCallRequested)) == 2
 

@@ -309,7 +309,7 @@ def test_nothing_known_is_an_error_that_says_so(tool: Any, args: Any, words: str
     assert text.startswith("The notebook daemon is unreachable and this session ")
     assert words in text
     assert "nothing to show" in text
-    assert result["structuredContent"] == {"code": "daemon_unreachable"}
+    assert result["structuredContent"] == {"error": text, "code": "daemon_unreachable"}
 
 
 def test_the_stale_line_is_local_wall_clock_time() -> None:

@@ -8,6 +8,7 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import mcp_types
 import pytest
 from hypothesis import given, settings
@@ -158,8 +159,22 @@ def test_no_schema_in_the_catalogue_has_a_type_array() -> None:
     """Single-type schema dialects (Gemini function declarations, the Inspector's strict
     check) refuse ``"type": [...]``; nullable arguments say so with ``anyOf`` instead."""
     for tool in builtin_tool_list():
-        for where, schema in subschemas(tool["inputSchema"], tool["name"]):
-            assert not isinstance(schema.get("type"), list), f"{where} has a type array: {schema}"
+        for kind in ("inputSchema", "outputSchema"):
+            for where, schema in subschemas(tool[kind], f"{tool['name']} {kind}"):
+                assert not isinstance(schema.get("type"), list), f"{where}: a type array {schema}"
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS, ids=spec_ids)
+def test_every_tool_declares_an_output_schema_that_takes_its_failures_too(spec: ToolSpec) -> None:
+    schema = spec.to_mcp()["outputSchema"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object"
+    check = jsonschema.Draft202012Validator(schema)
+    assert check.is_valid({"error": "It failed.", "code": "bad_request", "next_call": "x()"})
+    assert not check.is_valid({}), "a result has the tool's fields, or an error"
+    notice = {"kind": "changed_on_disk", "message": "m", "next_call": "get_all_cells()"}
+    assert check.is_valid({"error": "It failed.", "notices": [notice]})
+    assert not check.is_valid({"error": "It failed.", "notices": [{"kind": "gossip"}]})
 
 
 @pytest.mark.parametrize("spec", ALL_SPECS, ids=spec_ids)
