@@ -32,17 +32,7 @@ from nbstage.actors.document import Document
 from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room import dependency_calls, opening, views
-from nbstage.actors.room.actions import (
-    Action,
-    Answer,
-    DetachKernel,
-    Fail,
-    Offload,
-    Send,
-    StartKernelChild,
-    Wake,
-)
+from nbstage.actors.room import actions, dependency_calls, opening, views
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
 )
@@ -505,23 +495,23 @@ class Room(NbActor):
         self.journal.settled()
         self._report_closed()
 
-    def act(self, *actions: Action) -> None:
+    def act(self, *todo: actions.Action) -> None:
         """Carry out what a part asked for (room/actions.py)."""
-        for action in actions:
+        for action in todo:
             match action:
-                case Send(to, message):
+                case actions.Send(to, message):
                     self.send(to, message)
-                case Offload(token, work, lane, reports):
+                case actions.Offload(token, work, lane, reports):
                     self.offload(token, work, lane, reports)
-                case Wake(seconds, payload):
+                case actions.Wake(seconds, payload):
                     self.wakeupAfter(timedelta(seconds=seconds), payload=payload)
-                case Answer(origin, reply):
+                case actions.Answer(origin, reply):
                     self.answer(origin, reply)
-                case Fail(origin, error):
+                case actions.Fail(origin, error):
                     self.fail(origin, error)
-                case StartKernelChild():
+                case actions.StartKernelChild():
                     self._start_kernel()
-                case DetachKernel(reason):
+                case actions.DetachKernel(reason):
                     self._detach_kernel(reason)
 
     def _create_cell(self, req: CreateCell) -> CellCreated:
