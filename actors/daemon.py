@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited, WakeupMessage
+from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import environments
 from nbstage.actors.admission import (
@@ -28,7 +28,7 @@ from nbstage.actors.admission import (
     admit_open,
     refuse_beyond_limits,
 )
-from nbstage.actors.base import NbActor
+from nbstage.actors.base import NbActor, finished, request, wakeup
 from nbstage.actors.create_keys import CreateKeys, JoinMade, WaitForFirst
 from nbstage.actors.kernelspecs import NoKernelspec, choose_for_runtime
 from nbstage.actors.notebook_files import absolute_notebook_path
@@ -184,7 +184,7 @@ class Daemon(NbActor):
         self.reap_reports: list[_ReapReport] = []
         self.create_keys: CreateKeys[tuple[Origin, CreateNotebook]] = CreateKeys()
 
-    def receiveMsg_StartDaemon(self, msg: StartDaemon, sender: ActorAddress) -> None:
+    def _on_start_daemon(self, msg: StartDaemon, sender: ActorAddress) -> None:
         self.config = msg
         self.edge = sender
         self.registry = Registry(Path(msg.state_dir) / "registry.sqlite3")
@@ -193,13 +193,44 @@ class Daemon(NbActor):
         self.send(sender, DaemonStarted(os.getpid()))
         self.offload(ImportsWarmed(), _warm_imports)
 
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        if isinstance(msg.payload, ReapDue):
-            self._reap()
-            self._sweep_environments(None, environments.UNUSED_FOR)
-            self._schedule_reaper()
-        else:
-            self.wakeupAfter(CHILD_CHECK_TICK)
+    def handlers(self):
+        return {
+            StartDaemon: self._on_start_daemon,
+            RoomStarted: self._on_room_started,
+            RoomStartFailed: self._on_room_start_failed,
+            RoomStatus: self._on_room_status,
+            ClaimPath: self._on_claim_path,
+            PathBound: self._on_path_bound,
+            PathReleased: self._on_path_released,
+            StopDaemon: self._on_stop_daemon,
+            RoomClosed: self._on_room_closed,
+            ChildActorExited: self._on_child_actor_exited,
+            request(OpenNotebook): self._open,
+            request(AttachNotebook): self._attach,
+            request(CreateNotebook): self._create,
+            request(ListRooms): self._list_rooms,
+            request(GetStatus): self._status,
+            request(RunReaper): self._run_reaper,
+            request(CollectEnvironments): self._collect_environments,
+            request(EvictRoom): self._evict,
+            request(GetActorTree): self._tree,
+            finished(KernelspecResolved): self._kernelspec_resolved,
+            finished(BindingStored): self._binding_stored,
+            finished(RegistryClosed): self._registry_closed,
+            finished(ImportsWarmed): self._imports_warmed,
+            finished(EnvironmentsSwept): self._environments_swept,
+            wakeup(ReapDue): self._reap_due,
+            # The child-check tick carries no payload.
+            wakeup(type(None)): self._child_check_due,
+        }
+
+    def _reap_due(self, due: ReapDue) -> None:
+        self._reap()
+        self._sweep_environments(None, environments.UNUSED_FOR)
+        self._schedule_reaper()
+
+    def _child_check_due(self, due: None) -> None:
+        self.wakeupAfter(CHILD_CHECK_TICK)
 
     def _schedule_reaper(self) -> None:
         interval = timedelta(seconds=self.config.settings.reaper_interval_secs)
@@ -270,19 +301,6 @@ class Daemon(NbActor):
         entry.closing = True
         entry.close_reason = reason
         self.send(entry.address, CloseRoom(reason))
-
-    def request_handlers(self):
-        return {
-            OpenNotebook: self._open,
-            AttachNotebook: self._attach,
-            CreateNotebook: self._create,
-            ListRooms: self._list_rooms,
-            GetStatus: self._status,
-            RunReaper: self._run_reaper,
-            CollectEnvironments: self._collect_environments,
-            EvictRoom: self._evict,
-            GetActorTree: self._tree,
-        }
 
     def _evict(self, origin: Origin, req: EvictRoom) -> None:
         entry = self.rooms.get(req.notebook_id)
@@ -412,15 +430,6 @@ class Daemon(NbActor):
         for refused, _ in [(origin, req), *waiting]:
             self.fail(refused, error)
 
-    def work_handlers(self):
-        return {
-            KernelspecResolved: self._kernelspec_resolved,
-            BindingStored: self._binding_stored,
-            RegistryClosed: self._registry_closed,
-            ImportsWarmed: self._imports_warmed,
-            EnvironmentsSwept: self._environments_swept,
-        }
-
     def _imports_warmed(self, done: BlockingWorkDone) -> None:
         if not done.ok:
             log.warning("warming the notebook and kernel imports failed: %s", done.error)
@@ -527,7 +536,7 @@ class Daemon(NbActor):
         self.send(self.edge, RoomResident(notebook_id, address))
         return entry
 
-    def receiveMsg_RoomStarted(self, msg: RoomStarted, sender: ActorAddress) -> None:
+    def _on_room_started(self, msg: RoomStarted, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         if entry is not None:
             log.info("room %s opened: %s", msg.notebook_id, entry.path or "untitled")
@@ -538,7 +547,7 @@ class Daemon(NbActor):
                 RoomEventOccurred(EventKind.CREATED, msg.notebook_id, {"path": entry.path}),
             )
 
-    def receiveMsg_RoomStartFailed(self, msg: RoomStartFailed, sender: ActorAddress) -> None:
+    def _on_room_start_failed(self, msg: RoomStartFailed, sender: ActorAddress) -> None:
         log.info("room %s failed to start: %s", msg.notebook_id, msg.message)
         entry = self.rooms.get(msg.notebook_id)
         self._forget_room(msg.notebook_id)
@@ -551,12 +560,12 @@ class Daemon(NbActor):
         for origin in entry.evicted_by if entry is not None else []:
             self.answer(origin, RoomEvicted(notebook_id, saved))
 
-    def receiveMsg_RoomStatus(self, msg: RoomStatus, sender: ActorAddress) -> None:
+    def _on_room_status(self, msg: RoomStatus, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         if entry is not None:
             entry.status = msg
 
-    def receiveMsg_ClaimPath(self, msg: ClaimPath, sender: ActorAddress) -> None:
+    def _on_claim_path(self, msg: ClaimPath, sender: ActorAddress) -> None:
         path = msg.path
         holder = self.by_path.get(path)
         if holder is not None and holder != msg.notebook_id:
@@ -574,7 +583,7 @@ class Daemon(NbActor):
         self.by_path[path] = msg.notebook_id
         self.send(sender, PathClaimed(path, msg.origin))
 
-    def receiveMsg_PathBound(self, msg: PathBound, sender: ActorAddress) -> None:
+    def _on_path_bound(self, msg: PathBound, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         if entry is None:
             self.send(sender, PathRecorded(msg.path, msg.origin, "the room is closing"))
@@ -586,7 +595,7 @@ class Daemon(NbActor):
         self.by_path[msg.path] = msg.notebook_id
         self._bind(BindingStored(msg.notebook_id, msg.path, sender, msg.origin))
 
-    def receiveMsg_PathReleased(self, msg: PathReleased, sender: ActorAddress) -> None:
+    def _on_path_released(self, msg: PathReleased, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         claimed_by_us = self.by_path.get(msg.path) == msg.notebook_id
         if claimed_by_us and (entry is None or entry.path != msg.path):
@@ -620,14 +629,14 @@ class Daemon(NbActor):
         )
         self.answer(origin, RoomCounts(len(self.rooms), kernels))
 
-    def receiveMsg_StopDaemon(self, msg: StopDaemon, sender: ActorAddress) -> None:
+    def _on_stop_daemon(self, msg: StopDaemon, sender: ActorAddress) -> None:
         self.stopping = _Stopping(waiting=set(self.rooms))
         for notebook_id, entry in self.rooms.items():
             if not entry.closing:
                 self._close_room(notebook_id, CloseReason.DAEMON_STOPPING)
         self._finish_stop_if_done()
 
-    def receiveMsg_RoomClosed(self, msg: RoomClosed, sender: ActorAddress) -> None:
+    def _on_room_closed(self, msg: RoomClosed, sender: ActorAddress) -> None:
         entry = self.rooms.get(msg.notebook_id)
         if entry is not None:
             reason = entry.close_reason
@@ -688,7 +697,7 @@ class Daemon(NbActor):
             self.send(self.edge, removed)
         self._replay_deferred(entry)
 
-    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+    def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         for notebook_id, entry in list(self.rooms.items()):
             if entry.address == msg.childAddress:
                 log.warning("room %s exited unexpectedly", notebook_id)

@@ -28,9 +28,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from thespian.actors import ActorAddress, WakeupMessage
+from thespian.actors import ActorAddress
 
-from nbstage.actors.base import NbActor
+from nbstage.actors.base import NbActor, finished, wakeup
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
     KernelWentIdle,
@@ -171,11 +171,18 @@ class Kernel(NbActor):
         self.stop_after_launch: Any = None
         """Who asked for a shutdown while the kernel was still being launched."""
 
-    def work_handlers(self):
+    def handlers(self):
         return {
-            Launched: self._launched,
-            Relaunched: self._relaunched,
-            StoppedForGood: self._stopped_for_good,
+            KernelIoReady: self._on_kernel_io_ready,
+            StartKernel: self._on_start_kernel,
+            RunCode: self._on_run_code,
+            InterruptKernelNow: self._on_interrupt_kernel_now,
+            RestartKernelNow: self._on_restart_kernel_now,
+            ShutdownKernel: self._on_shutdown_kernel,
+            wakeup(Tick): self._tick,
+            finished(Launched): self._launched,
+            finished(Relaunched): self._relaunched,
+            finished(StoppedForGood): self._stopped_for_good,
         }
 
     # --- ticks ----------------------------------------------------------------------------
@@ -187,8 +194,8 @@ class Kernel(NbActor):
         busy_tick = FLUSH_TICK if self.watched else POLLING_TICK
         self.wakeupAfter(busy_tick if busy else IDLE_TICK, payload=Tick(self.tick_generation))
 
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        if not isinstance(msg.payload, Tick) or msg.payload.generation != self.tick_generation:
+    def _tick(self, tick: Tick) -> None:
+        if tick.generation != self.tick_generation:
             return
         if self.backend is None or self.state is KernelState.DEAD or self.backend_busy:
             return
@@ -196,7 +203,7 @@ class Kernel(NbActor):
         if self.state is not KernelState.DEAD:
             self._tick_soon()
 
-    def receiveMsg_KernelIoReady(self, msg: KernelIoReady, sender: ActorAddress) -> None:
+    def _on_kernel_io_ready(self, msg: KernelIoReady, sender: ActorAddress) -> None:
         if self.backend_busy:
             return
         if self.backend is not None and self.state is not KernelState.DEAD:
@@ -225,7 +232,7 @@ class Kernel(NbActor):
 
     # --- start ----------------------------------------------------------------------------
 
-    def receiveMsg_StartKernel(self, msg: StartKernel, sender: ActorAddress) -> None:
+    def _on_start_kernel(self, msg: StartKernel, sender: ActorAddress) -> None:
         self.room = sender
         self.edge = msg.edge
         self.name = msg.notebook_id
@@ -324,7 +331,7 @@ class Kernel(NbActor):
 
     # --- running code ---------------------------------------------------------------------
 
-    def receiveMsg_RunCode(self, msg: RunCode, sender: ActorAddress) -> None:
+    def _on_run_code(self, msg: RunCode, sender: ActorAddress) -> None:
         if self.state is KernelState.DEAD:
             self.send(
                 sender,
@@ -363,12 +370,12 @@ class Kernel(NbActor):
 
     # --- control --------------------------------------------------------------------------
 
-    def receiveMsg_InterruptKernelNow(self, msg: InterruptKernelNow, sender: ActorAddress) -> None:
+    def _on_interrupt_kernel_now(self, msg: InterruptKernelNow, sender: ActorAddress) -> None:
         if self.state is KernelState.BUSY:
             self.backend.interrupt()
         self.send(sender, KernelInterrupted(msg.origin))
 
-    def receiveMsg_RestartKernelNow(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
+    def _on_restart_kernel_now(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
         self._abandon_run("the kernel was restarted")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
         self.state = KernelState.RESTARTING
@@ -409,7 +416,7 @@ class Kernel(NbActor):
         self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
         self.send(self.room, KernelDied(pid))
 
-    def receiveMsg_ShutdownKernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
+    def _on_shutdown_kernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
         self._abandon_run("the kernel was shut down")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
         self._stop_watching()

@@ -1,4 +1,4 @@
-"""Pure helpers of the Room actor (room.py): no actor, no state, no I/O."""
+"""Pure helpers of the Room actor (room/actor.py): no actor, no state, no I/O."""
 
 from __future__ import annotations
 

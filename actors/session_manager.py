@@ -19,7 +19,7 @@ import orjson
 from thespian.actors import ActorAddress, ChildActorExited, WakeupMessage
 
 from nbstage.actors import figure_files, reconcile, sessions, stale_reads
-from nbstage.actors.base import NbActor
+from nbstage.actors.base import NbActor, finished
 from nbstage.actors.daemon_link import (
     DaemonFailure,
     DaemonFrameArrived,
@@ -511,8 +511,8 @@ class SessionManager(NbActor):
             "figures",
         )
 
-    def work_handlers(self) -> dict[type, Any]:
-        return {FiguresWritten: self._figures_written}
+    def handlers(self) -> dict[Any, Any]:
+        return {finished(FiguresWritten): self._figures_written}
 
     def _figures_written(self, done: BlockingWorkDone) -> None:
         """The result goes out once its images are on disk; if they could not be written,

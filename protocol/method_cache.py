@@ -96,7 +96,8 @@ def write(cache: Path = CACHE, packages: tuple[str, ...] = PACKAGES) -> int:
     _tables.clear()
     for package in packages:
         root = importlib.import_module(package)
-        for module in pkgutil.iter_modules(root.__path__, f"{package}."):
+        # walk_packages goes into subpackages (actors/room/), iter_modules would not.
+        for module in pkgutil.walk_packages(root.__path__, f"{package}."):
             importlib.import_module(module.name)
     found, _compiled = _compiled, None
     cache.mkdir(parents=True, exist_ok=True)

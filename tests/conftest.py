@@ -42,15 +42,19 @@ def daemon_of_a_module() -> Iterator[RunningDaemon]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _no_runtime_dirs_left() -> Iterator[None]:
-    """The suite leaves no short socket dir in the temp dir: a daemon that stops removes
-    the one it made, and those a killed daemon left are removed here at the end."""
-    base = Path(tempfile.gettempdir())
-    pattern = f"nbstage-{os.getuid()}-*"
-    before = set(base.glob(pattern))
+def _runtime_dir_of_the_run() -> Iterator[None]:
+    """The short socket dirs of the run's daemons go in one runtime dir of its own,
+    removed at the end with whatever a killed daemon left there, so the suite leaves
+    nothing in /tmp and never touches another run's dirs."""
+    base = tempfile.mkdtemp(prefix="nbr-")
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = base
     yield
-    for left in set(base.glob(pattern)) - before:
-        shutil.rmtree(left, ignore_errors=True)
+    if before is None:
+        del os.environ["XDG_RUNTIME_DIR"]
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = before
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

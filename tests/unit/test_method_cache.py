@@ -106,3 +106,22 @@ def test_a_changed_class_misses_and_is_compiled(package: Path) -> None:
     changed = changed.replace("asked.count = 3", "asked.number = 3")
     left = run_python(changed.format(cache=str(cache)), package)
     assert int(left) > 0, "the old class's methods should be left unused"
+
+
+def test_modules_of_a_subpackage_are_cached_too(package: Path) -> None:
+    """actors/room/ is a subpackage: its dataclasses are compiled once like the rest."""
+    (package / "cached" / "inner").mkdir()
+    (package / "cached" / "inner" / "__init__.py").write_text("")
+    (package / "cached" / "inner" / "deeper.py").write_text(MODULE)
+    cache = package / "cache"
+    run_python(
+        f"""
+        from pathlib import Path
+        from nbstage.protocol import method_cache
+
+        method_cache.write(Path({str(cache)!r}), ("cached",))
+        """,
+        package,
+    )
+    tag = sys.implementation.cache_tag
+    assert (cache / f"cached.inner.deeper.{tag}.marshal").exists()

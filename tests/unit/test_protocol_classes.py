@@ -18,8 +18,9 @@ import nbstage.protocol
 def _protocol_classes() -> set[type]:
     """Every class defined in a protocol module, once even where a module aliases it."""
     classes = set()
-    for info in pkgutil.iter_modules(nbstage.protocol.__path__):
-        module = importlib.import_module(f"nbstage.protocol.{info.name}")
+    # walk_packages, not iter_modules: a subpackage's modules must not go unchecked.
+    for info in pkgutil.walk_packages(nbstage.protocol.__path__, "nbstage.protocol."):
+        module = importlib.import_module(info.name)
         classes |= {
             value
             for value in vars(module).values()

@@ -261,7 +261,7 @@ def test_a_database_and_its_side_files_are_0600(tmp_path: Path) -> None:
 
 
 def test_a_registry_refused_for_what_it_is_trusts_nothing(tmp_path: Path) -> None:
-    from nbstage.actors.room import _trusted_for
+    from nbstage.actors.room.environment import trusted_for as _trusted_for
 
     fifo = tmp_path / "registry.sqlite3"
     os.mkfifo(fifo)

@@ -1,0 +1,1079 @@
+"""The Room actor: one open notebook, the only place its document changes.
+
+It owns the document and its peers, and dispatches every message through one table
+(``handlers``). Every other concern is a part with state of its own, a plain class
+that returns actions (room/actions.py) for the Room to carry out (``act``): opening,
+once-only keys, the file, the journal, the kernel seat and the environment (ADR 0003).
+Timer payloads and offload tokens are in protocol/room_followups.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
+
+from nbstage.actors import (
+    dependencies,
+    journal,
+    lifetime,
+    projects,
+    save_target,
+)
+from nbstage.actors.base import NbActor, finished, progress, request, wakeup
+from nbstage.actors.document import Document
+from nbstage.actors.executions import Execution
+from nbstage.actors.kernel import Kernel
+from nbstage.actors.notices import NoticeBoard
+from nbstage.actors.room import actions, dependency_calls, opening, views
+from nbstage.actors.room.environment import (
+    EnvironmentSeat,
+)
+from nbstage.actors.room.file_seat import FileSeat
+from nbstage.actors.room.journalling import Journalling
+from nbstage.actors.room.kernel_seat import KernelSeat
+from nbstage.actors.room.once import OnceKeys
+from nbstage.actors.room.opening import Opening
+from nbstage.actors.room.peers import Closing, Peers
+from nbstage.actors.room_support import save_error, scoped_key
+from nbstage.protocol.edge import (
+    ClientRequest,
+    EventKind,
+    KernelProcessEnded,
+    Origin,
+    RequestProgressed,
+    RoomEventOccurred,
+)
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import (
+    ExecutionFinished,
+    ExecutionsCancelled,
+    ExecutionStarted,
+    ExecutionStatus,
+    InterruptKernelNow,
+    KernelDied,
+    KernelFailed,
+    KernelInterrupted,
+    KernelReady,
+    KernelRestarted,
+    KernelState,
+    KernelStopped,
+    OutputsArrived,
+    RestartKernelNow,
+    RunCode,
+    StartKernel,
+)
+from nbstage.protocol.notices import Notice
+from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import (
+    CellCreated,
+    CellDeleted,
+    CellMoved,
+    CellShown,
+    CellsShown,
+    CellsSummarized,
+    CellUpdated,
+    DependenciesApplied,
+    InterruptSent,
+    KernelShutDown,
+    NotebookJoined,
+    NotebookSaved,
+    RestartCompleted,
+    RoomLeft,
+)
+from nbstage.protocol.requests import (
+    ApplyDependencies,
+    CellsFormat,
+    CreateCell,
+    DeleteCell,
+    DescribeRoom,
+    ExecuteCell,
+    GetCell,
+    GetCells,
+    GetExecution,
+    InterruptKernel,
+    LeaveRoom,
+    ManageDependencies,
+    MoveCell,
+    ReplaceMatch,
+    ReplaceRegex,
+    RestartKernel,
+    SaveNotebook,
+    SetCell,
+    ShutdownKernelNow,
+)
+from nbstage.protocol.room_followups import (
+    AutosaveDue,
+    DependenciesPrepared,
+    DependenciesRecorded,
+    ExecutionRecorded,
+    FileCheckDue,
+    FileLooked,
+    FileOnDisk,
+    JournalAppended,
+    JournalClosed,
+    JournalRead,
+    JournalTruncated,
+    KeepAliveExpired,
+    KernelspecsRead,
+    LiveExecutionRecorded,
+    NotebookFileRead,
+    ProjectTrustRecorded,
+    SaveFinished,
+    SavePurpose,
+    StaleTempsSwept,
+    StoredExecutionRead,
+    WaitExpired,
+)
+from nbstage.protocol.rooms import (
+    ClaimPath,
+    CloseRoom,
+    JoinRoom,
+    PathBound,
+    PathClaimed,
+    PathRecorded,
+    PathRefused,
+    PathReleased,
+    ReopenRoom,
+    RoomClosed,
+    RoomSource,
+    RoomStarted,
+    RoomStartFailed,
+    StartRoom,
+)
+
+log = logging.getLogger("nbstage.room")
+
+
+class Room(NbActor):
+    """One open notebook: its document, its peers, its saves and its Kernel child."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.config: StartRoom | None = None
+        self.daemon: ActorAddress | None = None
+        self.doc: Document | None = None
+        self.path: str | None = None
+        self.ephemeral = True
+        self.peers = Peers()
+        self.once = OnceKeys()
+        self.env = EnvironmentSeat()
+        self.journal = Journalling()
+        self.seat = KernelSeat()
+        self.notices = NoticeBoard()
+        self.file = FileSeat(self.notices)
+        self.close = Closing()
+        self.opening = Opening()
+
+    # --- opening (room/opening.py) --------------------------------------------------------
+
+    def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
+        self.config, self.daemon, self.edge = msg, sender, msg.edge
+        self.path, self.ephemeral = msg.path, msg.ephemeral
+        self.journal.start(msg.notebook_id, msg.state_dir)
+        self.file.start(msg)
+        self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
+        self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
+        # Joins wait for every read the start makes; an open by path also waits until the
+        # Daemon has recorded the path (PathRecorded), which may come before the file.
+        self.opening.reads = int(msg.binding_pending)
+        if msg.source is RoomSource.FILE:
+            self.opening.hold(1)
+            limit = msg.settings.max_file_bytes
+            self.act(opening.read_file(msg.path, limit, self.file.lane))
+            return
+        try:
+            self.doc = opening.load(msg)
+        except NbstageError as exc:
+            self._start_failed(exc)
+            return
+        self._loaded()
+
+    def _notebook_file_read(self, done: BlockingWorkDone) -> None:
+        if self.close.by is not None:
+            self._fail_held_joins(_closing_error("nobody joined it"))
+        elif not done.ok:
+            self._start_failed(opening.read_error(done))
+        else:
+            self.doc, self.file.disk_stamp, self.file.disk_base = done.result
+            self._loaded()
+            self._start_read_done()
+
+    def _start_failed(self, error: NbstageError) -> None:
+        self.opening.error = error
+        self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
+        self._fail_held_joins(error)
+
+    def _fail_held_joins(self, error: NbstageError) -> None:
+        for join in self.opening.release():
+            self.peers.saw(join.join_seq)
+            self.fail(join.origin, error)
+
+    def _loaded(self) -> None:
+        msg = self.config
+        self.file.saved_revision = self.doc.revision
+        if msg.source is RoomSource.FILE:
+            self.act(opening.sweep(self.path, self.file.lane))
+        if msg.source is not RoomSource.NEW:
+            self.opening.hold(2 if self._journalled else 1)
+            self._read_kernelspecs()
+            if self._journalled:
+                self.act(self.journal.read())
+        elif not msg.ephemeral:
+            self.opening.hold()
+            self.file.saved_revision = -1
+            self.act(self.file.flush_untitled(self.doc, SavePurpose.FIRST, self.journal.seq))
+        else:
+            self._started()
+
+    def _started(self, joins: list[JoinRoom] = ()) -> None:
+        self.send(self.daemon, RoomStarted(self.notebook_id, os.getpid()))
+        self._report_status()
+        for join in joins:
+            self._on_join_room(join, self.daemon)
+
+    def _first_flush_finished(self, done: BlockingWorkDone) -> None:
+        """A new persisted notebook exists once its untitled row is durable; joins wait."""
+        if not done.ok:
+            self.doc = None
+            self._start_failed(save_error(done.error))
+        else:
+            self._started(self.opening.release())
+
+    def _read_kernelspecs(self, restart: Origin | None = None) -> None:
+        self.act(opening.read_kernelspecs(self.file.registry_file, self.path, restart))
+
+    def _kernelspecs_read(self, done: BlockingWorkDone) -> None:
+        fits = opening.choose(done, self.env, self.doc.metadata)
+        self.seat.life = replace(self.seat.life, has_runtime=fits)
+        restart = done.token.restart
+        if restart is None:
+            self._start_read_done()
+            return
+        self._report_status()
+        if fits:
+            self.guarded(restart, self._restart, None)
+        else:
+            self.fail(restart, NbstageError(ErrorCode.UNKNOWN_RUNTIME, self.env.kernel_refused))
+
+    def _start_read_done(self) -> None:
+        joins = self.opening.read_done()
+        if joins is None:
+            return
+        self._started(joins)
+        restored = self.journal.restored
+        if restored:
+            where = self.path or self.notebook_id
+            self.notices.post(journal.restored_notice(where, restored, self.path is not None))
+
+    @property
+    def notebook_id(self) -> str:
+        return self.config.notebook_id
+
+    # --- peers and the kernel's lifetime --------------------------------------------------
+
+    def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
+        if self.opening.held_back(msg):
+            return
+        self.peers.saw(msg.join_seq)
+        if self.close.by is not None:
+            self.fail(msg.origin, _closing_error("nobody joined it"))
+            return
+        if self.doc is None:
+            self.fail(msg.origin, self.opening.unloaded_error())
+            return
+        peer_id = self.peers.join(msg.peer_label, msg.origin.conn)
+        self.notices.follow(msg.origin.conn)
+        self._arm_file_check()
+        self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
+        joined = NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
+        self.answer(msg.origin, joined)
+        self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
+        self._report_status()
+
+    def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
+        """A request may name a starting room before anyone joined it (the operator's
+        console lists starting rooms): there is no document to answer from yet."""
+        if self.doc is None:
+            self.fail(msg.origin, self.opening.unloaded_error())
+            return
+        super().receiveMsg_ClientRequest(msg, sender)
+
+    def _leave(self, origin: Origin, req: LeaveRoom) -> None:
+        if req.peer_id not in self.peers.labels:
+            raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
+        label, unfollowed = self.peers.leave(req.peer_id)
+        if unfollowed is not None:
+            self.notices.unfollow(unfollowed)
+        self.act(*self.seat.decide(lifetime.peer_left, self.seat.life))
+        self.answer(origin, RoomLeft())
+        self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
+        self._report_status()
+
+    def _report_status(self) -> None:
+        self.send(self.daemon, views.status(self))
+
+    def _event(self, kind: EventKind, detail: dict[str, Any]) -> None:
+        self.send(self.edge, RoomEventOccurred(kind, self.notebook_id, detail))
+
+    # --- requests -------------------------------------------------------------------------
+
+    def handlers(self):
+        return {
+            StartRoom: self._on_start_room,
+            JoinRoom: self._on_join_room,
+            CloseRoom: self._on_close_room,
+            ReopenRoom: self._on_reopen_room,
+            PathClaimed: self._on_path_claimed,
+            PathRefused: self._on_path_refused,
+            PathRecorded: self._on_path_recorded,
+            KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
+            KernelReady: self._on_kernel_ready,
+            KernelFailed: self._on_kernel_failed,
+            KernelDied: self._on_kernel_died,
+            KernelStopped: self._on_kernel_stopped,
+            ChildActorExited: self._on_child_actor_exited,
+            KernelInterrupted: self._on_kernel_interrupted,
+            KernelRestarted: self._on_kernel_restarted,
+            ExecutionStarted: self._on_execution_started,
+            OutputsArrived: self._on_outputs_arrived,
+            ExecutionFinished: self._on_execution_finished,
+            ExecutionsCancelled: self._on_executions_cancelled,
+            request(LeaveRoom): self._leave,
+            request(GetCell): self._get_cell,
+            request(GetCells): self._get_cells,
+            request(CreateCell): self._mutation(self._create_cell),
+            request(SetCell): self._mutation(self._set_cell),
+            request(DeleteCell): self._mutation(self._delete_cell),
+            request(MoveCell): self._mutation(self._move_cell),
+            request(ReplaceMatch): self._mutation(self._replace_match),
+            request(ReplaceRegex): self._mutation(self._replace_regex),
+            request(SaveNotebook): self._once(self._save_request),
+            request(ExecuteCell): self._execute,
+            request(GetExecution): self._get_execution,
+            request(InterruptKernel): self._once(self._interrupt),
+            request(RestartKernel): self._once(self._restart),
+            request(ManageDependencies): self._once(self._manage_dependencies),
+            request(DescribeRoom): lambda origin, req: self.answer(origin, views.described(self)),
+            request(ShutdownKernelNow): self._shutdown_kernel,
+            finished(SaveFinished): self._save_finished,
+            finished(FileLooked): self._file_looked,
+            finished(ExecutionRecorded): self._execution_recorded,
+            finished(LiveExecutionRecorded): lambda done: self.act(*self.seat.live_recorded(done)),
+            finished(StoredExecutionRead): lambda done: self.act(self.seat.stored_read(done)),
+            finished(KernelspecsRead): self._kernelspecs_read,
+            finished(StaleTempsSwept): lambda done: opening.swept(done, self.path),
+            finished(NotebookFileRead): self._notebook_file_read,
+            finished(JournalAppended): self._journal_appended,
+            finished(JournalRead): self._journal_read,
+            finished(JournalTruncated): self._journal_truncated,
+            finished(JournalClosed): self._journal_closed,
+            finished(DependenciesPrepared): self._dependencies_prepared,
+            finished(DependenciesRecorded): self._dependencies_recorded,
+            finished(ProjectTrustRecorded): self._project_trust_recorded,
+            progress(DependenciesPrepared): self._dependencies_progressed,
+            wakeup(AutosaveDue): self._autosave_due,
+            wakeup(KeepAliveExpired): self._keep_alive_expired,
+            wakeup(FileCheckDue): self._file_check_due,
+            wakeup(WaitExpired): self._wait_expired,
+        }
+
+    def _autosave_due(self, due: AutosaveDue) -> None:
+        if due.generation == self.file.autosave_generation:
+            self._persist_if_changed()
+
+    def _wait_expired(self, expired: WaitExpired) -> None:
+        self.act(*self.seat.wait_expired(expired))
+
+    def _get_cell(self, origin: Origin, req: GetCell) -> None:
+        self.answer(origin, CellShown(self.doc.cell(req.cell_id).view()))
+
+    def _get_cells(self, origin: Origin, req: GetCells) -> None:
+        total = len(self.doc.cells)
+        if req.format is CellsFormat.SUMMARY:
+            self.answer(origin, CellsSummarized(self.doc.summaries(req.start, req.count), total))
+        else:
+            cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
+            self.answer(origin, CellsShown(cells, total))
+
+    # --- mutations ------------------------------------------------------------------------
+
+    def _mutation(self, apply):
+        """Wrap a mutation so a repeated idempotency key returns the first result unchanged."""
+
+        def handle(origin: Origin, req: Any) -> None:
+            key = scoped_key(req)
+            if self.once.known(key):
+                self.answer(origin, self.once.first_answer(key))
+                return
+            if self.once.wait_if_under_way(key, origin):
+                return
+            self._refuse_while_closing("the change was not made")
+            before = self.doc.revision
+            result = apply(req)
+            self._edited()
+            changed = self._journalled and self.doc.revision != before
+            record = journal.mutation_record(self.doc, result) if changed else None
+            if record is None:
+                self.once.remember(key, result)
+                self.answer(origin, result)
+                return
+            if key is not None:
+                self.once.begin(key, origin)
+            self.act(self.journal.append(record, origin, result))
+
+        return handle
+
+    def _once(self, start):
+        """Wrap a request answered later (a save, a restart, an interrupt) so its key is
+        carried out once: a repeat gets the first answer, or waits for it while the first
+        is under way. A refusal is not remembered, so a repeat after one tries again."""
+
+        def handle(origin: Origin, req: Any) -> None:
+            key = scoped_key(req)
+            if self.once.known(key):
+                self.answer(origin, self.once.first_answer(key))
+                return
+            self._refuse_while_closing("nothing was done")
+            if key is None:
+                start(origin, req)
+            elif not self.once.wait_if_under_way(key, origin):
+                self.once.begin(key, origin)
+                start(origin, req)
+
+        return handle
+
+    def _refuse_while_closing(self, outcome: str) -> None:
+        """From CloseRoom on, the room's last flush is under way or done: nothing it would
+        not keep is acknowledged."""
+        if self.close.by is not None:
+            raise _closing_error(outcome)
+
+    def answer(self, origin: Origin, reply: object) -> None:
+        super().answer(origin, reply)
+        for repeat in self.once.answered(origin, reply):
+            super().answer(repeat, reply)
+
+    def fail(self, origin: Origin, error: NbstageError) -> None:
+        super().fail(origin, error)
+        for repeat in self.once.failed(origin):
+            super().fail(repeat, error)
+
+    # --- the journal ----------------------------------------------------------------------
+
+    @property
+    def _journalled(self) -> bool:
+        """Ephemeral rooms stay in memory only; every other room journals its edits."""
+        return not (self.ephemeral and self.path is None)
+
+    def _journal_appended(self, done: BlockingWorkDone) -> None:
+        self.journal.appended(done)
+        self.answer(done.token.origin, done.token.reply)
+        self._report_closed()
+
+    def _journal_read(self, done: BlockingWorkDone) -> None:
+        """Edits acknowledged after the last save come back; a file-backed room counts them
+        as unsaved and writes them with its next save, through the checked save."""
+        changed, work = self.journal.replay(done, self.doc)
+        self.act(*work)
+        if changed and self.path is None:
+            self._edited()
+        self._start_read_done()
+
+    def _journal_truncated(self, done: BlockingWorkDone) -> None:
+        self.journal.truncated(done)
+        self._report_closed()
+
+    def _journal_closed(self, done: BlockingWorkDone) -> None:
+        self.journal.settled()
+        self._report_closed()
+
+    def act(self, *todo: actions.Action) -> None:
+        """Carry out what a part asked for (room/actions.py)."""
+        for action in todo:
+            match action:
+                case actions.Send(to, message):
+                    self.send(to, message)
+                case actions.Offload(token, work, lane, reports):
+                    self.offload(token, work, lane, reports)
+                case actions.Wake(seconds, payload):
+                    self.wakeupAfter(timedelta(seconds=seconds), payload=payload)
+                case actions.Answer(origin, reply):
+                    self.answer(origin, reply)
+                case actions.Fail(origin, error):
+                    self.fail(origin, error)
+                case actions.StartKernelChild():
+                    self._start_kernel()
+                case actions.DetachKernel(reason):
+                    self._detach_kernel(reason)
+
+    def _create_cell(self, req: CreateCell) -> CellCreated:
+        cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
+        return CellCreated(cell.id, index)
+
+    def _set_cell(self, req: SetCell) -> CellUpdated:
+        cell = self.doc.set_cell(req.cell_id, req.source, req.cell_type)
+        return CellUpdated(cell.id)
+
+    def _delete_cell(self, req: DeleteCell) -> CellDeleted:
+        self.doc.delete_cell(req.cell_id)
+        return CellDeleted(req.cell_id)
+
+    def _move_cell(self, req: MoveCell) -> CellMoved:
+        index = self.doc.move_cell(req.cell_id, req.after_cell_id)
+        return CellMoved(req.cell_id, index)
+
+    def _replace_match(self, req: ReplaceMatch) -> CellUpdated:
+        cell = self.doc.replace_match(
+            req.cell_id, req.match, req.content, req.context_before, req.context_after
+        )
+        return CellUpdated(cell.id)
+
+    def _replace_regex(self, req: ReplaceRegex) -> CellUpdated:
+        cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
+        return CellUpdated(cell.id)
+
+    # --- saving (room/file_seat.py) -------------------------------------------------------
+
+    def _edited(self) -> None:
+        if not (self.ephemeral and self.path is None):
+            self.act(self.file.edited())
+
+    def _persist_if_changed(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> bool:
+        """Start saving if there are unsaved edits; False when there is nothing to do."""
+        if self.ephemeral and self.path is None:
+            return False
+        if not self.file.wants_save(self.doc.revision, purpose):
+            return False
+        if self.path is not None:
+            self._save_file(self.path, purpose)
+        else:
+            self.act(self.file.flush_untitled(self.doc, purpose, self.journal.seq))
+        return True
+
+    def _save_request(self, origin: Origin, req: SaveNotebook) -> None:
+        if req.path is None:
+            if self.path is None:
+                raise NbstageError(
+                    ErrorCode.NO_PATH,
+                    "This notebook has no file yet. Call save_notebook with a path.",
+                )
+            self._save_file(self.path, SavePurpose.REQUEST, origin)
+            return
+        from nbstage.actors.notebook_files import absolute_notebook_path
+
+        target = absolute_notebook_path(req.path)
+        given = str(Path(req.path).expanduser())
+        refusal = save_target.path_refusal(given, target)
+        if refusal is not None:
+            raise refusal
+        self.file.claims[origin] = (given, req.overwrite)
+        self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
+
+    def _on_path_claimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
+        self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
+
+    def _on_path_refused(self, msg: PathRefused, sender: ActorAddress) -> None:
+        self.file.claims.pop(msg.origin, None)
+        self.fail(msg.origin, NbstageError(msg.code, msg.message))
+
+    def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
+        trusted = self.env.trusted_fingerprint(self.doc.metadata)
+        seq = self.journal.seq
+        self.act(*self.file.save(self.doc, path, purpose, origin, seq, self.path, trusted))
+
+    def _save_finished(self, done: BlockingWorkDone) -> None:
+        token: SaveFinished = done.token
+        if token.path is not None:
+            written = self.file.save_done()
+            if done.ok and isinstance(done.result, FileOnDisk):
+                self._file_changed(done.result)
+                self._save_again(token)
+                self._next_file_job()
+                return
+            if done.ok:
+                self.file.wrote(done.result.stamp, written)
+        self._settle_save(token, done)
+        self._next_file_job()
+
+    def _settle_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
+        if done.ok:
+            self.file.saved_up_to(token.revision, self.doc.revision)
+            if token.journal_seq > 0:
+                self.act(self.journal.truncate(token.journal_seq))
+            if token.path is not None:
+                self._event(EventKind.SAVED, {"path": token.path})
+        else:
+            log.error("saving %s failed: %s", self.notebook_id, done.error)
+        match token.purpose:
+            case SavePurpose.REQUEST:
+                self._answer_save(token, done)
+            case SavePurpose.NEW_PATH:
+                self._new_path_saved(token, done)
+            case SavePurpose.CLOSE:
+                self._finish_close(done.ok, done.error)
+            case SavePurpose.FIRST:
+                self._first_flush_finished(done)
+
+    def _answer_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
+        if done.ok:
+            self.answer(token.origin, NotebookSaved(self.notebook_id, token.path))
+        else:
+            self.fail(token.origin, save_error(done.error))
+
+    def _new_path_saved(self, token: SaveFinished, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            self.send(self.daemon, PathReleased(self.notebook_id, token.path))
+            self.fail(token.origin, save_error(done.error))
+            return
+        self.send(self.daemon, PathBound(self.notebook_id, token.path, token.origin))
+        self.path = token.path
+        self.ephemeral = False
+        self._arm_file_check()
+        self._report_status()
+
+    def _on_path_recorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
+        """An open or a save to a new path is answered once the Daemon holds the binding on
+        disk; a binding that could not be written is logged and the answer goes out."""
+        if msg.problem is not None:
+            log.error("%s at %s: %s", self.notebook_id, msg.path, msg.problem)
+        if msg.origin is None:
+            self._start_read_done()
+        else:
+            self.answer(msg.origin, NotebookSaved(self.notebook_id, msg.path))
+
+    # --- the file on disk -----------------------------------------------------------------
+
+    def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
+        if self.doc is not None:
+            self.notices.stand("dependencies", self.env.approval_line(self.doc.metadata))
+        return self.notices.take(origin.conn)
+
+    def _next_file_job(self) -> None:
+        while (job := self.file.next_job()) is not None:
+            purpose, path, origin = job
+            match purpose:
+                case SavePurpose.AUTOSAVE:
+                    self._persist_if_changed()
+                case SavePurpose.CLOSE:
+                    if not self._persist_if_changed(SavePurpose.CLOSE):
+                        self._finish_close(saved=True)
+                case SavePurpose.NEW_PATH:
+                    self._save_file(path, purpose, origin)
+                case _:
+                    self._save_file(self.path, purpose, origin)
+
+    def _save_again(self, token: SaveFinished) -> None:
+        """A save found the file changed from outside and wrote nothing; the change is merged
+        (or the file is gone, or not a notebook), and the save goes on from there."""
+        match token.purpose:
+            case SavePurpose.REQUEST:
+                self._save_file(self.path, SavePurpose.REQUEST, token.origin)
+            case SavePurpose.CLOSE if self.file.disk_problem is not None:
+                error = NbstageError(ErrorCode.SAVE_FAILED, self.file.disk_problem)
+                self._finish_close(False, error)
+            case SavePurpose.CLOSE:
+                if not self._persist_if_changed(SavePurpose.CLOSE):
+                    self._finish_close(saved=True)
+            case SavePurpose.AUTOSAVE if not self.file.missing:
+                self._persist_if_changed()
+
+    def _arm_file_check(self) -> None:
+        self.act(*self.file.arm_check(self.path, bool(self.peers)))
+
+    def _file_check_due(self, due: FileCheckDue) -> None:
+        if due.generation != self.file.check_generation:
+            return
+        self.file.check_armed = False
+        if self.file.busy or self.close.by is not None:
+            self._arm_file_check()
+        elif self.path is not None and self.peers:
+            self.act(self.file.look(self.path))
+
+    def _file_looked(self, done: BlockingWorkDone) -> None:
+        self.file.busy = False
+        if not done.ok:
+            log.warning("could not look at %s: %s", done.token.path, done.error)
+        elif done.result is not None and done.token.path == self.path:
+            self._file_changed(done.result)
+            unsaved = self.doc.revision != self.file.saved_revision
+            if unsaved and self.file.disk_problem is None and not self.file.missing:
+                self._edited()
+        self._arm_file_check()
+        self._next_file_job()
+
+    def _file_changed(self, seen: FileOnDisk) -> None:
+        """What the file holds now: the file part merges it; the document takes the merge."""
+        merged, holds_all = self.file.changed(seen, self.path, self.doc.to_json())
+        if merged is not None:
+            fresh = Document.from_json(merged)
+            self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
+            self.doc.revision += 1
+        if holds_all:
+            self.file.saved_up_to(self.doc.revision, self.doc.revision)
+            self.act(*self.journal.truncate_all())
+
+    # --- closing --------------------------------------------------------------------------
+
+    def _on_close_room(self, msg: CloseRoom, sender: ActorAddress) -> None:
+        """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
+        the kernel has stopped."""
+        self.close.by = sender
+        # Joins held for the start are answered now: the Daemon ends this room once it is
+        # closed, maybe before the start's reads come back.
+        self._fail_held_joins(_closing_error("nobody joined it"))
+        self._fail_restarts(_closing_error("the kernel was not restarted"))
+        if self.seat.address is not None:
+            self._detach_kernel(msg.reason)
+            self.seat.release()
+        if self.doc is None or not self._persist_if_changed(SavePurpose.CLOSE):
+            self._finish_close(saved=True)
+
+    def _finish_close(self, saved: bool, error: BaseException | None = None) -> None:
+        self.file.close_registry()
+        self.act(*self.journal.close())
+        problem = None if saved else save_error(error).message
+        self.close.report = RoomClosed(self.notebook_id, saved, problem)
+        self._report_closed()
+
+    def _report_closed(self) -> None:
+        """The close is over once the last flush, the journal's work and any environment
+        build are done and every kernel this room stopped has said so: the room then ends
+        with no child left for its exit to cut short, and no call left unanswered."""
+        settled = not (self.seat.stopping or self.journal.jobs or self.env.jobs)
+        if self.close.report is not None and settled:
+            report, self.close.report = self.close.report, None
+            self.send(self.close.by, report)
+
+    def _on_reopen_room(self, msg: ReopenRoom, sender: ActorAddress) -> None:
+        self.close.by = None
+        self.close.kept = msg.kept
+
+    # --- the kernel seat (room/kernel_seat.py) --------------------------------------------
+
+    def _keep_alive_expired(self, msg: KeepAliveExpired) -> None:
+        busy = bool(self.seat.book.live_ids())
+        self.act(
+            *self.seat.decide(lifetime.keep_alive_expired, self.seat.life, msg.generation, busy)
+        )
+
+    def _start_kernel(self) -> None:
+        self.seat.seated(self.createActor(Kernel))
+        cfg = self.config
+        cwd = os.path.dirname(self.path) if self.path is not None else cfg.working_dir
+        deps = dependencies.read_dependencies(self.doc.metadata)
+        start = StartKernel(
+            cfg.notebook_id,
+            self.env.kernel_name,
+            cfg.kernel_dir,
+            cwd,
+            self.edge,
+            cfg.kernel_backend,
+            cfg.state_dir,
+            dependencies.wanted_environment(deps, self.env.trusted, cwd),
+            cfg.settings.output_limit_bytes,
+        )
+        self.send(self.seat.address, start)
+
+    def _detach_kernel(self, reason: str) -> None:
+        """The latch: from here on the old kernel is never handed out."""
+        self.act(*self.seat.detach())
+        self.env.running = None
+        self._fail_live_executions(
+            ExecutionStatus.ERROR,
+            f"kernel stopped: {reason}; run the cell again with "
+            'execute_cell(cell_id="{cell_id}")',
+        )
+        self._report_status()
+
+    def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
+        if self.seat.is_current(sender):
+            self.seat.state = KernelState.IDLE
+            self.seat.pid, self.seat.actor_pid = msg.pid, msg.actor_pid
+            self.env.running = msg.environment
+            self._project_reported()
+            self._answer_restarts()
+            self._report_status()
+
+    def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
+        if self.seat.is_current(sender):
+            self.seat.ended(msg.message)
+            self._fail_restarts()
+            self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
+            self._report_status()
+
+    def _on_kernel_died(self, msg: KernelDied, sender: ActorAddress) -> None:
+        if self.seat.is_current(sender):
+            self.seat.ended(f"The kernel (pid {msg.pid}) died.")
+            self._fail_restarts()
+            self._event(EventKind.KERNEL_DIED, {"pid": msg.pid})
+            self._report_status()
+
+    def _kernel_gone(self, address: ActorAddress) -> None:
+        self.seat.gone(address)
+        self._report_closed()
+
+    def _on_kernel_stopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
+        self.send(sender, ActorExitRequest())
+        if msg.pid is not None:
+            self.send(self.edge, KernelProcessEnded(self.notebook_id, msg.pid))
+        self._kernel_gone(sender)
+
+    def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
+        self._kernel_gone(msg.childAddress)
+        if self.seat.is_current(msg.childAddress):
+            self.seat.address = None
+            self.seat.ended("The kernel's actor exited.")
+            self.seat.release()
+            self._fail_live_executions(ExecutionStatus.ERROR, self.seat.problem)
+            self._report_status()
+
+    def _shutdown_kernel(self, origin: Origin, req: ShutdownKernelNow) -> None:
+        pid = self.seat.pid
+        if self.seat.address is None:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
+        self._detach_kernel("shut down by the operator")
+        self.seat.release()
+        self.answer(origin, KernelShutDown(pid))
+
+    # --- executions -----------------------------------------------------------------------
+
+    def _execute(self, origin: Origin, req: ExecuteCell) -> None:
+        key = scoped_key(req)
+        if self.once.known(key):
+            known = self.once.first_answer(key)["execution_id"]
+            self.act(*self.seat.answer_execution(origin, known, req.wait_secs))
+            return
+        self._refuse_while_closing("the cell was not run")
+        cell = self.doc.cell(req.cell_id)
+        if cell.cell_type != "code":
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST, f"Cell {cell.id} is {cell.cell_type}, not code."
+            )
+        self._require_kernel()
+        record, is_new = self.seat.book.queue(cell.id)
+        self.once.remember(key, {"execution_id": record.execution_id})
+        if is_new:
+            self.doc.clear_outputs(cell.id)
+            self.send(self.seat.address, RunCode(record.execution_id, cell.source))
+        self.act(*self.seat.answer_execution(origin, record.execution_id, req.wait_secs))
+
+    def _require_kernel(self) -> None:
+        self.env.refuse_without_kernelspec(self.seat.life.has_runtime)
+        self.act(*self.seat.require())
+
+    def _get_execution(self, origin: Origin, req: GetExecution) -> None:
+        self.act(*self.seat.answer_execution(origin, req.execution_id, req.wait_secs))
+
+    def _on_execution_started(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
+        if self.seat.is_current(sender) and self.seat.book.started(msg.execution_id):
+            self.seat.state = KernelState.BUSY
+
+    def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
+        if self.close.by is not None:
+            return
+        record = self.seat.book.add_outputs(
+            msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail
+        )
+        if record is not None:
+            with contextlib.suppress(NbstageError):
+                self.doc.set_outputs(record.cell_id, record.outputs, None)
+
+    def _on_execution_finished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
+        book = self.seat.book
+        record = book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
+        if self.seat.is_current(sender):
+            self.seat.state = KernelState.IDLE
+        if record is not None:
+            self._settle(record)
+
+    def _on_executions_cancelled(self, msg: ExecutionsCancelled, sender: ActorAddress) -> None:
+        for execution_id in msg.execution_ids:
+            record = self.seat.book.finish(execution_id, msg.status, error=msg.reason)
+            if record is not None:
+                self._settle(record)
+
+    def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
+        for record in self.seat.fail_live(status, reason):
+            self._settle(record)
+
+    def _settle(self, record: Execution) -> None:
+        """A finished execution: update the cell, answer waiters, keep a record on disk."""
+        with contextlib.suppress(NbstageError):
+            self.doc.set_outputs(record.cell_id, record.outputs, record.execution_count)
+        self.act(*self.seat.settled(record))
+        self._edited()
+
+    def _execution_recorded(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error("could not record execution %s: %s", done.token.execution_id, done.error)
+
+    # --- interrupt and restart ------------------------------------------------------------
+
+    def _interrupt(self, origin: Origin, req: InterruptKernel) -> None:
+        if self.seat.address is None or self.seat.state is KernelState.DEAD:
+            raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
+        self.send(self.seat.address, InterruptKernelNow(origin))
+
+    def _on_kernel_interrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
+        self.answer(msg.origin, InterruptSent())
+
+    def _restart(self, origin: Origin, req: RestartKernel | None) -> None:
+        """A room whose notebook fits no kernelspec reads them again first: one may be new."""
+        if self.env.kernel_refused is not None:
+            self._read_kernelspecs(origin)
+            return
+        seat = self.seat
+        self.env.refuse_without_kernelspec(seat.life.has_runtime)
+        if not seat.life.has_runtime:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
+        self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
+        seat.pending_restart.append(origin)
+        if seat.address is not None and seat.state is not KernelState.DEAD:
+            if not projects.placed_afresh(self.env.running):
+                seat.state = KernelState.RESTARTING
+                self.send(seat.address, RestartKernelNow(origin))
+                return
+            self._detach_kernel("the kernel was restarted")
+        self.act(*seat.stop_child(), *seat.want())
+
+    def _on_kernel_restarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
+        if self.seat.is_current(sender):
+            self.seat.state = KernelState.IDLE
+            self.seat.pid = msg.pid
+            self._answer_restarts()
+            self._report_status()
+
+    def _fail_restarts(self, failure: NbstageError | None = None) -> None:
+        failure = failure or self.seat.restart_failure()
+        for origin in self.seat.pending_restart + [origin for origin, _ in self.env.pending]:
+            self.fail(origin, failure)
+        self.seat.pending_restart, self.env.pending = [], []
+
+    def _answer_restarts(self) -> None:
+        for origin in self.seat.pending_restart:
+            self.answer(origin, RestartCompleted(self.seat.pid))
+        for origin, reply in self.env.pending:
+            self.answer(origin, replace(reply, environment=self.env.running))
+        self.seat.pending_restart, self.env.pending = [], []
+
+    # --- dependencies (actors/dependencies.py) --------------------------------------------
+
+    def _project_reported(self) -> None:
+        refused, locked = self.env.project_reported()
+        if refused is not None:
+            self.notices.post(refused)
+        if locked is not None and self.path is not None:
+            work = self._dependency_record_work(None, (locked,))
+            self.act(self.journal.work(ProjectTrustRecorded(), work))
+
+    def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
+        self.journal.settled()
+        if not done.ok:
+            log.error("could not record the project trust of %s: %s", self.path, done.error)
+        self._report_closed()
+
+    def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
+        """Validate, then (for apply=restart or sync) do the environment work first: a
+        build that fails changes nothing. The edit itself is one room mutation."""
+        current = dependencies.read_dependencies(self.doc.metadata)
+        plan = dependencies.plan_change(
+            current, self.env.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
+        )
+        started = time.monotonic()
+        if req.apply is ApplyDependencies.NONE:
+            self._commit_dependencies(origin, plan, None)
+            return
+        self._require_kernel()
+        if req.apply is ApplyDependencies.RESTART:
+            work = self.env.build_work(plan, self.config.state_dir)
+        else:
+            work = self.env.sync_work(plan)
+        token = DependenciesPrepared(origin, plan, req.apply.value, started)
+        self.env.jobs += 1
+        self.offload(token, work, reports=True)
+
+    def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
+        self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
+
+    def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
+        token: DependenciesPrepared = done.token
+        self.env.jobs -= 1
+        seconds = round(time.monotonic() - token.started, 3)
+        if self.close.by is not None:
+            self.fail(token.origin, _closing_error("the dependencies were not changed"))
+            self._report_closed()
+            return
+        refusal = dependency_calls.refusal_after_work(done, self.doc.metadata)
+        if refusal is not None:
+            self.fail(token.origin, refusal)
+            return
+        applied = DependenciesApplied(token.mode, True, seconds)
+        try:
+            self._commit_dependencies(token.origin, token.plan, applied)
+        except NbstageError as exc:
+            self.fail(token.origin, exc)
+
+    def _commit_dependencies(
+        self,
+        origin: Origin,
+        plan: dependencies.DependencyPlan,
+        applied: DependenciesApplied | None,
+    ) -> None:
+        """Apply the edit and the trust, answer once both are durable; a restart answers
+        once the kernel is up in the new environment."""
+        edit = plan.edit
+        changed = edit.after != edit.before
+        if changed:
+            self._refuse_while_closing("the dependencies were not changed")
+            self.doc.set_dependencies(edit.after)
+            self._edited()
+        trusts = []
+        if plan.trusted_after and plan.after_fingerprint not in self.env.trusted:
+            trusts.append(plan.after_fingerprint)
+        if plan.trusted_after:
+            self.env.trusted.add(plan.after_fingerprint)
+        approved = self.env.approve_project(plan)
+        if approved is not None:
+            trusts.append(approved[0])
+            self.notices.post(approved[1])
+        reply = dependency_calls.managed(plan, self.env.running, applied)
+        journalled = edit.after if changed and self._journalled else None
+        work = self._dependency_record_work(journalled, tuple(trusts) if self.path else ())
+        restart = applied is not None and applied.mode == ApplyDependencies.RESTART
+        self.act(self.journal.work(DependenciesRecorded(origin, reply, restart), work))
+
+    def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
+        record = None
+        if journalled is not None:
+            seq, data = self.journal.next_record(journal.dependencies(list(journalled)))
+            record = (self.journal.store, self.notebook_id, seq, data)
+        return dependency_calls.record_work(record, self.file.registry_file, self.path, trusts)
+
+    def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
+        self.journal.settled()
+        token: DependenciesRecorded = done.token
+        if not done.ok:
+            log.error("could not record the dependencies of %s: %s", self.notebook_id, done.error)
+        if not token.restart:
+            self.answer(token.origin, token.reply)
+        elif self.close.by is not None:
+            self.fail(token.origin, _closing_error("the kernel was not restarted"))
+        else:
+            self.env.pending.append((token.origin, token.reply))
+            self._detach_kernel("restarted into its new environment")
+            self.act(*self.seat.want())
+        self._report_closed()
+
+
+def _closing_error(outcome: str) -> NbstageError:
+    return NbstageError(
+        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
+    )

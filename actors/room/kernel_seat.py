@@ -1,0 +1,236 @@
+"""The Room's kernel seat: its Kernel child, the latch, the executions queued on it,
+their waits and records, and the restarts waiting for it.
+
+It keeps the state and decides (lifetime.py decides when the kernel starts and stops,
+executions.py keeps the book); what it asks for comes back as actions. The Room
+creates the Kernel actor (``StartKernelChild``), lets it go (``DetachKernel``) and writes
+outputs into the document: the seat never touches the document.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from nbstage.actors import executions, lifetime, persistence
+from nbstage.actors.executions import Execution, ExecutionBook
+from nbstage.actors.room.actions import (
+    Action,
+    Answer,
+    DetachKernel,
+    Fail,
+    Offload,
+    Send,
+    StartKernelChild,
+    Wake,
+)
+from nbstage.protocol.codec import from_wire
+from nbstage.protocol.edge import Origin
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import ExecutionReported, ExecutionView
+from nbstage.protocol.room_followups import (
+    ExecutionRecorded,
+    KeepAliveExpired,
+    LiveExecutionRecorded,
+    StoredExecutionRead,
+    WaitExpired,
+)
+from nbstage.protocol.rooms import StartRoom
+
+log = logging.getLogger("nbstage.room")
+
+MAX_WAIT_SECS = 24 * 3600.0
+
+
+class KernelSeat:
+    def __init__(self) -> None:
+        self.config: StartRoom | None = None
+        self.life = lifetime.Lifetime(has_runtime=False)
+        self.address: Any = None
+        """The current Kernel child; None once the latch let it go."""
+        self.state = KernelState.NONE
+        self.pid: int | None = None
+        self.actor_pid: int | None = None
+        self.teardown_armed: int | None = None
+        """Generation of the last keep-alive timer armed, shown by admin."""
+        self.problem: str | None = None
+        self.pending_restart: list[Origin] = []
+        self.book = ExecutionBook()
+        self.finished_count = 0
+        self.stopping: list[Any] = []
+        """Kernel children told to shut down that have not said they stopped yet."""
+
+    def start(self, config: StartRoom, has_runtime: bool) -> None:
+        self.config = config
+        self.book.output_limit = config.settings.output_limit_bytes
+        self.life = lifetime.Lifetime(has_runtime=has_runtime)
+
+    # --- the child and the latch ----------------------------------------------------------
+
+    def decide(self, decide: Any, *args: Any) -> list[Action]:
+        """Carry a lifetime.py decision into this seat's state and the Room's actions."""
+        self.life, decided = decide(*args)
+        actions: list[Action] = []
+        for action in decided:
+            match action:
+                case lifetime.StartFreshKernel():
+                    actions.append(StartKernelChild())
+                case lifetime.ScheduleTeardown(generation):
+                    self.teardown_armed = generation
+                    after = self.config.settings.keep_alive_secs
+                    actions.append(Wake(after, KeepAliveExpired(generation)))
+                case lifetime.BeginTeardown():
+                    actions.append(DetachKernel("keep-alive expired"))
+        return actions
+
+    def want(self) -> list[Action]:
+        return self.decide(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
+
+    def release(self) -> None:
+        self.life = lifetime.kernel_released(self.life)
+
+    def seated(self, address: Any) -> None:
+        self.address = address
+        self.state = KernelState.STARTING
+        self.problem = None
+
+    def is_current(self, sender: Any) -> bool:
+        return self.address is not None and sender == self.address
+
+    def stop_child(self) -> list[Action]:
+        """Tell the current child to shut down; the close waits until it says it stopped."""
+        if self.address is None:
+            return []
+        stop = Send(self.address, ShutdownKernel())
+        self.stopping.append(self.address)
+        self.address = None
+        return [stop]
+
+    def detach(self) -> list[Action]:
+        """The latch: from here on the old kernel is never handed out."""
+        stop = self.stop_child()
+        self.state = KernelState.NONE
+        self.pid = None
+        self.actor_pid = None
+        return stop
+
+    def gone(self, address: Any) -> None:
+        self.stopping = [kernel for kernel in self.stopping if kernel != address]
+
+    def ended(self, problem: str) -> None:
+        self.state = KernelState.DEAD
+        self.problem = problem
+
+    def require(self) -> list[Action]:
+        """Refuse a call that needs a kernel which cannot come; start one if none is up."""
+        if not self.life.has_runtime:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
+        if self.state is KernelState.DEAD:
+            raise NbstageError(
+                ErrorCode.KERNEL_DIED,
+                f"{self.problem or 'The kernel died.'} Call restart_kernel to start a "
+                "fresh kernel (its variables are lost), then run the cells you need again.",
+            )
+        return self.want() if self.address is None else []
+
+    def restart_failure(self) -> NbstageError:
+        return NbstageError(ErrorCode.KERNEL_DIED, f"{self.problem} Try restart again.")
+
+    # --- executions -----------------------------------------------------------------------
+
+    def answer_execution(self, origin: Origin, execution_id: str, wait_secs: float) -> list:
+        record = self.book.get(execution_id)
+        if record is None:
+            where, limit = self.executions_dir, self.config.settings.max_file_bytes
+            read = lambda: persistence.read_execution(where, execution_id, limit)  # noqa: E731
+            return [Offload(StoredExecutionRead(execution_id, origin), read)]
+        if record.status.finished:
+            return [Answer(origin, ExecutionReported(record.report()))]
+        if wait_secs <= 0:
+            return [self.live_record(origin, record)]
+        self.book.wait(execution_id, origin)
+        return [Wake(min(wait_secs, MAX_WAIT_SECS), WaitExpired(execution_id, origin))]
+
+    def wait_expired(self, expired: WaitExpired) -> list[Action]:
+        if not self.book.release_waiter(expired.execution_id, expired.origin):
+            return []
+        return [self.live_record(expired.origin, self.book.get(expired.execution_id))]
+
+    def live_record(self, origin: Origin, record: Execution) -> Offload:
+        """The id of an execution that has not finished leaves the daemon: its live record
+        lands first, so that a daemon killed from then on has it reported lost (issue 11 §10).
+        An execution answered only once finished never has a live record written."""
+        live = orjson.dumps(executions.live_record(record, self.config.run))
+        return self._write(record.execution_id, live, answer_to=origin)
+
+    def live_recorded(self, done: BlockingWorkDone) -> list:
+        execution_id, origin = done.token.execution_id, done.token.origin
+        if not done.ok:
+            log.error("could not record execution %s: %s", execution_id, done.error)
+        record = self.book.get(execution_id)
+        if record is None:
+            return self.answer_execution(origin, execution_id, 0)
+        return [Answer(origin, ExecutionReported(record.report()))]
+
+    def stored_read(self, done: BlockingWorkDone) -> Action:
+        execution_id, origin = done.token.execution_id, done.token.origin
+        cfg = self.config
+        found = executions.stored_execution(done.result if done.ok else None, cfg.run, cfg.earlier)
+        match found:
+            case executions.StoredView(view):
+                return Answer(origin, ExecutionReported(from_wire(ExecutionView, view)))
+            case executions.LostWithDaemon(at, cell_id):
+                lost = executions.lost_message(execution_id, at, cell_id)
+                return Fail(origin, NbstageError(ErrorCode.EXECUTION_LOST, lost))
+        missing = f"No execution {execution_id} in this notebook."
+        return Fail(origin, NbstageError(ErrorCode.EXECUTION_NOT_FOUND, missing))
+
+    def fail_live(self, status: ExecutionStatus, reason: str) -> list[Execution]:
+        """End every live execution; ``{cell_id}`` in ``reason`` names each one's cell."""
+        ended = []
+        for execution_id in self.book.live_ids():
+            live = self.book.get(execution_id)
+            said = reason.replace("{cell_id}", live.cell_id) if live is not None else reason
+            record = self.book.finish(execution_id, status, error=said)
+            if record is not None:
+                ended.append(record)
+        return ended
+
+    def settled(self, record: Execution) -> list[Action]:
+        """A finished execution: answer its waiters and keep its record on disk."""
+        reported = ExecutionReported(record.report())
+        actions: list[Action] = [
+            Answer(origin, reported) for origin in self.book.release_waiters(record.execution_id)
+        ]
+        self.finished_count += 1
+        keep = None
+        if self.finished_count % persistence.PRUNE_EVERY == 0:
+            keep = self.config.settings.execution_retention
+        view = record.to_wire()
+        actions.append(self._write(view["execution_id"], orjson.dumps(view), keep))
+        return actions
+
+    @property
+    def executions_dir(self) -> Path:
+        return Path(self.config.state_dir) / "executions"
+
+    def _write(
+        self, execution_id: str, record: bytes, keep: int | None = None, answer_to: Any = None
+    ) -> Offload:
+        """The live record and the finished one share a lane, so the finished one lands last."""
+        where = self.executions_dir
+
+        def write() -> None:
+            persistence.record_execution(where, execution_id, record, keep)
+
+        token = (
+            ExecutionRecorded(execution_id)
+            if answer_to is None
+            else LiveExecutionRecorded(execution_id, answer_to)
+        )
+        return Offload(token, write, f"execution:{execution_id}")

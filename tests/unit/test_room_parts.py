@@ -1,0 +1,209 @@
+"""The Room's parts (actors/room/): plain classes with no thespian in them, and the
+once-only keys as a table."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import nbstage.actors.room
+from nbstage.actors.notices import NoticeBoard
+from nbstage.actors.room.actions import Answer, Offload, Send, Wake
+from nbstage.actors.room.file_seat import FileSeat
+from nbstage.actors.room.kernel_seat import KernelSeat
+from nbstage.actors.room.once import OnceKeys
+from nbstage.protocol.edge import Origin
+from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.room_followups import (
+    DiskStamp,
+    FileCheckDue,
+    FileOnDisk,
+    LiveExecutionRecorded,
+    SavePurpose,
+    StoredExecutionRead,
+    WaitExpired,
+)
+from nbstage.protocol.rooms import RoomSource, StartRoom
+from nbstage.protocol.settings import Settings
+
+ACTOR_MODULES = {"actor"}
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names.add(node.module)
+    return names
+
+
+def _part_modules() -> list[pkgutil.ModuleInfo]:
+    found = list(pkgutil.walk_packages(nbstage.actors.room.__path__))
+    return [info for info in found if info.name not in ACTOR_MODULES]
+
+
+def test_the_room_has_parts_besides_its_actor() -> None:
+    assert len(_part_modules()) >= 3
+
+
+@pytest.mark.parametrize("info", _part_modules(), ids=lambda info: info.name)
+def test_no_part_of_the_room_imports_thespian(info: pkgutil.ModuleInfo) -> None:
+    """Only the Room actor sends, offloads and arms timers; a part returns actions."""
+    if info.name == "__init__":
+        return
+    path = Path(info.module_finder.path) / f"{info.name}.py"
+    thespian = {name for name in _imports(path) if name.split(".")[0] == "thespian"}
+    assert thespian == set(), f"{info.name} imports {sorted(thespian)}"
+
+
+def test_the_package_init_imports_no_thespian_of_its_own() -> None:
+    init = Path(nbstage.actors.room.__file__)
+    assert not any(name.startswith("thespian") for name in _imports(init))
+
+
+def origin(n: int) -> Origin:
+    return Origin(conn=1, request_id=n)
+
+
+@pytest.mark.parametrize(
+    ("steps", "known", "waiting"),
+    [
+        # begin, then a repeat waits; the answer reaches both and is remembered
+        ([("begin", 1), ("repeat", 2), ("answer", 1)], True, [2]),
+        # a refusal reaches the repeats and is not remembered
+        ([("begin", 1), ("repeat", 2), ("fail", 1)], False, [2]),
+        # nothing under way: a repeat does not wait
+        ([("repeat", 2)], False, []),
+    ],
+)
+def test_once_only_keys(steps: list, known: bool, waiting: list[int]) -> None:
+    once, reached = OnceKeys(), []
+    for step, n in steps:
+        match step:
+            case "begin":
+                once.begin("k", origin(n))
+            case "repeat":
+                once.wait_if_under_way("k", origin(n))
+            case "answer":
+                reached = once.answered(origin(n), "reply")
+            case "fail":
+                reached = once.failed(origin(n))
+    assert once.known("k") is known
+    assert reached == [origin(n) for n in waiting]
+
+
+def test_the_memo_forgets_its_oldest_keys_first() -> None:
+    once = OnceKeys(size=2)
+    for key in ("a", "b", "c"):
+        once.remember(key, key)
+    assert [once.known(k) for k in ("a", "b", "c")] == [False, True, True]
+
+
+# --- the file part and the kernel seat, as tables ------------------------------------------
+
+
+def start_for(tmp_path: Path, **settings: object) -> StartRoom:
+    return StartRoom(
+        notebook_id="nb",
+        source=RoomSource.FILE,
+        path=str(tmp_path / "a.ipynb"),
+        ephemeral=False,
+        kernelspec=None,
+        working_dir=None,
+        state_dir=str(tmp_path),
+        kernel_dir=str(tmp_path),
+        settings=Settings(**settings),
+        edge=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("revision", "purpose", "problem", "wanted"),
+    [
+        (0, SavePurpose.AUTOSAVE, None, False),  # nothing unsaved
+        (1, SavePurpose.AUTOSAVE, None, True),
+        (1, SavePurpose.AUTOSAVE, "not a notebook", False),  # autosave paused
+        (1, SavePurpose.REQUEST, "not a notebook", True),  # an explicit save writes over it
+        (1, SavePurpose.CLOSE, None, True),
+    ],
+)
+def test_when_the_file_part_wants_a_save(
+    tmp_path: Path, revision: int, purpose: SavePurpose, problem: str | None, wanted: bool
+) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.disk_problem = problem
+    assert seat.wants_save(revision, purpose) is wanted
+
+
+@pytest.mark.parametrize(
+    ("path", "peers", "every", "armed"),
+    [
+        ("/a.ipynb", True, 2.0, True),
+        (None, True, 2.0, False),  # no file to watch
+        ("/a.ipynb", False, 2.0, False),  # nobody to tell
+        ("/a.ipynb", True, 0.0, False),  # the check is off
+    ],
+)
+def test_when_the_file_check_is_armed(
+    tmp_path: Path, path: str | None, peers: bool, every: float, armed: bool
+) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path, file_check_secs=every))
+    actions = seat.arm_check(path, peers)
+    assert actions == ([Wake(every, FileCheckDue(1))] if armed else [])
+    assert seat.arm_check(path, peers) == []  # armed once until it fires
+
+
+def test_a_file_gone_from_disk_is_said_once_and_autosave_waits_for_an_edit(
+    tmp_path: Path,
+) -> None:
+    notices = NoticeBoard()
+    notices.follow(1)
+    seat = FileSeat(notices)
+    seat.start(start_for(tmp_path))
+    seat.disk_stamp = DiskStamp(1, 2, 3, 4)
+    assert seat.changed(FileOnDisk(None, None), "/a.ipynb", {}) == (None, False)
+    assert seat.missing
+    assert seat.autosave_generation == 1
+    seat.changed(FileOnDisk(None, None), "/a.ipynb", {})
+    assert len(notices.take(1)) == 1
+
+
+def seat_with(tmp_path: Path) -> KernelSeat:
+    seat = KernelSeat()
+    seat.start(start_for(tmp_path), has_runtime=True)
+    return seat
+
+
+def test_how_an_execution_is_answered(tmp_path: Path) -> None:
+    seat, asker = seat_with(tmp_path), origin(1)
+    record, _ = seat.book.queue("c1")
+    [live] = seat.answer_execution(asker, record.execution_id, 0)
+    assert isinstance(live, Offload)
+    assert live.token == LiveExecutionRecorded(record.execution_id, asker)
+    [wait] = seat.answer_execution(asker, record.execution_id, 5)
+    assert wait == Wake(5, WaitExpired(record.execution_id, asker))
+    seat.book.finish(record.execution_id, ExecutionStatus.DONE, 1)
+    [done] = seat.answer_execution(asker, record.execution_id, 5)
+    assert isinstance(done, Answer)
+    assert done.origin == asker
+    [stored] = seat.answer_execution(asker, "gone", 0)
+    assert isinstance(stored, Offload)
+    assert stored.token == StoredExecutionRead("gone", asker)
+
+
+def test_the_latch_stops_the_child_once_and_forgets_it(tmp_path: Path) -> None:
+    seat = seat_with(tmp_path)
+    seat.seated("kernel-address")
+    assert seat.state is KernelState.STARTING
+    assert seat.detach() == [Send("kernel-address", ShutdownKernel())]
+    assert seat.address is None
+    assert seat.stopping == ["kernel-address"]
+    assert seat.detach() == []
+    assert not seat.is_current("kernel-address")
