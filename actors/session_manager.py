@@ -94,6 +94,9 @@ from nbstage.protocol.words import plural
 log = logging.getLogger("nbstage.session")
 
 LINK_RETRY = timedelta(milliseconds=200)
+FIRST_LINK_RETRY = timedelta(milliseconds=20)
+"""While a daemon this client autostarted comes up: its socket appears within a second,
+and every 200 ms lost there is on the new user's first call."""
 HEARTBEAT_ENV = "NBSTAGE_HEARTBEAT_SECS"
 
 DEGRADED = {
@@ -308,7 +311,8 @@ class SessionManager(NbActor):
             resume(failure)
         if not self.awaiting_first_link:
             self._release_held_calls()
-        self.wakeupAfter(LINK_RETRY, payload=RetryLink())
+        retry = FIRST_LINK_RETRY if self.awaiting_first_link else LINK_RETRY
+        self.wakeupAfter(retry, payload=RetryLink())
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)
