@@ -87,19 +87,28 @@ def open_regular(
     ``max_bytes`` (``setting`` names the setting that sets the limit, for the message);
     FileNotFoundError and other OSErrors pass as they are.
     """
+    fd, info = _open_checked(path, _READ_FLAGS)
+    if info.st_size > max_bytes:
+        os.close(fd)
+        raise too_large(path, info.st_size, max_bytes, setting)
+    return fd, info
+
+
+def _open_checked(path: str | Path, flags: int) -> tuple[int, os.stat_result]:
+    """``os.open`` with ``flags`` (which hold ``O_NOFOLLOW`` and ``O_NONBLOCK``), refused
+    unless what it opened is a regular file; the descriptor and its ``fstat``."""
     try:
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, flags, PRIVATE_MODE)
     except OSError as exc:
         raise _refusal_for(path, exc) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise not_regular(path, info.st_mode)
-        if info.st_size > max_bytes:
-            raise too_large(path, info.st_size, max_bytes, setting)
     except BaseException:
         os.close(fd)
         raise
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise not_regular(path, info.st_mode)
     return fd, info
 
 
@@ -138,15 +147,8 @@ def open_private(path: str | Path, flags: int) -> int:
     """A descriptor on the regular file at ``path``, created 0600 when ``flags`` has
     ``O_CREAT``, never through a link and never waiting on a FIFO. A file an older
     version left with wider bits is narrowed to 0600."""
-    wanted = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd, info = _open_checked(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        fd = os.open(path, wanted, PRIVATE_MODE)
-    except OSError as exc:
-        raise _refusal_for(path, exc) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise not_regular(path, info.st_mode)
         if stat.S_IMODE(info.st_mode) != PRIVATE_MODE:
             os.fchmod(fd, PRIVATE_MODE)
         os.set_blocking(fd, True)
