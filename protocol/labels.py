@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.paths import check_fields
 
 MAX_LABEL_CHARS = 256
 LABEL_FIELDS = ("peer_label",)
@@ -31,15 +31,7 @@ def label_problem(value: str) -> str | None:
 
 def check_labels(decoded: Any) -> Any:
     """``decoded`` itself, after checking each of its ``LABEL_FIELDS`` that holds a string."""
-    for name in LABEL_FIELDS:
-        value = getattr(decoded, name, None)
-        if isinstance(value, str):
-            problem = label_problem(value)
-            if problem is not None:
-                raise NbstageError(
-                    ErrorCode.BAD_REQUEST, f"'{name}' is not a usable label: {problem}."
-                )
-    return decoded
+    return check_fields(decoded, LABEL_FIELDS, label_problem, "label")
 
 
 def fitted_label(value: str) -> str:

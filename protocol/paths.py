@@ -7,6 +7,7 @@ name their path fields in ``PATH_FIELDS``; both decoders run ``check_paths`` on 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from nbstage.protocol.errors import ErrorCode, NbstageError
@@ -29,14 +30,22 @@ def path_problem(value: str) -> str | None:
     return None
 
 
-def check_paths(decoded: Any) -> Any:
-    """``decoded`` itself, after checking each of its ``PATH_FIELDS`` that holds a string."""
-    for name in PATH_FIELDS:
+def check_fields(
+    decoded: Any, names: Iterable[str], problem_of: Callable[[str], str | None], what: str
+) -> Any:
+    """``decoded`` itself, after ``problem_of`` found nothing wrong with each of its fields
+    ``names`` that holds a string; else a bad request naming the field and the problem."""
+    for name in names:
         value = getattr(decoded, name, None)
         if isinstance(value, str):
-            problem = path_problem(value)
+            problem = problem_of(value)
             if problem is not None:
                 raise NbstageError(
-                    ErrorCode.BAD_REQUEST, f"'{name}' is not a usable path: {problem}."
+                    ErrorCode.BAD_REQUEST, f"'{name}' is not a usable {what}: {problem}."
                 )
     return decoded
+
+
+def check_paths(decoded: Any) -> Any:
+    """``decoded`` itself, after checking each of its ``PATH_FIELDS`` that holds a string."""
+    return check_fields(decoded, PATH_FIELDS, path_problem, "path")
