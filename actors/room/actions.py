@@ -1,4 +1,4 @@
-"""What a part of the Room asks the Room to do: the Room carries these out (``Room.carry_out``),
+"""What a part of the Room asks the Room to do: the Room carries these out (``Room.act``),
 so no part sends, offloads or arms a timer itself, and none imports thespian (ADR 0003)."""
 
 from __future__ import annotations
@@ -61,4 +61,74 @@ class DetachKernel:
     reason: str
 
 
-Action = Send | Offload | Wake | Answer | Fail | StartKernelChild | DetachKernel
+@frozen
+class Persist:
+    """Save if there are unsaved edits (for ``purpose``); a close with nothing to save is
+    finished at once."""
+
+    purpose: Any
+
+
+@frozen
+class SaveFile:
+    """Save the document to ``path`` (None: the room's own path) now, or queue it."""
+
+    path: str | None
+    purpose: Any
+    origin: Origin | None = None
+
+
+@frozen
+class FinishClose:
+    """The close's last flush is over (``saved`` or not, and why): report once settled."""
+
+    saved: bool
+    error: BaseException | None = None
+
+
+@frozen
+class FirstFlushed:
+    """A new persisted notebook's untitled row is written (or not): the start goes on."""
+
+    error: BaseException | None
+
+
+@frozen
+class BindPath:
+    """The notebook now lives at ``path``: the Room takes it as its own."""
+
+    path: str
+
+
+@frozen
+class TruncateJournal:
+    """Edits up to ``seq`` are in the file: the journal may drop them."""
+
+    seq: int
+
+
+@frozen
+class SetOutputs:
+    """Write an execution's outputs (and, once finished, its count) into the document."""
+
+    cell_id: str
+    outputs: Any
+    count: int | None
+
+
+Action = (
+    Send
+    | Offload
+    | Wake
+    | Answer
+    | Fail
+    | StartKernelChild
+    | DetachKernel
+    | Persist
+    | SaveFile
+    | FinishClose
+    | FirstFlushed
+    | BindPath
+    | TruncateJournal
+    | SetOutputs
+)

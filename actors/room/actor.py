@@ -15,7 +15,6 @@ import os
 import time
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
@@ -25,7 +24,6 @@ from nbstage.actors import (
     journal,
     lifetime,
     projects,
-    save_target,
 )
 from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
@@ -133,14 +131,11 @@ from nbstage.protocol.room_followups import (
     WaitExpired,
 )
 from nbstage.protocol.rooms import (
-    ClaimPath,
     CloseRoom,
     JoinRoom,
-    PathBound,
     PathClaimed,
     PathRecorded,
     PathRefused,
-    PathReleased,
     ReopenRoom,
     RoomClosed,
     RoomSource,
@@ -178,7 +173,7 @@ class Room(NbActor):
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.path, self.ephemeral = msg.path, msg.ephemeral
         self.journal.start(msg.notebook_id, msg.state_dir)
-        self.file.start(msg)
+        self.file.start(msg, sender)
         self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         # Joins wait for every read the start makes; an open by path also waits until the
@@ -239,11 +234,11 @@ class Room(NbActor):
         for join in joins:
             self._on_join_room(join, self.daemon)
 
-    def _first_flush_finished(self, done: BlockingWorkDone) -> None:
+    def _first_flushed(self, error: BaseException | None) -> None:
         """A new persisted notebook exists once its untitled row is durable; joins wait."""
-        if not done.ok:
+        if error is not None:
             self.doc = None
-            self._start_failed(save_error(done.error))
+            self._start_failed(save_error(error))
         else:
             self._started(self.opening.release())
 
@@ -331,8 +326,8 @@ class Room(NbActor):
             JoinRoom: self._on_join_room,
             CloseRoom: self._on_close_room,
             ReopenRoom: self._on_reopen_room,
-            PathClaimed: self._on_path_claimed,
-            PathRefused: self._on_path_refused,
+            PathClaimed: lambda msg, _: self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin),
+            PathRefused: lambda msg, _: self.act(self.file.refused(msg)),
             PathRecorded: self._on_path_recorded,
             KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
             KernelReady: self._on_kernel_ready,
@@ -387,7 +382,7 @@ class Room(NbActor):
 
     def _autosave_due(self, due: AutosaveDue) -> None:
         if due.generation == self.file.autosave_generation:
-            self._persist_if_changed()
+            self._persist()
 
     def _wait_expired(self, expired: WaitExpired) -> None:
         self.act(*self.seat.wait_expired(expired))
@@ -513,6 +508,21 @@ class Room(NbActor):
                     self._start_kernel()
                 case actions.DetachKernel(reason):
                     self._detach_kernel(reason)
+                case actions.Persist(purpose):
+                    self._persist(purpose)
+                case actions.SaveFile(path, purpose, origin):
+                    self._save_file(path or self.path, purpose, origin)
+                case actions.FinishClose(saved, error):
+                    self._finish_close(saved, error)
+                case actions.FirstFlushed(error):
+                    self._first_flushed(error)
+                case actions.BindPath(path):
+                    self._bind_path(path)
+                case actions.TruncateJournal(seq):
+                    self.act(self.journal.truncate(seq))
+                case actions.SetOutputs(cell_id, outputs, count):
+                    with contextlib.suppress(NbstageError):
+                        self.doc.set_outputs(cell_id, outputs, count)
 
     def _create_cell(self, req: CreateCell) -> CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
@@ -543,46 +553,28 @@ class Room(NbActor):
     # --- saving (room/file_seat.py) -------------------------------------------------------
 
     def _edited(self) -> None:
-        if not (self.ephemeral and self.path is None):
+        if self._journalled:
             self.act(self.file.edited())
 
-    def _persist_if_changed(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> bool:
-        """Start saving if there are unsaved edits; False when there is nothing to do."""
-        if self.ephemeral and self.path is None:
-            return False
-        if not self.file.wants_save(self.doc.revision, purpose):
-            return False
-        if self.path is not None:
-            self._save_file(self.path, purpose)
-        else:
-            self.act(self.file.flush_untitled(self.doc, purpose, self.journal.seq))
-        return True
+    def _persist(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
+        """Start saving unsaved edits; a close with nothing to save is finished at once."""
+        if self._journalled and self.file.wants_save(self.doc.revision, purpose):
+            if self.path is not None:
+                self._save_file(self.path, purpose)
+            else:
+                self.act(self.file.flush_untitled(self.doc, purpose, self.journal.seq))
+        elif purpose is SavePurpose.CLOSE:
+            self._finish_close(saved=True)
 
     def _save_request(self, origin: Origin, req: SaveNotebook) -> None:
-        if req.path is None:
-            if self.path is None:
-                raise NbstageError(
-                    ErrorCode.NO_PATH,
-                    "This notebook has no file yet. Call save_notebook with a path.",
-                )
+        if req.path is not None:
+            self.act(self.file.claim(origin, req.path, req.overwrite))
+        elif self.path is None:
+            raise NbstageError(
+                ErrorCode.NO_PATH, "This notebook has no file yet. Call save_notebook with a path."
+            )
+        else:
             self._save_file(self.path, SavePurpose.REQUEST, origin)
-            return
-        from nbstage.actors.notebook_files import absolute_notebook_path
-
-        target = absolute_notebook_path(req.path)
-        given = str(Path(req.path).expanduser())
-        refusal = save_target.path_refusal(given, target)
-        if refusal is not None:
-            raise refusal
-        self.file.claims[origin] = (given, req.overwrite)
-        self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
-
-    def _on_path_claimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
-        self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
-
-    def _on_path_refused(self, msg: PathRefused, sender: ActorAddress) -> None:
-        self.file.claims.pop(msg.origin, None)
-        self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
         trusted = self.env.trusted_fingerprint(self.doc.metadata)
@@ -590,52 +582,16 @@ class Room(NbActor):
         self.act(*self.file.save(self.doc, path, purpose, origin, seq, self.path, trusted))
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
-        token: SaveFinished = done.token
-        if token.path is not None:
-            written = self.file.save_done()
-            if done.ok and isinstance(done.result, FileOnDisk):
-                self._file_changed(done.result)
-                self._save_again(token)
-                self._next_file_job()
-                return
-            if done.ok:
-                self.file.wrote(done.result.stamp, written)
-        self._settle_save(token, done)
+        seen = self.file.finished(done)
+        if seen is not None:
+            self._file_changed(seen)
+            self.act(*self.file.again(done.token))
+        else:
+            self.act(*self.file.settled(done, self.doc.revision))
         self._next_file_job()
 
-    def _settle_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
-        if done.ok:
-            self.file.saved_up_to(token.revision, self.doc.revision)
-            if token.journal_seq > 0:
-                self.act(self.journal.truncate(token.journal_seq))
-            if token.path is not None:
-                self._event(EventKind.SAVED, {"path": token.path})
-        else:
-            log.error("saving %s failed: %s", self.notebook_id, done.error)
-        match token.purpose:
-            case SavePurpose.REQUEST:
-                self._answer_save(token, done)
-            case SavePurpose.NEW_PATH:
-                self._new_path_saved(token, done)
-            case SavePurpose.CLOSE:
-                self._finish_close(done.ok, done.error)
-            case SavePurpose.FIRST:
-                self._first_flush_finished(done)
-
-    def _answer_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
-        if done.ok:
-            self.answer(token.origin, NotebookSaved(self.notebook_id, token.path))
-        else:
-            self.fail(token.origin, save_error(done.error))
-
-    def _new_path_saved(self, token: SaveFinished, done: BlockingWorkDone) -> None:
-        if not done.ok:
-            self.send(self.daemon, PathReleased(self.notebook_id, token.path))
-            self.fail(token.origin, save_error(done.error))
-            return
-        self.send(self.daemon, PathBound(self.notebook_id, token.path, token.origin))
-        self.path = token.path
-        self.ephemeral = False
+    def _bind_path(self, path: str) -> None:
+        self.path, self.ephemeral = path, False
         self._arm_file_check()
         self._report_status()
 
@@ -658,53 +614,20 @@ class Room(NbActor):
 
     def _next_file_job(self) -> None:
         while (job := self.file.next_job()) is not None:
-            purpose, path, origin = job
-            match purpose:
-                case SavePurpose.AUTOSAVE:
-                    self._persist_if_changed()
-                case SavePurpose.CLOSE:
-                    if not self._persist_if_changed(SavePurpose.CLOSE):
-                        self._finish_close(saved=True)
-                case SavePurpose.NEW_PATH:
-                    self._save_file(path, purpose, origin)
-                case _:
-                    self._save_file(self.path, purpose, origin)
-
-    def _save_again(self, token: SaveFinished) -> None:
-        """A save found the file changed from outside and wrote nothing; the change is merged
-        (or the file is gone, or not a notebook), and the save goes on from there."""
-        match token.purpose:
-            case SavePurpose.REQUEST:
-                self._save_file(self.path, SavePurpose.REQUEST, token.origin)
-            case SavePurpose.CLOSE if self.file.disk_problem is not None:
-                error = NbstageError(ErrorCode.SAVE_FAILED, self.file.disk_problem)
-                self._finish_close(False, error)
-            case SavePurpose.CLOSE:
-                if not self._persist_if_changed(SavePurpose.CLOSE):
-                    self._finish_close(saved=True)
-            case SavePurpose.AUTOSAVE if not self.file.missing:
-                self._persist_if_changed()
+            self.act(job)
 
     def _arm_file_check(self) -> None:
         self.act(*self.file.arm_check(self.path, bool(self.peers)))
 
     def _file_check_due(self, due: FileCheckDue) -> None:
-        if due.generation != self.file.check_generation:
-            return
-        self.file.check_armed = False
-        if self.file.busy or self.close.by is not None:
-            self._arm_file_check()
-        elif self.path is not None and self.peers:
-            self.act(self.file.look(self.path))
+        closing = self.close.by is not None
+        self.act(*self.file.check_due(due, self.path, bool(self.peers), closing))
 
     def _file_looked(self, done: BlockingWorkDone) -> None:
-        self.file.busy = False
-        if not done.ok:
-            log.warning("could not look at %s: %s", done.token.path, done.error)
-        elif done.result is not None and done.token.path == self.path:
-            self._file_changed(done.result)
-            unsaved = self.doc.revision != self.file.saved_revision
-            if unsaved and self.file.disk_problem is None and not self.file.missing:
+        seen = self.file.looked(done, self.path)
+        if seen is not None:
+            self._file_changed(seen)
+            if self.file.autosave_resumes(self.doc.revision):
                 self._edited()
         self._arm_file_check()
         self._next_file_job()
@@ -733,8 +656,10 @@ class Room(NbActor):
         if self.seat.address is not None:
             self._detach_kernel(msg.reason)
             self.seat.release()
-        if self.doc is None or not self._persist_if_changed(SavePurpose.CLOSE):
+        if self.doc is None:
             self._finish_close(saved=True)
+        else:
+            self._persist(SavePurpose.CLOSE)
 
     def _finish_close(self, saved: bool, error: BaseException | None = None) -> None:
         self.file.close_registry()

@@ -11,17 +11,30 @@ import pytest
 
 import nbstage.actors.room
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room.actions import Answer, Offload, Send, Wake
+from nbstage.actors.room.actions import (
+    Answer,
+    BindPath,
+    Fail,
+    FinishClose,
+    Offload,
+    Persist,
+    SaveFile,
+    Send,
+    TruncateJournal,
+    Wake,
+)
 from nbstage.actors.room.file_seat import FileSeat
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.room_followups import (
     DiskStamp,
     FileCheckDue,
     FileOnDisk,
     LiveExecutionRecorded,
+    SaveFinished,
     SavePurpose,
     StoredExecutionRead,
     WaitExpired,
@@ -173,6 +186,69 @@ def test_a_file_gone_from_disk_is_said_once_and_autosave_waits_for_an_edit(
     assert seat.autosave_generation == 1
     seat.changed(FileOnDisk(None, None), "/a.ipynb", {})
     assert len(notices.take(1)) == 1
+
+
+@pytest.mark.parametrize(
+    ("purpose", "problem", "missing", "wanted"),
+    [
+        (SavePurpose.REQUEST, None, False, [SaveFile(None, SavePurpose.REQUEST, origin(1))]),
+        (SavePurpose.REQUEST, "bad", False, [SaveFile(None, SavePurpose.REQUEST, origin(1))]),
+        (SavePurpose.CLOSE, None, False, [Persist(SavePurpose.CLOSE)]),
+        (SavePurpose.AUTOSAVE, None, False, [Persist(SavePurpose.AUTOSAVE)]),
+        (SavePurpose.AUTOSAVE, None, True, []),  # a deleted file waits for an edit
+    ],
+)
+def test_how_a_save_goes_on_after_the_file_changed_under_it(
+    tmp_path: Path, purpose: SavePurpose, problem: str | None, missing: bool, wanted: list
+) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.disk_problem, seat.missing = problem, missing
+    token = SaveFinished("/a.ipynb", 1, purpose, origin(1), 0)
+    assert seat.again(token) == wanted
+
+
+def test_a_close_over_a_file_that_is_no_notebook_finishes_unsaved(tmp_path: Path) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.disk_problem = "not a notebook"
+    [finish] = seat.again(SaveFinished("/a.ipynb", 1, SavePurpose.CLOSE, None, 0))
+    assert isinstance(finish, FinishClose)
+    assert not finish.saved
+
+
+@pytest.mark.parametrize(
+    ("ok", "purpose", "wanted"),
+    [
+        (True, SavePurpose.REQUEST, [TruncateJournal, Send, Answer]),
+        (False, SavePurpose.REQUEST, [Fail]),
+        (True, SavePurpose.NEW_PATH, [TruncateJournal, Send, Send, BindPath]),
+        (False, SavePurpose.NEW_PATH, [Send, Fail]),
+        (True, SavePurpose.CLOSE, [TruncateJournal, Send, FinishClose]),
+        (True, SavePurpose.AUTOSAVE, [TruncateJournal, Send]),
+    ],
+)
+def test_what_follows_a_save(
+    tmp_path: Path, ok: bool, purpose: SavePurpose, wanted: list[type]
+) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path), daemon="daemon")
+    token = SaveFinished("/a.ipynb", 3, purpose, origin(1), 7)
+    done = BlockingWorkDone(token, None, None if ok else OSError("full"))
+    assert [type(action) for action in seat.settled(done, 3)] == wanted
+    assert seat.saved_revision == (3 if ok else 0)
+
+
+def test_saves_wait_their_turn_and_a_close_is_a_persist(tmp_path: Path) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.busy = True
+    seat.queue = [(SavePurpose.CLOSE, "/a.ipynb", None), (SavePurpose.NEW_PATH, "/b", origin(2))]
+    assert seat.next_job() is None
+    seat.busy = False
+    assert seat.next_job() == Persist(SavePurpose.CLOSE)
+    assert seat.next_job() == SaveFile("/b", SavePurpose.NEW_PATH, origin(2))
+    assert seat.next_job() is None
 
 
 def seat_with(tmp_path: Path) -> KernelSeat:
