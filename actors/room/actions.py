@@ -108,6 +108,11 @@ class TruncateJournal:
 
 
 @frozen
+class Edited:
+    """The document changed outside a request (outputs, a merge): autosave is due."""
+
+
+@frozen
 class SetOutputs:
     """Write an execution's outputs (and, once finished, its count) into the document."""
 
@@ -131,4 +136,5 @@ Action = (
     | BindPath
     | TruncateJournal
     | SetOutputs
+    | Edited
 )

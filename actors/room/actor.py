@@ -27,7 +27,6 @@ from nbstage.actors import (
 )
 from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
-from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.room import actions, dependency_calls, opening, views
@@ -65,8 +64,6 @@ from nbstage.protocol.kernels import (
     KernelStopped,
     OutputsArrived,
     RestartKernelNow,
-    RunCode,
-    StartKernel,
 )
 from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkDone
@@ -83,7 +80,6 @@ from nbstage.protocol.replies import (
     KernelShutDown,
     NotebookJoined,
     NotebookSaved,
-    RestartCompleted,
     RoomLeft,
 )
 from nbstage.protocol.requests import (
@@ -520,6 +516,8 @@ class Room(NbActor):
                     self._bind_path(path)
                 case actions.TruncateJournal(seq):
                     self.act(self.journal.truncate(seq))
+                case actions.Edited():
+                    self._edited()
                 case actions.SetOutputs(cell_id, outputs, count):
                     with contextlib.suppress(NbstageError):
                         self.doc.set_outputs(cell_id, outputs, count)
@@ -691,21 +689,9 @@ class Room(NbActor):
 
     def _start_kernel(self) -> None:
         self.seat.seated(self.createActor(Kernel))
-        cfg = self.config
-        cwd = os.path.dirname(self.path) if self.path is not None else cfg.working_dir
-        deps = dependencies.read_dependencies(self.doc.metadata)
-        start = StartKernel(
-            cfg.notebook_id,
-            self.env.kernel_name,
-            cfg.kernel_dir,
-            cwd,
-            self.edge,
-            cfg.kernel_backend,
-            cfg.state_dir,
-            dependencies.wanted_environment(deps, self.env.trusted, cwd),
-            cfg.settings.output_limit_bytes,
+        self.send(
+            self.seat.address, self.seat.start_message(self.path, self.doc.metadata, self.env)
         )
-        self.send(self.seat.address, start)
 
     def _detach_kernel(self, reason: str) -> None:
         """The latch: from here on the old kernel is never handed out."""
@@ -720,11 +706,10 @@ class Room(NbActor):
 
     def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
-            self.seat.state = KernelState.IDLE
-            self.seat.pid, self.seat.actor_pid = msg.pid, msg.actor_pid
+            self.seat.up(msg.pid, msg.actor_pid)
             self.env.running = msg.environment
             self._project_reported()
-            self._answer_restarts()
+            self.act(*self.seat.answer_restarts(self.env))
             self._report_status()
 
     def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
@@ -783,12 +768,9 @@ class Room(NbActor):
                 ErrorCode.BAD_REQUEST, f"Cell {cell.id} is {cell.cell_type}, not code."
             )
         self._require_kernel()
-        record, is_new = self.seat.book.queue(cell.id)
-        self.once.remember(key, {"execution_id": record.execution_id})
-        if is_new:
-            self.doc.clear_outputs(cell.id)
-            self.send(self.seat.address, RunCode(record.execution_id, cell.source))
-        self.act(*self.seat.answer_execution(origin, record.execution_id, req.wait_secs))
+        execution_id, start = self.seat.run(cell.id, cell.source)
+        self.once.remember(key, {"execution_id": execution_id})
+        self.act(*start, *self.seat.answer_execution(origin, execution_id, req.wait_secs))
 
     def _require_kernel(self) -> None:
         self.env.refuse_without_kernelspec(self.seat.life.has_runtime)
@@ -802,39 +784,21 @@ class Room(NbActor):
             self.seat.state = KernelState.BUSY
 
     def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
-        if self.close.by is not None:
-            return
-        record = self.seat.book.add_outputs(
-            msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail
-        )
-        if record is not None:
-            with contextlib.suppress(NbstageError):
-                self.doc.set_outputs(record.cell_id, record.outputs, None)
+        if self.close.by is None:
+            self.act(*self.seat.outputs(msg))
 
     def _on_execution_finished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
-        book = self.seat.book
-        record = book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
+        todo = self.seat.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
         if self.seat.is_current(sender):
             self.seat.state = KernelState.IDLE
-        if record is not None:
-            self._settle(record)
+        self.act(*todo)
 
     def _on_executions_cancelled(self, msg: ExecutionsCancelled, sender: ActorAddress) -> None:
         for execution_id in msg.execution_ids:
-            record = self.seat.book.finish(execution_id, msg.status, error=msg.reason)
-            if record is not None:
-                self._settle(record)
+            self.act(*self.seat.finish(execution_id, msg.status, error=msg.reason))
 
     def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
-        for record in self.seat.fail_live(status, reason):
-            self._settle(record)
-
-    def _settle(self, record: Execution) -> None:
-        """A finished execution: update the cell, answer waiters, keep a record on disk."""
-        with contextlib.suppress(NbstageError):
-            self.doc.set_outputs(record.cell_id, record.outputs, record.execution_count)
-        self.act(*self.seat.settled(record))
-        self._edited()
+        self.act(*self.seat.fail_live(status, reason))
 
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
         if not done.ok:
@@ -871,23 +835,12 @@ class Room(NbActor):
 
     def _on_kernel_restarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
-            self.seat.state = KernelState.IDLE
-            self.seat.pid = msg.pid
-            self._answer_restarts()
+            self.seat.up(msg.pid)
+            self.act(*self.seat.answer_restarts(self.env))
             self._report_status()
 
     def _fail_restarts(self, failure: NbstageError | None = None) -> None:
-        failure = failure or self.seat.restart_failure()
-        for origin in self.seat.pending_restart + [origin for origin, _ in self.env.pending]:
-            self.fail(origin, failure)
-        self.seat.pending_restart, self.env.pending = [], []
-
-    def _answer_restarts(self) -> None:
-        for origin in self.seat.pending_restart:
-            self.answer(origin, RestartCompleted(self.seat.pid))
-        for origin, reply in self.env.pending:
-            self.answer(origin, replace(reply, environment=self.env.running))
-        self.seat.pending_restart, self.env.pending = [], []
+        self.act(*self.seat.fail_restarts(self.env, failure))
 
     # --- dependencies (actors/dependencies.py) --------------------------------------------
 

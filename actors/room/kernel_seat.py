@@ -10,29 +10,40 @@ outputs into the document: the seat never touches the document.
 from __future__ import annotations
 
 import logging
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from nbstage.actors import executions, lifetime, persistence
+from nbstage.actors import dependencies, executions, lifetime, persistence
 from nbstage.actors.executions import Execution, ExecutionBook
 from nbstage.actors.room.actions import (
     Action,
     Answer,
     DetachKernel,
+    Edited,
     Fail,
     Offload,
     Send,
+    SetOutputs,
     StartKernelChild,
     Wake,
 )
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.kernels import (
+    ExecutionStatus,
+    KernelState,
+    OutputsArrived,
+    RunCode,
+    ShutdownKernel,
+    StartKernel,
+)
 from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.replies import ExecutionReported, ExecutionView
+from nbstage.protocol.replies import ExecutionReported, ExecutionView, RestartCompleted
 from nbstage.protocol.room_followups import (
     ExecutionRecorded,
     KeepAliveExpired,
@@ -98,6 +109,42 @@ class KernelSeat:
         self.address = address
         self.state = KernelState.STARTING
         self.problem = None
+
+    def start_message(self, path: str | None, metadata: dict, env: Any) -> StartKernel:
+        """What the new Kernel child is told: where to run, in which environment."""
+        cfg = self.config
+        cwd = os.path.dirname(path) if path is not None else cfg.working_dir
+        deps = dependencies.read_dependencies(metadata)
+        return StartKernel(
+            cfg.notebook_id,
+            env.kernel_name,
+            cfg.kernel_dir,
+            cwd,
+            cfg.edge,
+            cfg.kernel_backend,
+            cfg.state_dir,
+            dependencies.wanted_environment(deps, env.trusted, cwd),
+            cfg.settings.output_limit_bytes,
+        )
+
+    def up(self, pid: int, actor_pid: int | None = None) -> None:
+        self.state = KernelState.IDLE
+        self.pid = pid
+        if actor_pid is not None:
+            self.actor_pid = actor_pid
+
+    def answer_restarts(self, env: Any) -> list[Action]:
+        """The kernel is up: restarts, and dependency changes that restarted it, are done."""
+        todo: list[Action] = [Answer(o, RestartCompleted(self.pid)) for o in self.pending_restart]
+        todo += [Answer(o, replace(reply, environment=env.running)) for o, reply in env.pending]
+        self.pending_restart, env.pending = [], []
+        return todo
+
+    def fail_restarts(self, env: Any, failure: NbstageError | None = None) -> list[Action]:
+        failure = failure or self.restart_failure()
+        waiting = self.pending_restart + [origin for origin, _ in env.pending]
+        self.pending_restart, env.pending = [], []
+        return [Fail(origin, failure) for origin in waiting]
 
     def is_current(self, sender: Any) -> bool:
         return self.address is not None and sender == self.address
@@ -190,29 +237,52 @@ class KernelSeat:
         missing = f"No execution {execution_id} in this notebook."
         return Fail(origin, NbstageError(ErrorCode.EXECUTION_NOT_FOUND, missing))
 
-    def fail_live(self, status: ExecutionStatus, reason: str) -> list[Execution]:
+    def run(self, cell_id: str, source: str) -> tuple[str, list[Action]]:
+        """Queue a run of the cell (or join the one queued): its id, and what starts it."""
+        record, is_new = self.book.queue(cell_id)
+        if not is_new:
+            return record.execution_id, []
+        run = Send(self.address, RunCode(record.execution_id, source))
+        return record.execution_id, [SetOutputs(cell_id, [], None), run]
+
+    def outputs(self, msg: OutputsArrived) -> list[Action]:
+        book = self.book
+        record = book.add_outputs(msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail)
+        return [] if record is None else [SetOutputs(record.cell_id, record.outputs, None)]
+
+    def finish(
+        self,
+        execution_id: str,
+        status: ExecutionStatus,
+        count: int | None = None,
+        error: Any = None,
+    ) -> list[Action]:
+        record = self.book.finish(execution_id, status, count, error)
+        return [] if record is None else self.settled(record)
+
+    def fail_live(self, status: ExecutionStatus, reason: str) -> list[Action]:
         """End every live execution; ``{cell_id}`` in ``reason`` names each one's cell."""
-        ended = []
+        ended: list[Action] = []
         for execution_id in self.book.live_ids():
             live = self.book.get(execution_id)
             said = reason.replace("{cell_id}", live.cell_id) if live is not None else reason
-            record = self.book.finish(execution_id, status, error=said)
-            if record is not None:
-                ended.append(record)
+            ended += self.finish(execution_id, status, error=said)
         return ended
 
     def settled(self, record: Execution) -> list[Action]:
-        """A finished execution: answer its waiters and keep its record on disk."""
+        """A finished execution: write it into the cell, answer its waiters, keep its record
+        on disk."""
         reported = ExecutionReported(record.report())
-        actions: list[Action] = [
-            Answer(origin, reported) for origin in self.book.release_waiters(record.execution_id)
-        ]
+        actions: list[Action] = [SetOutputs(record.cell_id, record.outputs, record.execution_count)]
+        for origin in self.book.release_waiters(record.execution_id):
+            actions.append(Answer(origin, reported))
         self.finished_count += 1
         keep = None
         if self.finished_count % persistence.PRUNE_EVERY == 0:
             keep = self.config.settings.execution_retention
         view = record.to_wire()
         actions.append(self._write(view["execution_id"], orjson.dumps(view), keep))
+        actions.append(Edited())
         return actions
 
     @property

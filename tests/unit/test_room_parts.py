@@ -14,21 +14,25 @@ from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.room.actions import (
     Answer,
     BindPath,
+    Edited,
     Fail,
     FinishClose,
     Offload,
     Persist,
     SaveFile,
     Send,
+    SetOutputs,
     TruncateJournal,
     Wake,
 )
+from nbstage.actors.room.environment import EnvironmentSeat
 from nbstage.actors.room.file_seat import FileSeat
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.protocol.edge import Origin
-from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.kernels import ExecutionStatus, KernelState, RunCode, ShutdownKernel
 from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import RestartCompleted
 from nbstage.protocol.room_followups import (
     DiskStamp,
     FileCheckDue,
@@ -283,3 +287,33 @@ def test_the_latch_stops_the_child_once_and_forgets_it(tmp_path: Path) -> None:
     assert seat.stopping == ["kernel-address"]
     assert seat.detach() == []
     assert not seat.is_current("kernel-address")
+
+
+def test_a_run_clears_the_cell_once_and_a_finish_writes_it_back(tmp_path: Path) -> None:
+    seat = seat_with(tmp_path)
+    seat.seated("kernel")
+    execution_id, start = seat.run("c1", "1 + 1")
+    assert start[0] == SetOutputs("c1", [], None)
+    assert start[1] == Send("kernel", RunCode(execution_id, "1 + 1"))
+    assert seat.run("c1", "1 + 1") == (execution_id, [])  # joins the run under way
+    finished = seat.finish(execution_id, ExecutionStatus.DONE, 4)
+    assert finished[0] == SetOutputs("c1", [], 4)
+    assert isinstance(finished[-1], Edited)
+    assert seat.finish(execution_id, ExecutionStatus.DONE, 4) == []  # already settled
+
+
+def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
+    seat, env = seat_with(tmp_path), EnvironmentSeat()
+    seat.pending_restart = [origin(1), origin(2)]
+    seat.up(pid=42)
+    answers = seat.answer_restarts(env)
+    assert [(a.origin, a.reply) for a in answers] == [
+        (origin(1), RestartCompleted(42)),
+        (origin(2), RestartCompleted(42)),
+    ]
+    assert seat.answer_restarts(env) == []
+    seat.pending_restart = [origin(3)]
+    [failed] = seat.fail_restarts(env)
+    assert isinstance(failed, Fail)
+    assert failed.origin == origin(3)
+    assert seat.pending_restart == []
