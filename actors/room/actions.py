@@ -62,6 +62,11 @@ class DetachKernel:
 
 
 @frozen
+class WantKernel:
+    """A kernel is wanted again (after a restart let the old one go)."""
+
+
+@frozen
 class Persist:
     """Save if there are unsaved edits (for ``purpose``); a close with nothing to save is
     finished at once."""
@@ -137,4 +142,5 @@ Action = (
     | TruncateJournal
     | SetOutputs
     | Edited
+    | WantKernel
 )

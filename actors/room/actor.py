@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import (
-    dependencies,
     journal,
     lifetime,
     projects,
@@ -29,7 +27,8 @@ from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room import actions, dependency_calls, opening, views
+from nbstage.actors.room import actions, opening, views
+from nbstage.actors.room.dependency_calls import DependencyCalls
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
 )
@@ -38,7 +37,7 @@ from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room.opening import Opening
-from nbstage.actors.room.peers import Closing, Peers
+from nbstage.actors.room.peers import Closing, Peers, closing_error
 from nbstage.actors.room_support import save_error, scoped_key
 from nbstage.protocol.edge import (
     ClientRequest,
@@ -157,8 +156,9 @@ class Room(NbActor):
         self.once = OnceKeys()
         self.env = EnvironmentSeat()
         self.journal = Journalling()
-        self.seat = KernelSeat()
         self.notices = NoticeBoard()
+        self.deps = DependencyCalls(self.env, self.journal, self.notices)
+        self.seat = KernelSeat()
         self.file = FileSeat(self.notices)
         self.close = Closing()
         self.opening = Opening()
@@ -169,6 +169,7 @@ class Room(NbActor):
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.path, self.ephemeral = msg.path, msg.ephemeral
         self.journal.start(msg.notebook_id, msg.state_dir)
+        self.deps.start(msg)
         self.file.start(msg, sender)
         self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
@@ -189,7 +190,7 @@ class Room(NbActor):
 
     def _notebook_file_read(self, done: BlockingWorkDone) -> None:
         if self.close.by is not None:
-            self._fail_held_joins(_closing_error("nobody joined it"))
+            self._fail_held_joins(closing_error("nobody joined it"))
         elif not done.ok:
             self._start_failed(opening.read_error(done))
         else:
@@ -275,7 +276,7 @@ class Room(NbActor):
             return
         self.peers.saw(msg.join_seq)
         if self.close.by is not None:
-            self.fail(msg.origin, _closing_error("nobody joined it"))
+            self.fail(msg.origin, closing_error("nobody joined it"))
             return
         if self.doc is None:
             self.fail(msg.origin, self.opening.unloaded_error())
@@ -445,7 +446,7 @@ class Room(NbActor):
         """From CloseRoom on, the room's last flush is under way or done: nothing it would
         not keep is acknowledged."""
         if self.close.by is not None:
-            raise _closing_error(outcome)
+            raise closing_error(outcome)
 
     def answer(self, origin: Origin, reply: object) -> None:
         super().answer(origin, reply)
@@ -516,6 +517,8 @@ class Room(NbActor):
                     self._bind_path(path)
                 case actions.TruncateJournal(seq):
                     self.act(self.journal.truncate(seq))
+                case actions.WantKernel():
+                    self.act(*self.seat.want())
                 case actions.Edited():
                     self._edited()
                 case actions.SetOutputs(cell_id, outputs, count):
@@ -649,8 +652,8 @@ class Room(NbActor):
         self.close.by = sender
         # Joins held for the start are answered now: the Daemon ends this room once it is
         # closed, maybe before the start's reads come back.
-        self._fail_held_joins(_closing_error("nobody joined it"))
-        self._fail_restarts(_closing_error("the kernel was not restarted"))
+        self._fail_held_joins(closing_error("nobody joined it"))
+        self._fail_restarts(closing_error("the kernel was not restarted"))
         if self.seat.address is not None:
             self._detach_kernel(msg.reason)
             self.seat.release()
@@ -708,7 +711,7 @@ class Room(NbActor):
         if self.seat.is_current(sender):
             self.seat.up(msg.pid, msg.actor_pid)
             self.env.running = msg.environment
-            self._project_reported()
+            self.act(*self.deps.project_reported(self.path))
             self.act(*self.seat.answer_restarts(self.env))
             self._report_status()
 
@@ -842,116 +845,43 @@ class Room(NbActor):
     def _fail_restarts(self, failure: NbstageError | None = None) -> None:
         self.act(*self.seat.fail_restarts(self.env, failure))
 
-    # --- dependencies (actors/dependencies.py) --------------------------------------------
-
-    def _project_reported(self) -> None:
-        refused, locked = self.env.project_reported()
-        if refused is not None:
-            self.notices.post(refused)
-        if locked is not None and self.path is not None:
-            work = self._dependency_record_work(None, (locked,))
-            self.act(self.journal.work(ProjectTrustRecorded(), work))
-
-    def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
-        self.journal.settled()
-        if not done.ok:
-            log.error("could not record the project trust of %s: %s", self.path, done.error)
-        self._report_closed()
+    # --- dependencies (room/dependency_calls.py) ------------------------------------------
 
     def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
-        """Validate, then (for apply=restart or sync) do the environment work first: a
-        build that fails changes nothing. The edit itself is one room mutation."""
-        current = dependencies.read_dependencies(self.doc.metadata)
-        plan = dependencies.plan_change(
-            current, self.env.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
-        )
-        started = time.monotonic()
+        plan = self.deps.plan(req, self.doc.metadata)
         if req.apply is ApplyDependencies.NONE:
             self._commit_dependencies(origin, plan, None)
-            return
-        self._require_kernel()
-        if req.apply is ApplyDependencies.RESTART:
-            work = self.env.build_work(plan, self.config.state_dir)
         else:
-            work = self.env.sync_work(plan)
-        token = DependenciesPrepared(origin, plan, req.apply.value, started)
-        self.env.jobs += 1
-        self.offload(token, work, reports=True)
+            self._require_kernel()
+            self.act(self.deps.prepare(origin, req, plan))
+
+    def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
+        origin, plan = done.token.origin, done.token.plan
+        outcome = self.deps.prepared(done, self.doc.metadata, self.close.by is not None)
+        if not isinstance(outcome, DependenciesApplied):
+            self.act(*outcome)
+            self._report_closed()
+            return
+        try:
+            self._commit_dependencies(origin, plan, outcome)
+        except NbstageError as exc:
+            self.fail(origin, exc)
+
+    def _commit_dependencies(self, origin: Origin, plan, applied) -> None:
+        """The edit is one room mutation; the part trusts and records it."""
+        if plan.edit.after != plan.edit.before:
+            self._refuse_while_closing("the dependencies were not changed")
+            self.doc.set_dependencies(plan.edit.after)
+            self._edited()
+        self.act(self.deps.commit(origin, plan, applied, self.path, self._journalled))
 
     def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
         self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
 
-    def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
-        token: DependenciesPrepared = done.token
-        self.env.jobs -= 1
-        seconds = round(time.monotonic() - token.started, 3)
-        if self.close.by is not None:
-            self.fail(token.origin, _closing_error("the dependencies were not changed"))
-            self._report_closed()
-            return
-        refusal = dependency_calls.refusal_after_work(done, self.doc.metadata)
-        if refusal is not None:
-            self.fail(token.origin, refusal)
-            return
-        applied = DependenciesApplied(token.mode, True, seconds)
-        try:
-            self._commit_dependencies(token.origin, token.plan, applied)
-        except NbstageError as exc:
-            self.fail(token.origin, exc)
-
-    def _commit_dependencies(
-        self,
-        origin: Origin,
-        plan: dependencies.DependencyPlan,
-        applied: DependenciesApplied | None,
-    ) -> None:
-        """Apply the edit and the trust, answer once both are durable; a restart answers
-        once the kernel is up in the new environment."""
-        edit = plan.edit
-        changed = edit.after != edit.before
-        if changed:
-            self._refuse_while_closing("the dependencies were not changed")
-            self.doc.set_dependencies(edit.after)
-            self._edited()
-        trusts = []
-        if plan.trusted_after and plan.after_fingerprint not in self.env.trusted:
-            trusts.append(plan.after_fingerprint)
-        if plan.trusted_after:
-            self.env.trusted.add(plan.after_fingerprint)
-        approved = self.env.approve_project(plan)
-        if approved is not None:
-            trusts.append(approved[0])
-            self.notices.post(approved[1])
-        reply = dependency_calls.managed(plan, self.env.running, applied)
-        journalled = edit.after if changed and self._journalled else None
-        work = self._dependency_record_work(journalled, tuple(trusts) if self.path else ())
-        restart = applied is not None and applied.mode == ApplyDependencies.RESTART
-        self.act(self.journal.work(DependenciesRecorded(origin, reply, restart), work))
-
-    def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
-        record = None
-        if journalled is not None:
-            seq, data = self.journal.next_record(journal.dependencies(list(journalled)))
-            record = (self.journal.store, self.notebook_id, seq, data)
-        return dependency_calls.record_work(record, self.file.registry_file, self.path, trusts)
-
-    def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
-        self.journal.settled()
-        token: DependenciesRecorded = done.token
-        if not done.ok:
-            log.error("could not record the dependencies of %s: %s", self.notebook_id, done.error)
-        if not token.restart:
-            self.answer(token.origin, token.reply)
-        elif self.close.by is not None:
-            self.fail(token.origin, _closing_error("the kernel was not restarted"))
-        else:
-            self.env.pending.append((token.origin, token.reply))
-            self._detach_kernel("restarted into its new environment")
-            self.act(*self.seat.want())
+    def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
+        self.deps.project_trust_recorded(done, self.path)
         self._report_closed()
 
-
-def _closing_error(outcome: str) -> NbstageError:
-    return NbstageError(
-        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
-    )
+    def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
+        self.act(*self.deps.recorded(done, self.close.by is not None))
+        self._report_closed()

@@ -14,6 +14,7 @@ from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.room.actions import (
     Answer,
     BindPath,
+    DetachKernel,
     Edited,
     Fail,
     FinishClose,
@@ -24,16 +25,22 @@ from nbstage.actors.room.actions import (
     SetOutputs,
     TruncateJournal,
     Wake,
+    WantKernel,
 )
+from nbstage.actors.room.dependency_calls import DependencyCalls
 from nbstage.actors.room.environment import EnvironmentSeat
 from nbstage.actors.room.file_seat import FileSeat
+from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.protocol.edge import Origin
+from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.kernels import ExecutionStatus, KernelState, RunCode, ShutdownKernel
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import RestartCompleted
 from nbstage.protocol.room_followups import (
+    DependenciesPrepared,
+    DependenciesRecorded,
     DiskStamp,
     FileCheckDue,
     FileOnDisk,
@@ -317,3 +324,39 @@ def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
     assert isinstance(failed, Fail)
     assert failed.origin == origin(3)
     assert seat.pending_restart == []
+
+
+@pytest.mark.parametrize(
+    ("restart", "closing", "wanted"),
+    [
+        (False, False, [Answer]),
+        (False, True, [Answer]),  # the edit is durable: it is answered even while closing
+        (True, True, [Fail]),  # the kernel is not restarted into a closing room
+        (True, False, [DetachKernel, WantKernel]),  # answered once the new kernel is up
+    ],
+)
+def test_what_follows_a_recorded_dependency_edit(
+    tmp_path: Path, restart: bool, closing: bool, wanted: list[type]
+) -> None:
+    env, journalling = EnvironmentSeat(), Journalling()
+    calls = DependencyCalls(env, journalling, NoticeBoard())
+    calls.start(start_for(tmp_path))
+    journalling.jobs = 1
+    done = BlockingWorkDone(DependenciesRecorded(origin(1), "reply", restart))
+    assert [type(action) for action in calls.recorded(done, closing)] == wanted
+    assert journalling.jobs == 0
+    assert env.pending == ([(origin(1), "reply")] if wanted[0] is DetachKernel else [])
+
+
+def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    env = EnvironmentSeat()
+    calls = DependencyCalls(env, Journalling(), NoticeBoard())
+    calls.start(start_for(tmp_path))
+    env.jobs = 1
+    token = DependenciesPrepared(origin(1), None, "restart", 0.0)
+    [refused] = calls.prepared(BlockingWorkDone(token), {}, closing=True)
+    assert isinstance(refused, Fail)
+    assert refused.error.code is ErrorCode.SHUTTING_DOWN
+    assert env.jobs == 0
