@@ -62,6 +62,11 @@ class DetachKernel:
 
 
 @frozen
+class ReportStatus:
+    """Tell the Daemon how the room stands now (``views.status``)."""
+
+
+@frozen
 class WantKernel:
     """A kernel is wanted again (after a restart let the old one go)."""
 
@@ -143,4 +148,5 @@ Action = (
     | SetOutputs
     | Edited
     | WantKernel
+    | ReportStatus
 )

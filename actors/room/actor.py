@@ -517,6 +517,8 @@ class Room(NbActor):
                     self._bind_path(path)
                 case actions.TruncateJournal(seq):
                     self.act(self.journal.truncate(seq))
+                case actions.ReportStatus():
+                    self._report_status()
                 case actions.WantKernel():
                     self.act(*self.seat.want())
                 case actions.Edited():
@@ -698,14 +700,7 @@ class Room(NbActor):
 
     def _detach_kernel(self, reason: str) -> None:
         """The latch: from here on the old kernel is never handed out."""
-        self.act(*self.seat.detach())
-        self.env.running = None
-        self._fail_live_executions(
-            ExecutionStatus.ERROR,
-            f"kernel stopped: {reason}; run the cell again with "
-            'execute_cell(cell_id="{cell_id}")',
-        )
-        self._report_status()
+        self.act(*self.seat.detach(reason, self.env))
 
     def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
@@ -716,18 +711,10 @@ class Room(NbActor):
             self._report_status()
 
     def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
-        if self.seat.is_current(sender):
-            self.seat.ended(msg.message)
-            self._fail_restarts()
-            self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
-            self._report_status()
+        self.act(*self.seat.failed(sender, msg.message, self.env))
 
     def _on_kernel_died(self, msg: KernelDied, sender: ActorAddress) -> None:
-        if self.seat.is_current(sender):
-            self.seat.ended(f"The kernel (pid {msg.pid}) died.")
-            self._fail_restarts()
-            self._event(EventKind.KERNEL_DIED, {"pid": msg.pid})
-            self._report_status()
+        self.act(*self.seat.died(sender, msg.pid, self.env))
 
     def _kernel_gone(self, address: ActorAddress) -> None:
         self.seat.gone(address)
@@ -741,12 +728,7 @@ class Room(NbActor):
 
     def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         self._kernel_gone(msg.childAddress)
-        if self.seat.is_current(msg.childAddress):
-            self.seat.address = None
-            self.seat.ended("The kernel's actor exited.")
-            self.seat.release()
-            self._fail_live_executions(ExecutionStatus.ERROR, self.seat.problem)
-            self._report_status()
+        self.act(*self.seat.actor_exited(msg.childAddress))
 
     def _shutdown_kernel(self, origin: Origin, req: ShutdownKernelNow) -> None:
         pid = self.seat.pid

@@ -26,13 +26,14 @@ from nbstage.actors.room.actions import (
     Edited,
     Fail,
     Offload,
+    ReportStatus,
     Send,
     SetOutputs,
     StartKernelChild,
     Wake,
 )
 from nbstage.protocol.codec import from_wire
-from nbstage.protocol.edge import Origin
+from nbstage.protocol.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     ExecutionStatus,
@@ -158,13 +159,17 @@ class KernelSeat:
         self.address = None
         return [stop]
 
-    def detach(self) -> list[Action]:
-        """The latch: from here on the old kernel is never handed out."""
+    def detach(self, reason: str, env: Any) -> list[Action]:
+        """The latch: from here on the old kernel is never handed out; its runs end."""
         stop = self.stop_child()
         self.state = KernelState.NONE
         self.pid = None
         self.actor_pid = None
-        return stop
+        env.running = None
+        said = (
+            f'kernel stopped: {reason}; run the cell again with execute_cell(cell_id="{{cell_id}}")'
+        )
+        return [*stop, *self.fail_live(ExecutionStatus.ERROR, said), ReportStatus()]
 
     def gone(self, address: Any) -> None:
         self.stopping = [kernel for kernel in self.stopping if kernel != address]
@@ -172,6 +177,30 @@ class KernelSeat:
     def ended(self, problem: str) -> None:
         self.state = KernelState.DEAD
         self.problem = problem
+
+    def failed(self, sender: Any, problem: str, env: Any) -> list[Action]:
+        """The current kernel could not start: restarts and runs waiting on it fail."""
+        if not self.is_current(sender):
+            return []
+        self.ended(problem)
+        restarts = self.fail_restarts(env)
+        return [*restarts, *self.fail_live(ExecutionStatus.ERROR, problem), ReportStatus()]
+
+    def died(self, sender: Any, pid: int, env: Any) -> list[Action]:
+        if not self.is_current(sender):
+            return []
+        self.ended(f"The kernel (pid {pid}) died.")
+        event = RoomEventOccurred(EventKind.KERNEL_DIED, self.config.notebook_id, {"pid": pid})
+        return [*self.fail_restarts(env), Send(self.config.edge, event), ReportStatus()]
+
+    def actor_exited(self, child: Any) -> list[Action]:
+        """The current Kernel actor exited without being let go: its runs end with it."""
+        if not self.is_current(child):
+            return []
+        self.address = None
+        self.ended("The kernel's actor exited.")
+        self.release()
+        return [*self.fail_live(ExecutionStatus.ERROR, self.problem), ReportStatus()]
 
     def require(self) -> list[Action]:
         """Refuse a call that needs a kernel which cannot come; start one if none is up."""

@@ -20,6 +20,7 @@ from nbstage.actors.room.actions import (
     FinishClose,
     Offload,
     Persist,
+    ReportStatus,
     SaveFile,
     Send,
     SetOutputs,
@@ -289,10 +290,12 @@ def test_the_latch_stops_the_child_once_and_forgets_it(tmp_path: Path) -> None:
     seat = seat_with(tmp_path)
     seat.seated("kernel-address")
     assert seat.state is KernelState.STARTING
-    assert seat.detach() == [Send("kernel-address", ShutdownKernel())]
+    env = EnvironmentSeat()
+    detached = seat.detach("stopped", env)
+    assert detached == [Send("kernel-address", ShutdownKernel()), ReportStatus()]
     assert seat.address is None
     assert seat.stopping == ["kernel-address"]
-    assert seat.detach() == []
+    assert seat.detach("stopped", env) == [ReportStatus()]
     assert not seat.is_current("kernel-address")
 
 
