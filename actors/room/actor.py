@@ -39,105 +39,13 @@ from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room.opening import Opening
 from nbstage.actors.room.peers import Closing, Peers, closing_error
 from nbstage.actors.room_support import save_error, scoped_key
-from nbstage.protocol.edge import (
-    ClientRequest,
-    EventKind,
-    KernelProcessEnded,
-    Origin,
-    RequestProgressed,
-    RoomEventOccurred,
-)
+from nbstage.protocol import edge, kernels, replies, requests, rooms
+from nbstage.protocol import room_followups as followups
+from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import (
-    ExecutionFinished,
-    ExecutionsCancelled,
-    ExecutionStarted,
-    ExecutionStatus,
-    InterruptKernelNow,
-    KernelDied,
-    KernelFailed,
-    KernelInterrupted,
-    KernelReady,
-    KernelRestarted,
-    KernelState,
-    KernelStopped,
-    OutputsArrived,
-    RestartKernelNow,
-)
 from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.replies import (
-    CellCreated,
-    CellDeleted,
-    CellMoved,
-    CellShown,
-    CellsShown,
-    CellsSummarized,
-    CellUpdated,
-    DependenciesApplied,
-    InterruptSent,
-    KernelShutDown,
-    NotebookJoined,
-    NotebookSaved,
-    RoomLeft,
-)
-from nbstage.protocol.requests import (
-    ApplyDependencies,
-    CellsFormat,
-    CreateCell,
-    DeleteCell,
-    DescribeRoom,
-    ExecuteCell,
-    GetCell,
-    GetCells,
-    GetExecution,
-    InterruptKernel,
-    LeaveRoom,
-    ManageDependencies,
-    MoveCell,
-    ReplaceMatch,
-    ReplaceRegex,
-    RestartKernel,
-    SaveNotebook,
-    SetCell,
-    ShutdownKernelNow,
-)
-from nbstage.protocol.room_followups import (
-    AutosaveDue,
-    DependenciesPrepared,
-    DependenciesRecorded,
-    ExecutionRecorded,
-    FileCheckDue,
-    FileLooked,
-    FileOnDisk,
-    JournalAppended,
-    JournalClosed,
-    JournalRead,
-    JournalTruncated,
-    KeepAliveExpired,
-    KernelspecsRead,
-    LiveExecutionRecorded,
-    NotebookFileRead,
-    ProjectTrustRecorded,
-    SaveFinished,
-    SavePurpose,
-    StaleTempsSwept,
-    StoredExecutionRead,
-    WaitExpired,
-)
-from nbstage.protocol.rooms import (
-    CloseRoom,
-    JoinRoom,
-    PathClaimed,
-    PathRecorded,
-    PathRefused,
-    ReopenRoom,
-    RoomClosed,
-    RoomSource,
-    RoomStarted,
-    RoomStartFailed,
-    StartRoom,
-)
+from nbstage.protocol.room_followups import SavePurpose
 
 log = logging.getLogger("nbstage.room")
 
@@ -147,7 +55,7 @@ class Room(NbActor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.config: StartRoom | None = None
+        self.config: rooms.StartRoom | None = None
         self.daemon: ActorAddress | None = None
         self.doc: Document | None = None
         self.path: str | None = None
@@ -165,18 +73,18 @@ class Room(NbActor):
 
     # --- opening (room/opening.py) --------------------------------------------------------
 
-    def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
+    def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.path, self.ephemeral = msg.path, msg.ephemeral
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.deps.start(msg)
         self.file.start(msg, sender)
-        self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
+        self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         # Joins wait for every read the start makes; an open by path also waits until the
         # Daemon has recorded the path (PathRecorded), which may come before the file.
         self.opening.reads = int(msg.binding_pending)
-        if msg.source is RoomSource.FILE:
+        if msg.source is rooms.RoomSource.FILE:
             self.opening.hold(1)
             limit = msg.settings.max_file_bytes
             self.act(opening.read_file(msg.path, limit, self.file.lane))
@@ -200,7 +108,7 @@ class Room(NbActor):
 
     def _start_failed(self, error: NbstageError) -> None:
         self.opening.error = error
-        self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
+        self.send(self.daemon, rooms.RoomStartFailed(self.notebook_id, error.code, error.message))
         self._fail_held_joins(error)
 
     def _fail_held_joins(self, error: NbstageError) -> None:
@@ -211,9 +119,9 @@ class Room(NbActor):
     def _loaded(self) -> None:
         msg = self.config
         self.file.saved_revision = self.doc.revision
-        if msg.source is RoomSource.FILE:
+        if msg.source is rooms.RoomSource.FILE:
             self.act(opening.sweep(self.path, self.file.lane))
-        if msg.source is not RoomSource.NEW:
+        if msg.source is not rooms.RoomSource.NEW:
             self.opening.hold(2 if self._journalled else 1)
             self._read_kernelspecs()
             if self._journalled:
@@ -225,8 +133,8 @@ class Room(NbActor):
         else:
             self._started()
 
-    def _started(self, joins: list[JoinRoom] = ()) -> None:
-        self.send(self.daemon, RoomStarted(self.notebook_id, os.getpid()))
+    def _started(self, joins: list[rooms.JoinRoom] = ()) -> None:
+        self.send(self.daemon, rooms.RoomStarted(self.notebook_id, os.getpid()))
         self._report_status()
         for join in joins:
             self._on_join_room(join, self.daemon)
@@ -271,7 +179,7 @@ class Room(NbActor):
 
     # --- peers and the kernel's lifetime --------------------------------------------------
 
-    def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
+    def _on_join_room(self, msg: rooms.JoinRoom, sender: ActorAddress) -> None:
         if self.opening.held_back(msg):
             return
         self.peers.saw(msg.join_seq)
@@ -285,12 +193,12 @@ class Room(NbActor):
         self.notices.follow(msg.origin.conn)
         self._arm_file_check()
         self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
-        joined = NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
+        joined = replies.NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
         self.answer(msg.origin, joined)
-        self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
+        self._event(edge.EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
         self._report_status()
 
-    def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
+    def receiveMsg_ClientRequest(self, msg: edge.ClientRequest, sender: ActorAddress) -> None:
         """A request may name a starting room before anyone joined it (the operator's
         console lists starting rooms): there is no document to answer from yet."""
         if self.doc is None:
@@ -298,102 +206,106 @@ class Room(NbActor):
             return
         super().receiveMsg_ClientRequest(msg, sender)
 
-    def _leave(self, origin: Origin, req: LeaveRoom) -> None:
+    def _leave(self, origin: Origin, req: requests.LeaveRoom) -> None:
         if req.peer_id not in self.peers.labels:
             raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
         label, unfollowed = self.peers.leave(req.peer_id)
         if unfollowed is not None:
             self.notices.unfollow(unfollowed)
         self.act(*self.seat.decide(lifetime.peer_left, self.seat.life))
-        self.answer(origin, RoomLeft())
-        self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
+        self.answer(origin, replies.RoomLeft())
+        self._event(edge.EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
         self._report_status()
 
     def _report_status(self) -> None:
         self.send(self.daemon, views.status(self))
 
-    def _event(self, kind: EventKind, detail: dict[str, Any]) -> None:
-        self.send(self.edge, RoomEventOccurred(kind, self.notebook_id, detail))
+    def _event(self, kind: edge.EventKind, detail: dict[str, Any]) -> None:
+        self.send(self.edge, edge.RoomEventOccurred(kind, self.notebook_id, detail))
 
     # --- requests -------------------------------------------------------------------------
 
     def handlers(self):
         return {
-            StartRoom: self._on_start_room,
-            JoinRoom: self._on_join_room,
-            CloseRoom: self._on_close_room,
-            ReopenRoom: self._on_reopen_room,
-            PathClaimed: lambda msg, _: self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin),
-            PathRefused: lambda msg, _: self.act(self.file.refused(msg)),
-            PathRecorded: self._on_path_recorded,
-            KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
-            KernelReady: self._on_kernel_ready,
-            KernelFailed: self._on_kernel_failed,
-            KernelDied: self._on_kernel_died,
-            KernelStopped: self._on_kernel_stopped,
+            rooms.StartRoom: self._on_start_room,
+            rooms.JoinRoom: self._on_join_room,
+            rooms.CloseRoom: self._on_close_room,
+            rooms.ReopenRoom: self._on_reopen_room,
+            rooms.PathClaimed: lambda msg, _: self.act(self.file.claimed(msg)),
+            rooms.PathRefused: lambda msg, _: self.act(self.file.refused(msg)),
+            rooms.PathRecorded: self._on_path_recorded,
+            followups.KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
+            kernels.KernelReady: self._on_kernel_ready,
+            kernels.KernelFailed: self._on_kernel_failed,
+            kernels.KernelDied: self._on_kernel_died,
+            kernels.KernelStopped: self._on_kernel_stopped,
             ChildActorExited: self._on_child_actor_exited,
-            KernelInterrupted: self._on_kernel_interrupted,
-            KernelRestarted: self._on_kernel_restarted,
-            ExecutionStarted: self._on_execution_started,
-            OutputsArrived: self._on_outputs_arrived,
-            ExecutionFinished: self._on_execution_finished,
-            ExecutionsCancelled: self._on_executions_cancelled,
-            request(LeaveRoom): self._leave,
-            request(GetCell): self._get_cell,
-            request(GetCells): self._get_cells,
-            request(CreateCell): self._mutation(self._create_cell),
-            request(SetCell): self._mutation(self._set_cell),
-            request(DeleteCell): self._mutation(self._delete_cell),
-            request(MoveCell): self._mutation(self._move_cell),
-            request(ReplaceMatch): self._mutation(self._replace_match),
-            request(ReplaceRegex): self._mutation(self._replace_regex),
-            request(SaveNotebook): self._once(self._save_request),
-            request(ExecuteCell): self._execute,
-            request(GetExecution): self._get_execution,
-            request(InterruptKernel): self._once(self._interrupt),
-            request(RestartKernel): self._once(self._restart),
-            request(ManageDependencies): self._once(self._manage_dependencies),
-            request(DescribeRoom): lambda origin, req: self.answer(origin, views.described(self)),
-            request(ShutdownKernelNow): self._shutdown_kernel,
-            finished(SaveFinished): self._save_finished,
-            finished(FileLooked): self._file_looked,
-            finished(ExecutionRecorded): self._execution_recorded,
-            finished(LiveExecutionRecorded): lambda done: self.act(*self.seat.live_recorded(done)),
-            finished(StoredExecutionRead): lambda done: self.act(self.seat.stored_read(done)),
-            finished(KernelspecsRead): self._kernelspecs_read,
-            finished(StaleTempsSwept): lambda done: opening.swept(done, self.path),
-            finished(NotebookFileRead): self._notebook_file_read,
-            finished(JournalAppended): self._journal_appended,
-            finished(JournalRead): self._journal_read,
-            finished(JournalTruncated): self._journal_truncated,
-            finished(JournalClosed): self._journal_closed,
-            finished(DependenciesPrepared): self._dependencies_prepared,
-            finished(DependenciesRecorded): self._dependencies_recorded,
-            finished(ProjectTrustRecorded): self._project_trust_recorded,
-            progress(DependenciesPrepared): self._dependencies_progressed,
-            wakeup(AutosaveDue): self._autosave_due,
-            wakeup(KeepAliveExpired): self._keep_alive_expired,
-            wakeup(FileCheckDue): self._file_check_due,
-            wakeup(WaitExpired): self._wait_expired,
+            kernels.KernelInterrupted: self._on_kernel_interrupted,
+            kernels.KernelRestarted: self._on_kernel_restarted,
+            kernels.ExecutionStarted: self._on_execution_started,
+            kernels.OutputsArrived: self._on_outputs_arrived,
+            kernels.ExecutionFinished: self._on_execution_finished,
+            kernels.ExecutionsCancelled: self._on_executions_cancelled,
+            request(requests.LeaveRoom): self._leave,
+            request(requests.GetCell): self._get_cell,
+            request(requests.GetCells): self._get_cells,
+            request(requests.CreateCell): self._mutation(self._create_cell),
+            request(requests.SetCell): self._mutation(self._set_cell),
+            request(requests.DeleteCell): self._mutation(self._delete_cell),
+            request(requests.MoveCell): self._mutation(self._move_cell),
+            request(requests.ReplaceMatch): self._mutation(self._replace_match),
+            request(requests.ReplaceRegex): self._mutation(self._replace_regex),
+            request(requests.SaveNotebook): self._once(self._save_request),
+            request(requests.ExecuteCell): self._execute,
+            request(requests.GetExecution): self._get_execution,
+            request(requests.InterruptKernel): self._once(self._interrupt),
+            request(requests.RestartKernel): self._once(self._restart),
+            request(requests.ManageDependencies): self._once(self._manage_dependencies),
+            request(requests.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
+            request(requests.ShutdownKernelNow): self._shutdown_kernel,
+            finished(followups.SaveFinished): self._save_finished,
+            finished(followups.FileLooked): self._file_looked,
+            finished(followups.ExecutionRecorded): self._execution_recorded,
+            finished(followups.LiveExecutionRecorded): lambda d: self.act(
+                *self.seat.live_recorded(d)
+            ),
+            finished(followups.StoredExecutionRead): lambda d: self.act(self.seat.stored_read(d)),
+            finished(followups.KernelspecsRead): self._kernelspecs_read,
+            finished(followups.StaleTempsSwept): lambda done: opening.swept(done, self.path),
+            finished(followups.NotebookFileRead): self._notebook_file_read,
+            finished(followups.JournalAppended): self._journal_appended,
+            finished(followups.JournalRead): self._journal_read,
+            finished(followups.JournalTruncated): self._journal_truncated,
+            finished(followups.JournalClosed): self._journal_closed,
+            finished(followups.DependenciesPrepared): self._dependencies_prepared,
+            finished(followups.DependenciesRecorded): self._dependencies_recorded,
+            finished(followups.ProjectTrustRecorded): self._project_trust_recorded,
+            progress(followups.DependenciesPrepared): self._dependencies_progressed,
+            wakeup(followups.AutosaveDue): self._autosave_due,
+            wakeup(followups.KeepAliveExpired): self._keep_alive_expired,
+            wakeup(followups.FileCheckDue): self._file_check_due,
+            wakeup(followups.WaitExpired): self._wait_expired,
         }
 
-    def _autosave_due(self, due: AutosaveDue) -> None:
+    def _autosave_due(self, due: followups.AutosaveDue) -> None:
         if due.generation == self.file.autosave_generation:
             self._persist()
 
-    def _wait_expired(self, expired: WaitExpired) -> None:
+    def _wait_expired(self, expired: followups.WaitExpired) -> None:
         self.act(*self.seat.wait_expired(expired))
 
-    def _get_cell(self, origin: Origin, req: GetCell) -> None:
-        self.answer(origin, CellShown(self.doc.cell(req.cell_id).view()))
+    def _get_cell(self, origin: Origin, req: requests.GetCell) -> None:
+        self.answer(origin, replies.CellShown(self.doc.cell(req.cell_id).view()))
 
-    def _get_cells(self, origin: Origin, req: GetCells) -> None:
+    def _get_cells(self, origin: Origin, req: requests.GetCells) -> None:
         total = len(self.doc.cells)
-        if req.format is CellsFormat.SUMMARY:
-            self.answer(origin, CellsSummarized(self.doc.summaries(req.start, req.count), total))
+        if req.format is requests.CellsFormat.SUMMARY:
+            self.answer(
+                origin, replies.CellsSummarized(self.doc.summaries(req.start, req.count), total)
+            )
         else:
             cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
-            self.answer(origin, CellsShown(cells, total))
+            self.answer(origin, replies.CellsShown(cells, total))
 
     # --- mutations ------------------------------------------------------------------------
 
@@ -527,31 +439,31 @@ class Room(NbActor):
                     with contextlib.suppress(NbstageError):
                         self.doc.set_outputs(cell_id, outputs, count)
 
-    def _create_cell(self, req: CreateCell) -> CellCreated:
+    def _create_cell(self, req: requests.CreateCell) -> replies.CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
-        return CellCreated(cell.id, index)
+        return replies.CellCreated(cell.id, index)
 
-    def _set_cell(self, req: SetCell) -> CellUpdated:
+    def _set_cell(self, req: requests.SetCell) -> replies.CellUpdated:
         cell = self.doc.set_cell(req.cell_id, req.source, req.cell_type)
-        return CellUpdated(cell.id)
+        return replies.CellUpdated(cell.id)
 
-    def _delete_cell(self, req: DeleteCell) -> CellDeleted:
+    def _delete_cell(self, req: requests.DeleteCell) -> replies.CellDeleted:
         self.doc.delete_cell(req.cell_id)
-        return CellDeleted(req.cell_id)
+        return replies.CellDeleted(req.cell_id)
 
-    def _move_cell(self, req: MoveCell) -> CellMoved:
+    def _move_cell(self, req: requests.MoveCell) -> replies.CellMoved:
         index = self.doc.move_cell(req.cell_id, req.after_cell_id)
-        return CellMoved(req.cell_id, index)
+        return replies.CellMoved(req.cell_id, index)
 
-    def _replace_match(self, req: ReplaceMatch) -> CellUpdated:
+    def _replace_match(self, req: requests.ReplaceMatch) -> replies.CellUpdated:
         cell = self.doc.replace_match(
             req.cell_id, req.match, req.content, req.context_before, req.context_after
         )
-        return CellUpdated(cell.id)
+        return replies.CellUpdated(cell.id)
 
-    def _replace_regex(self, req: ReplaceRegex) -> CellUpdated:
+    def _replace_regex(self, req: requests.ReplaceRegex) -> replies.CellUpdated:
         cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
-        return CellUpdated(cell.id)
+        return replies.CellUpdated(cell.id)
 
     # --- saving (room/file_seat.py) -------------------------------------------------------
 
@@ -569,7 +481,7 @@ class Room(NbActor):
         elif purpose is SavePurpose.CLOSE:
             self._finish_close(saved=True)
 
-    def _save_request(self, origin: Origin, req: SaveNotebook) -> None:
+    def _save_request(self, origin: Origin, req: requests.SaveNotebook) -> None:
         if req.path is not None:
             self.act(self.file.claim(origin, req.path, req.overwrite))
         elif self.path is None:
@@ -598,7 +510,7 @@ class Room(NbActor):
         self._arm_file_check()
         self._report_status()
 
-    def _on_path_recorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
+    def _on_path_recorded(self, msg: rooms.PathRecorded, sender: ActorAddress) -> None:
         """An open or a save to a new path is answered once the Daemon holds the binding on
         disk; a binding that could not be written is logged and the answer goes out."""
         if msg.problem is not None:
@@ -606,7 +518,7 @@ class Room(NbActor):
         if msg.origin is None:
             self._start_read_done()
         else:
-            self.answer(msg.origin, NotebookSaved(self.notebook_id, msg.path))
+            self.answer(msg.origin, replies.NotebookSaved(self.notebook_id, msg.path))
 
     # --- the file on disk -----------------------------------------------------------------
 
@@ -622,7 +534,7 @@ class Room(NbActor):
     def _arm_file_check(self) -> None:
         self.act(*self.file.arm_check(self.path, bool(self.peers)))
 
-    def _file_check_due(self, due: FileCheckDue) -> None:
+    def _file_check_due(self, due: followups.FileCheckDue) -> None:
         closing = self.close.by is not None
         self.act(*self.file.check_due(due, self.path, bool(self.peers), closing))
 
@@ -635,7 +547,7 @@ class Room(NbActor):
         self._arm_file_check()
         self._next_file_job()
 
-    def _file_changed(self, seen: FileOnDisk) -> None:
+    def _file_changed(self, seen: followups.FileOnDisk) -> None:
         """What the file holds now: the file part merges it; the document takes the merge."""
         merged, holds_all = self.file.changed(seen, self.path, self.doc.to_json())
         if merged is not None:
@@ -648,7 +560,7 @@ class Room(NbActor):
 
     # --- closing --------------------------------------------------------------------------
 
-    def _on_close_room(self, msg: CloseRoom, sender: ActorAddress) -> None:
+    def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
         the kernel has stopped."""
         self.close.by = sender
@@ -668,7 +580,7 @@ class Room(NbActor):
         self.file.close_registry()
         self.act(*self.journal.close())
         problem = None if saved else save_error(error).message
-        self.close.report = RoomClosed(self.notebook_id, saved, problem)
+        self.close.report = rooms.RoomClosed(self.notebook_id, saved, problem)
         self._report_closed()
 
     def _report_closed(self) -> None:
@@ -680,13 +592,13 @@ class Room(NbActor):
             report, self.close.report = self.close.report, None
             self.send(self.close.by, report)
 
-    def _on_reopen_room(self, msg: ReopenRoom, sender: ActorAddress) -> None:
+    def _on_reopen_room(self, msg: rooms.ReopenRoom, sender: ActorAddress) -> None:
         self.close.by = None
         self.close.kept = msg.kept
 
     # --- the kernel seat (room/kernel_seat.py) --------------------------------------------
 
-    def _keep_alive_expired(self, msg: KeepAliveExpired) -> None:
+    def _keep_alive_expired(self, msg: followups.KeepAliveExpired) -> None:
         busy = bool(self.seat.book.live_ids())
         self.act(
             *self.seat.decide(lifetime.keep_alive_expired, self.seat.life, msg.generation, busy)
@@ -702,7 +614,7 @@ class Room(NbActor):
         """The latch: from here on the old kernel is never handed out."""
         self.act(*self.seat.detach(reason, self.env))
 
-    def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
+    def _on_kernel_ready(self, msg: kernels.KernelReady, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
             self.seat.up(msg.pid, msg.actor_pid)
             self.env.running = msg.environment
@@ -710,37 +622,37 @@ class Room(NbActor):
             self.act(*self.seat.answer_restarts(self.env))
             self._report_status()
 
-    def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
+    def _on_kernel_failed(self, msg: kernels.KernelFailed, sender: ActorAddress) -> None:
         self.act(*self.seat.failed(sender, msg.message, self.env))
 
-    def _on_kernel_died(self, msg: KernelDied, sender: ActorAddress) -> None:
+    def _on_kernel_died(self, msg: kernels.KernelDied, sender: ActorAddress) -> None:
         self.act(*self.seat.died(sender, msg.pid, self.env))
 
     def _kernel_gone(self, address: ActorAddress) -> None:
         self.seat.gone(address)
         self._report_closed()
 
-    def _on_kernel_stopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
+    def _on_kernel_stopped(self, msg: kernels.KernelStopped, sender: ActorAddress) -> None:
         self.send(sender, ActorExitRequest())
         if msg.pid is not None:
-            self.send(self.edge, KernelProcessEnded(self.notebook_id, msg.pid))
+            self.send(self.edge, edge.KernelProcessEnded(self.notebook_id, msg.pid))
         self._kernel_gone(sender)
 
     def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         self._kernel_gone(msg.childAddress)
         self.act(*self.seat.actor_exited(msg.childAddress))
 
-    def _shutdown_kernel(self, origin: Origin, req: ShutdownKernelNow) -> None:
+    def _shutdown_kernel(self, origin: Origin, req: requests.ShutdownKernelNow) -> None:
         pid = self.seat.pid
         if self.seat.address is None:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
         self._detach_kernel("shut down by the operator")
         self.seat.release()
-        self.answer(origin, KernelShutDown(pid))
+        self.answer(origin, replies.KernelShutDown(pid))
 
     # --- executions -----------------------------------------------------------------------
 
-    def _execute(self, origin: Origin, req: ExecuteCell) -> None:
+    def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         key = scoped_key(req)
         if self.once.known(key):
             known = self.once.first_answer(key)["execution_id"]
@@ -761,28 +673,30 @@ class Room(NbActor):
         self.env.refuse_without_kernelspec(self.seat.life.has_runtime)
         self.act(*self.seat.require())
 
-    def _get_execution(self, origin: Origin, req: GetExecution) -> None:
+    def _get_execution(self, origin: Origin, req: requests.GetExecution) -> None:
         self.act(*self.seat.answer_execution(origin, req.execution_id, req.wait_secs))
 
-    def _on_execution_started(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
+    def _on_execution_started(self, msg: kernels.ExecutionStarted, sender: ActorAddress) -> None:
         if self.seat.is_current(sender) and self.seat.book.started(msg.execution_id):
-            self.seat.state = KernelState.BUSY
+            self.seat.state = kernels.KernelState.BUSY
 
-    def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
+    def _on_outputs_arrived(self, msg: kernels.OutputsArrived, sender: ActorAddress) -> None:
         if self.close.by is None:
             self.act(*self.seat.outputs(msg))
 
-    def _on_execution_finished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
+    def _on_execution_finished(self, msg: kernels.ExecutionFinished, sender: ActorAddress) -> None:
         todo = self.seat.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
         if self.seat.is_current(sender):
-            self.seat.state = KernelState.IDLE
+            self.seat.state = kernels.KernelState.IDLE
         self.act(*todo)
 
-    def _on_executions_cancelled(self, msg: ExecutionsCancelled, sender: ActorAddress) -> None:
+    def _on_executions_cancelled(
+        self, msg: kernels.ExecutionsCancelled, sender: ActorAddress
+    ) -> None:
         for execution_id in msg.execution_ids:
             self.act(*self.seat.finish(execution_id, msg.status, error=msg.reason))
 
-    def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
+    def _fail_live_executions(self, status: kernels.ExecutionStatus, reason: str) -> None:
         self.act(*self.seat.fail_live(status, reason))
 
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
@@ -791,15 +705,15 @@ class Room(NbActor):
 
     # --- interrupt and restart ------------------------------------------------------------
 
-    def _interrupt(self, origin: Origin, req: InterruptKernel) -> None:
-        if self.seat.address is None or self.seat.state is KernelState.DEAD:
+    def _interrupt(self, origin: Origin, req: requests.InterruptKernel) -> None:
+        if self.seat.address is None or self.seat.state is kernels.KernelState.DEAD:
             raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
-        self.send(self.seat.address, InterruptKernelNow(origin))
+        self.send(self.seat.address, kernels.InterruptKernelNow(origin))
 
-    def _on_kernel_interrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
-        self.answer(msg.origin, InterruptSent())
+    def _on_kernel_interrupted(self, msg: kernels.KernelInterrupted, sender: ActorAddress) -> None:
+        self.answer(msg.origin, replies.InterruptSent())
 
-    def _restart(self, origin: Origin, req: RestartKernel | None) -> None:
+    def _restart(self, origin: Origin, req: requests.RestartKernel | None) -> None:
         """A room whose notebook fits no kernelspec reads them again first: one may be new."""
         if self.env.kernel_refused is not None:
             self._read_kernelspecs(origin)
@@ -808,17 +722,17 @@ class Room(NbActor):
         self.env.refuse_without_kernelspec(seat.life.has_runtime)
         if not seat.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
-        self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
+        self._fail_live_executions(kernels.ExecutionStatus.ERROR, "the kernel was restarted")
         seat.pending_restart.append(origin)
-        if seat.address is not None and seat.state is not KernelState.DEAD:
+        if seat.address is not None and seat.state is not kernels.KernelState.DEAD:
             if not projects.placed_afresh(self.env.running):
-                seat.state = KernelState.RESTARTING
-                self.send(seat.address, RestartKernelNow(origin))
+                seat.state = kernels.KernelState.RESTARTING
+                self.send(seat.address, kernels.RestartKernelNow(origin))
                 return
             self._detach_kernel("the kernel was restarted")
         self.act(*seat.stop_child(), *seat.want())
 
-    def _on_kernel_restarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
+    def _on_kernel_restarted(self, msg: kernels.KernelRestarted, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
             self.seat.up(msg.pid)
             self.act(*self.seat.answer_restarts(self.env))
@@ -829,9 +743,9 @@ class Room(NbActor):
 
     # --- dependencies (room/dependency_calls.py) ------------------------------------------
 
-    def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
+    def _manage_dependencies(self, origin: Origin, req: requests.ManageDependencies) -> None:
         plan = self.deps.plan(req, self.doc.metadata)
-        if req.apply is ApplyDependencies.NONE:
+        if req.apply is requests.ApplyDependencies.NONE:
             self._commit_dependencies(origin, plan, None)
         else:
             self._require_kernel()
@@ -840,7 +754,7 @@ class Room(NbActor):
     def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
         origin, plan = done.token.origin, done.token.plan
         outcome = self.deps.prepared(done, self.doc.metadata, self.close.by is not None)
-        if not isinstance(outcome, DependenciesApplied):
+        if not isinstance(outcome, replies.DependenciesApplied):
             self.act(*outcome)
             self._report_closed()
             return
@@ -857,8 +771,8 @@ class Room(NbActor):
             self._edited()
         self.act(self.deps.commit(origin, plan, applied, self.path, self._journalled))
 
-    def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
-        self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
+    def _dependencies_progressed(self, token: followups.DependenciesPrepared, line: str) -> None:
+        self.send(self.edge, edge.RequestProgressed(token.origin, f"uv: {line}"))
 
     def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
         self.deps.project_trust_recorded(done, self.path)

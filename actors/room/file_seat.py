@@ -50,7 +50,14 @@ from nbstage.protocol.room_followups import (
     SaveFinished,
     SavePurpose,
 )
-from nbstage.protocol.rooms import ClaimPath, PathBound, PathRefused, PathReleased, StartRoom
+from nbstage.protocol.rooms import (
+    ClaimPath,
+    PathBound,
+    PathClaimed,
+    PathRefused,
+    PathReleased,
+    StartRoom,
+)
 
 log = logging.getLogger("nbstage.room")
 
@@ -209,6 +216,9 @@ class FileSeat:
             raise refusal
         self.claims[origin] = (given, overwrite)
         return Send(self.daemon, ClaimPath(self.config.notebook_id, target, origin))
+
+    def claimed(self, msg: PathClaimed) -> SaveFile:
+        return SaveFile(msg.path, SavePurpose.NEW_PATH, msg.origin)
 
     def refused(self, msg: PathRefused) -> Fail:
         self.claims.pop(msg.origin, None)
