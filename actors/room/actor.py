@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
@@ -400,44 +402,36 @@ class Room(NbActor):
         self._report_closed()
 
     def act(self, *todo: actions.Action) -> None:
-        """Carry out what a part asked for (room/actions.py)."""
+        """Carry out what a part asked for (room/actions.py), in order."""
         for action in todo:
-            match action:
-                case actions.Send(to, message):
-                    self.send(to, message)
-                case actions.Offload(token, work, lane, reports):
-                    self.offload(token, work, lane, reports)
-                case actions.Wake(seconds, payload):
-                    self.wakeupAfter(timedelta(seconds=seconds), payload=payload)
-                case actions.Answer(origin, reply):
-                    self.answer(origin, reply)
-                case actions.Fail(origin, error):
-                    self.fail(origin, error)
-                case actions.StartKernelChild():
-                    self._start_kernel()
-                case actions.DetachKernel(reason):
-                    self._detach_kernel(reason)
-                case actions.Persist(purpose):
-                    self._persist(purpose)
-                case actions.SaveFile(path, purpose, origin):
-                    self._save_file(path or self.path, purpose, origin)
-                case actions.FinishClose(saved, error):
-                    self._finish_close(saved, error)
-                case actions.FirstFlushed(error):
-                    self._first_flushed(error)
-                case actions.BindPath(path):
-                    self._bind_path(path)
-                case actions.TruncateJournal(seq):
-                    self.act(self.journal.truncate(seq))
-                case actions.ReportStatus():
-                    self._report_status()
-                case actions.WantKernel():
-                    self.act(*self.seat.want())
-                case actions.Edited():
-                    self._edited()
-                case actions.SetOutputs(cell_id, outputs, count):
-                    with contextlib.suppress(NbstageError):
-                        self.doc.set_outputs(cell_id, outputs, count)
+            self._carriers[type(action)](action)
+
+    @cached_property
+    def _carriers(self) -> dict[type, Callable[[Any], None]]:
+        a = actions
+        return {
+            a.Send: lambda x: self.send(x.to, x.message),
+            a.Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
+            a.Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
+            a.Answer: lambda x: self.answer(x.origin, x.reply),
+            a.Fail: lambda x: self.fail(x.origin, x.error),
+            a.StartKernelChild: lambda x: self._start_kernel(),
+            a.DetachKernel: lambda x: self._detach_kernel(x.reason),
+            a.WantKernel: lambda x: self.act(*self.seat.want()),
+            a.Persist: lambda x: self._persist(x.purpose),
+            a.SaveFile: lambda x: self._save_file(x.path or self.path, x.purpose, x.origin),
+            a.FinishClose: lambda x: self._finish_close(x.saved, x.error),
+            a.FirstFlushed: lambda x: self._first_flushed(x.error),
+            a.BindPath: lambda x: self._bind_path(x.path),
+            a.TruncateJournal: lambda x: self.act(self.journal.truncate(x.seq)),
+            a.ReportStatus: lambda x: self._report_status(),
+            a.Edited: lambda x: self._edited(),
+            a.SetOutputs: self._set_outputs,
+        }
+
+    def _set_outputs(self, todo: actions.SetOutputs) -> None:
+        with contextlib.suppress(NbstageError):
+            self.doc.set_outputs(todo.cell_id, todo.outputs, todo.count)
 
     def _create_cell(self, req: requests.CreateCell) -> replies.CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
