@@ -23,7 +23,6 @@ from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 from nbstage.actors import (
     journal,
     lifetime,
-    projects,
 )
 from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
@@ -302,9 +301,8 @@ class Room(NbActor):
     def _get_cells(self, origin: Origin, req: requests.GetCells) -> None:
         total = len(self.doc.cells)
         if req.format is requests.CellsFormat.SUMMARY:
-            self.answer(
-                origin, replies.CellsSummarized(self.doc.summaries(req.start, req.count), total)
-            )
+            summaries = self.doc.summaries(req.start, req.count)
+            self.answer(origin, replies.CellsSummarized(summaries, total))
         else:
             cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
             self.answer(origin, replies.CellsShown(cells, total))
@@ -637,12 +635,7 @@ class Room(NbActor):
         self.act(*self.seat.actor_exited(msg.childAddress))
 
     def _shutdown_kernel(self, origin: Origin, req: requests.ShutdownKernelNow) -> None:
-        pid = self.seat.pid
-        if self.seat.address is None:
-            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
-        self._detach_kernel("shut down by the operator")
-        self.seat.release()
-        self.answer(origin, replies.KernelShutDown(pid))
+        self.act(*self.seat.shut_down(origin, self.env))
 
     # --- executions -----------------------------------------------------------------------
 
@@ -700,9 +693,7 @@ class Room(NbActor):
     # --- interrupt and restart ------------------------------------------------------------
 
     def _interrupt(self, origin: Origin, req: requests.InterruptKernel) -> None:
-        if self.seat.address is None or self.seat.state is kernels.KernelState.DEAD:
-            raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
-        self.send(self.seat.address, kernels.InterruptKernelNow(origin))
+        self.act(self.seat.interrupt(origin))
 
     def _on_kernel_interrupted(self, msg: kernels.KernelInterrupted, sender: ActorAddress) -> None:
         self.answer(msg.origin, replies.InterruptSent())
@@ -711,20 +702,8 @@ class Room(NbActor):
         """A room whose notebook fits no kernelspec reads them again first: one may be new."""
         if self.env.kernel_refused is not None:
             self._read_kernelspecs(origin)
-            return
-        seat = self.seat
-        self.env.refuse_without_kernelspec(seat.life.has_runtime)
-        if not seat.life.has_runtime:
-            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
-        self._fail_live_executions(kernels.ExecutionStatus.ERROR, "the kernel was restarted")
-        seat.pending_restart.append(origin)
-        if seat.address is not None and seat.state is not kernels.KernelState.DEAD:
-            if not projects.placed_afresh(self.env.running):
-                seat.state = kernels.KernelState.RESTARTING
-                self.send(seat.address, kernels.RestartKernelNow(origin))
-                return
-            self._detach_kernel("the kernel was restarted")
-        self.act(*seat.stop_child(), *seat.want())
+        else:
+            self.act(*self.seat.restart(origin, self.env))
 
     def _on_kernel_restarted(self, msg: kernels.KernelRestarted, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from nbstage.actors import dependencies, executions, lifetime, persistence
+from nbstage.actors import dependencies, executions, lifetime, persistence, projects
 from nbstage.actors.executions import Execution, ExecutionBook
 from nbstage.actors.room.actions import (
     Action,
@@ -37,14 +37,21 @@ from nbstage.protocol.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import (
     ExecutionStatus,
+    InterruptKernelNow,
     KernelState,
     OutputsArrived,
+    RestartKernelNow,
     RunCode,
     ShutdownKernel,
     StartKernel,
 )
 from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.replies import ExecutionReported, ExecutionView, RestartCompleted
+from nbstage.protocol.replies import (
+    ExecutionReported,
+    ExecutionView,
+    KernelShutDown,
+    RestartCompleted,
+)
 from nbstage.protocol.room_followups import (
     ExecutionRecorded,
     KeepAliveExpired,
@@ -213,6 +220,35 @@ class KernelSeat:
                 "fresh kernel (its variables are lost), then run the cells you need again.",
             )
         return self.want() if self.address is None else []
+
+    def restart(self, origin: Origin, env: Any) -> list[Action]:
+        """Restart in place, or (a kernel placed afresh, or none running) let the old one go
+        and start a new one; either way its runs end and ``origin`` waits for the kernel."""
+        env.refuse_without_kernelspec(self.life.has_runtime)
+        if not self.life.has_runtime:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
+        todo = self.fail_live(ExecutionStatus.ERROR, "the kernel was restarted")
+        self.pending_restart.append(origin)
+        if self.address is not None and self.state is not KernelState.DEAD:
+            if not projects.placed_afresh(env.running):
+                self.state = KernelState.RESTARTING
+                return [*todo, Send(self.address, RestartKernelNow(origin))]
+            todo += self.detach("the kernel was restarted", env)
+        return [*todo, *self.stop_child(), *self.want()]
+
+    def interrupt(self, origin: Origin) -> Send:
+        if self.address is None or self.state is KernelState.DEAD:
+            raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
+        return Send(self.address, InterruptKernelNow(origin))
+
+    def shut_down(self, origin: Origin, env: Any) -> list[Action]:
+        """The operator's shutdown: the kernel goes, and comes back only when wanted."""
+        pid = self.pid
+        if self.address is None:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
+        todo = self.detach("shut down by the operator", env)
+        self.release()
+        return [*todo, Answer(origin, KernelShutDown(pid))]
 
     def restart_failure(self) -> NbstageError:
         return NbstageError(ErrorCode.KERNEL_DIED, f"{self.problem} Try restart again.")

@@ -24,6 +24,7 @@ from nbstage.actors.room.actions import (
     SaveFile,
     Send,
     SetOutputs,
+    StartKernelChild,
     TruncateJournal,
     Wake,
     WantKernel,
@@ -35,7 +36,7 @@ from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.protocol.edge import Origin
-from nbstage.protocol.errors import ErrorCode
+from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import ExecutionStatus, KernelState, RunCode, ShutdownKernel
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.replies import RestartCompleted
@@ -363,3 +364,33 @@ def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
     assert isinstance(refused, Fail)
     assert refused.error.code is ErrorCode.SHUTTING_DOWN
     assert env.jobs == 0
+
+
+@pytest.mark.parametrize(
+    ("state", "wanted"),
+    [
+        (KernelState.IDLE, [Send]),  # restarted in place
+        (KernelState.DEAD, [StartKernelChild, Wake]),  # replaced, kept alive while unjoined
+    ],
+)
+def test_how_a_restart_goes(tmp_path: Path, state: KernelState, wanted: list[type]) -> None:
+    seat = seat_with(tmp_path)
+    seat.seated("kernel")
+    seat.state = state
+    env = EnvironmentSeat()
+    env.kernel_name = "python3"
+    todo = seat.restart(origin(1), env)
+    if state is KernelState.DEAD:
+        todo = [action for action in todo if not isinstance(action, Send)]
+    assert [type(action) for action in todo] == wanted
+    assert seat.pending_restart == [origin(1)]
+
+
+def test_a_restart_without_a_kernel_runtime_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    seat = KernelSeat()
+    seat.start(start_for(tmp_path), has_runtime=False)
+    with pytest.raises(NbstageError):
+        seat.restart(origin(1), EnvironmentSeat())
+    assert seat.pending_restart == []
