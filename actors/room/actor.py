@@ -725,11 +725,12 @@ class Room(NbActor):
             self.act(self.deps.prepare(origin, req, plan))
 
     def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
-        origin, plan = done.token.origin, done.token.plan
-        outcome = self.deps.prepared(done, self.doc.metadata, self.close.by is not None)
+        origin, plan, closing = done.token.origin, done.token.plan, self.close.by is not None
+        outcome = self.deps.prepared(done, self.doc.metadata, closing)
         if not isinstance(outcome, replies.DependenciesApplied):
             self.act(*outcome)
-            self._report_closed()
+            if closing:
+                self._report_closed()
             return
         try:
             self._commit_dependencies(origin, plan, outcome)
