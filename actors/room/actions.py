@@ -62,6 +62,31 @@ class DetachKernel:
 
 
 @frozen
+class ReadKernelspecs:
+    """Read the installed kernelspecs (and, at the start, the trusted dependency sets);
+    ``restart`` is the restart_kernel call that waits for them, if any."""
+
+    restart: Origin | None = None
+
+
+@frozen
+class ReadJournal:
+    """Read the journal's records, to replay them over the document at the start."""
+
+
+@frozen
+class FlushFirst:
+    """Write a new persisted notebook's untitled row before anyone joins it."""
+
+
+@frozen
+class Started:
+    """The room is open: tell the Daemon, then let in ``joins`` held for the start."""
+
+    joins: tuple[Any, ...] = ()
+
+
+@frozen
 class ReportStatus:
     """Tell the Daemon how the room stands now (``views.status``)."""
 
@@ -149,4 +174,8 @@ Action = (
     | Edited
     | WantKernel
     | ReportStatus
+    | ReadKernelspecs
+    | ReadJournal
+    | FlushFirst
+    | Started
 )

@@ -82,13 +82,8 @@ class Room(NbActor):
         self.file.start(msg, sender)
         self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
-        # Joins wait for every read the start makes; an open by path also waits until the
-        # Daemon has recorded the path (PathRecorded), which may come before the file.
-        self.opening.reads = int(msg.binding_pending)
-        if msg.source is rooms.RoomSource.FILE:
-            self.opening.hold(1)
-            limit = msg.settings.max_file_bytes
-            self.act(opening.read_file(msg.path, limit, self.file.lane))
+        if (read := self.opening.start(msg, self.file.lane)) is not None:
+            self.act(read)
             return
         try:
             self.doc = opening.load(msg)
@@ -118,21 +113,8 @@ class Room(NbActor):
             self.fail(join.origin, error)
 
     def _loaded(self) -> None:
-        msg = self.config
         self.file.saved_revision = self.doc.revision
-        if msg.source is rooms.RoomSource.FILE:
-            self.act(opening.sweep(self.path, self.file.lane))
-        if msg.source is not rooms.RoomSource.NEW:
-            self.opening.hold(2 if self._journalled else 1)
-            self._read_kernelspecs()
-            if self._journalled:
-                self.act(self.journal.read())
-        elif not msg.ephemeral:
-            self.opening.hold()
-            self.file.saved_revision = -1
-            self.act(self.file.flush_untitled(self.doc, SavePurpose.FIRST, self.journal.seq))
-        else:
-            self._started()
+        self.act(*self.opening.loaded(self.config, self._journalled, self.file.lane))
 
     def _started(self, joins: list[rooms.JoinRoom] = ()) -> None:
         self.send(self.daemon, rooms.RoomStarted(self.notebook_id, os.getpid()))
@@ -423,6 +405,10 @@ class Room(NbActor):
             a.BindPath: lambda x: self._bind_path(x.path),
             a.TruncateJournal: lambda x: self.act(self.journal.truncate(x.seq)),
             a.ReportStatus: lambda x: self._report_status(),
+            a.ReadKernelspecs: lambda x: self._read_kernelspecs(x.restart),
+            a.ReadJournal: lambda x: self.act(self.journal.read()),
+            a.FlushFirst: lambda x: self.act(self.file.first_flush(self.doc, self.journal.seq)),
+            a.Started: lambda x: self._started(x.joins),
             a.Edited: lambda x: self._edited(),
             a.SetOutputs: self._set_outputs,
         }

@@ -190,6 +190,11 @@ class FileSeat:
         registry, notebook_id = self.registry, self.config.notebook_id
         return Offload(token, lambda: registry.store_untitled(notebook_id, snapshot), self.lane)
 
+    def first_flush(self, doc: Document, seq: int) -> Offload:
+        """A new persisted notebook is unsaved until its untitled row is written."""
+        self.saved_revision = -1
+        return self.flush_untitled(doc, SavePurpose.FIRST, seq)
+
     def save_done(self) -> dict | None:
         """A save to a file came back: the next job may start; the notebook it wrote."""
         self.busy = False

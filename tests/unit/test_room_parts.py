@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,16 @@ from nbstage.actors.room.actions import (
     Edited,
     Fail,
     FinishClose,
+    FlushFirst,
     Offload,
     Persist,
+    ReadJournal,
+    ReadKernelspecs,
     ReportStatus,
     SaveFile,
     Send,
     SetOutputs,
+    Started,
     StartKernelChild,
     TruncateJournal,
     Wake,
@@ -35,6 +40,7 @@ from nbstage.actors.room.file_seat import FileSeat
 from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
+from nbstage.actors.room.opening import Opening
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import ExecutionStatus, KernelState, RunCode, ShutdownKernel
@@ -394,3 +400,28 @@ def test_a_restart_without_a_kernel_runtime_is_refused_and_changes_nothing(
     with pytest.raises(NbstageError):
         seat.restart(origin(1), EnvironmentSeat())
     assert seat.pending_restart == []
+
+
+@pytest.mark.parametrize(
+    ("source", "ephemeral", "journalled", "wanted", "reads"),
+    [
+        (RoomSource.FILE, False, True, [Offload, ReadKernelspecs, ReadJournal], 2),
+        (RoomSource.UNTITLED, False, True, [ReadKernelspecs, ReadJournal], 2),
+        (RoomSource.UNTITLED, True, False, [ReadKernelspecs], 1),
+        (RoomSource.NEW, False, True, [FlushFirst], 0),
+        (RoomSource.NEW, True, False, [Started], 0),
+    ],
+)
+def test_what_the_start_does_once_the_document_is_loaded(
+    tmp_path: Path,
+    source: RoomSource,
+    ephemeral: bool,
+    journalled: bool,
+    wanted: list[type],
+    reads: int,
+) -> None:
+    start = replace(start_for(tmp_path), source=source, ephemeral=ephemeral)
+    part = Opening()
+    assert [type(action) for action in part.loaded(start, journalled, "lane")] == wanted
+    assert part.reads == reads
+    assert (part.held is not None) is (wanted[-1] is not Started)
