@@ -63,9 +63,16 @@ $(NODE_STAMP): Makefile
 		echo "Claude Code and Codex not installed (see $(NODE_DIR)/install.log); their tests skip"; \
 	fi
 
+# mypy finds nbstage.actors, .protocol and .entrypoints through links named as the
+# package names them (pyproject.toml's mypy_path); the folders themselves are not so named.
+MYPY_PATH := $(VENV)/mypy-path/nbstage
+
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	@mkdir -p $(MYPY_PATH)
+	@for part in actors protocol entrypoints; do ln -sfn ../../../$$part $(MYPY_PATH)/$$part; done
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff format .
@@ -88,4 +95,4 @@ demo: install
 	$(BIN)/nbstage harness examples/two-agents.toml
 
 clean:
-	rm -rf $(VENV) .state build *.egg-info
+	rm -rf $(VENV) .state build *.egg-info .mypy_cache

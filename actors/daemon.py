@@ -148,7 +148,7 @@ class RoomEntry:
         return RoomFacts(
             notebook_id,
             peers=len(status.peers) if status else 0,
-            has_kernel=status is not None and status.kernel_status != "none",
+            has_kernel=status is not None and status.kernel_status is not KernelState.NONE,
             idle_since=status.idle_since if status else None,
             reserved=self.reserved,
         )
@@ -610,7 +610,7 @@ class Daemon(NbActor):
             entry.starting,
             entry.pid,
             [PeerView(p, label) for p, label in status.peers] if status else [],
-            KernelState(status.kernel_status) if status else KernelState.NONE,
+            status.kernel_status if status else KernelState.NONE,
             status.kernel_pid if status else None,
             status.kernelspec if status else None,
             status.environment if status else None,
@@ -621,10 +621,11 @@ class Daemon(NbActor):
         self.answer(origin, RoomsListed(views))
 
     def _status(self, origin: Origin, req: GetStatus) -> None:
+        ended = (KernelState.NONE, KernelState.DEAD)
         kernels = sum(
             1
             for e in self.rooms.values()
-            if e.status is not None and e.status.kernel_status not in ("none", "dead")
+            if e.status is not None and e.status.kernel_status not in ended
         )
         self.answer(origin, RoomCounts(len(self.rooms), kernels))
 

@@ -20,8 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from nbstage.protocol.codec import to_wire
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frames import WIRE_VERSION, FrameError, decode_body, encode_frame
+from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.frames import (
+    WIRE_VERSION,
+    FrameError,
+    decode_daemon_frame,
+    encode_frame,
+)
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.replies import DaemonRefused, decode_reply
 from nbstage.protocol.requests import WIRE_NAMES
@@ -58,7 +63,7 @@ class DaemonFrameArrived:
     """The frame still encoded; it is decoded once, by the actor that waits for it."""
 
     def frame(self) -> dict[str, Any]:
-        return decode_body(self.body, null_id_ok=True)
+        return decode_daemon_frame(self.body)
 
 
 @frozen
@@ -75,13 +80,8 @@ class DaemonLinkClosed:
     reason: str
 
 
-class DaemonFailure(Exception):
+class DaemonFailure(NbstageError):
     """A request the daemon refused, answered with something malformed, or never got."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 _link_ids = itertools.count(1)

@@ -12,25 +12,21 @@ import copy
 import hashlib
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from enum import StrEnum
+from typing import Any
 
 import orjson
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from nbstage.protocol.dependency_modes import DependencyEdit, DependencyPlan, Removal
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frozen import frozen
-from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.protocol.kernels import EnvironmentWanted, EnvSource
 from nbstage.protocol.notices import Notice, NoticeKind
+
+__all__ = ["DependencyEdit", "DependencyPlan", "EnvSource", "Removal"]
 
 MAX_REQUIREMENTS = 200
 MAX_REQUIREMENT_CHARS = 1000
-
-
-class EnvSource(StrEnum):
-    INLINE = "inline"
-    PROJECT = "project"
-    POOL = "pool"
 
 
 def read_dependencies(metadata: object) -> tuple[str, ...]:
@@ -43,11 +39,13 @@ def read_dependencies(metadata: object) -> tuple[str, ...]:
     return tuple(d for d in deps if isinstance(d, str))
 
 
-def with_dependencies(metadata: dict, deps: Sequence[str]) -> dict:
+def with_dependencies(metadata: dict[str, Any], deps: Sequence[str]) -> dict[str, Any]:
     """A copy of ``metadata`` whose inline dependencies are ``deps``; the rest is kept."""
     fresh = dict(metadata)
-    runt = copy.deepcopy(fresh.get("runt")) if isinstance(fresh.get("runt"), dict) else {}
-    uv = runt.get("uv") if isinstance(runt.get("uv"), dict) else {}
+    given = fresh.get("runt")
+    runt: dict[str, Any] = copy.deepcopy(given) if isinstance(given, dict) else {}
+    given = runt.get("uv")
+    uv: dict[str, Any] = given if isinstance(given, dict) else {}
     runt["uv"] = {**uv, "dependencies": list(deps)}
     fresh["runt"] = runt
     return fresh
@@ -80,7 +78,7 @@ def normalise(text: str) -> str:
         req = Requirement(text)
     except InvalidRequirement:
         return text.strip()
-    out = canonicalize_name(req.name)
+    out: str = canonicalize_name(req.name)
     if req.extras:
         out += "[" + ",".join(sorted(canonicalize_name(e) for e in req.extras)) + "]"
     if req.url:
@@ -101,21 +99,6 @@ def fingerprint(deps: Iterable[str], python: tuple[int, int] = sys.version_info[
     hash is of a JSON list, so no joining of strings can make two sets collide."""
     canonical = orjson.dumps([f"python {python[0]}.{python[1]}", *normalised_set(deps)])
     return hashlib.sha256(canonical).hexdigest()
-
-
-@frozen
-class Removal:
-    requested: tuple[str, ...]
-    removed: tuple[str, ...]
-    not_found: tuple[str, ...]
-
-
-@frozen
-class DependencyEdit:
-    before: tuple[str, ...]
-    after: tuple[str, ...]
-    added: tuple[str, ...]
-    removed: Removal
 
 
 def edit_dependencies(
@@ -159,18 +142,6 @@ def wanted_environment(
     if fp in trusted:
         return EnvironmentWanted(normalised_set(deps), fp)
     return EnvironmentWanted()
-
-
-@frozen
-class DependencyPlan:
-    edit: DependencyEdit
-    before_fingerprint: str
-    after_fingerprint: str
-    trusted_after: bool
-    """Whether the set after the call may be built: approved now or before, or written by
-    the agent from a set that was trusted (an edit never launders an untrusted set)."""
-    approve: bool = False
-    """The call said trust=true: with no set, that approves the project waiting for it."""
 
 
 def plan_change(

@@ -48,6 +48,7 @@ from nbstage.protocol.kernels import (
     ExecutionStarted,
     ExecutionStatus,
     InterruptKernelNow,
+    KernelBackendKind,
     KernelDied,
     KernelFailed,
     KernelInterrupted,
@@ -93,7 +94,7 @@ def _adopt_spare(msg: StartKernel) -> Any:
     from nbstage.actors.kernel_environment import pool_view
     from nbstage.actors.spare_kernel import KERNEL_NAME, SPARE, stop_spare
 
-    fits = msg.backend != "scripted" and msg.state_dir is not None
+    fits = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
     if not fits or msg.kernel_name != KERNEL_NAME:
         return None
     pool = pool_view(msg.environment)
@@ -126,7 +127,7 @@ class Run:
 
 
 def _make_backend(msg: StartKernel) -> Any:
-    if msg.backend == "scripted":
+    if msg.backend == KernelBackendKind.SCRIPTED:
         from nbstage.actors.scripted_backend import ScriptedBackend
 
         return ScriptedBackend()

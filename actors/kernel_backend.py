@@ -21,7 +21,6 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from nbstage.actors import environments
-from nbstage.actors.dependencies import EnvSource
 from nbstage.actors.kernel_backend_events import (
     ExecutionCounted,
     KernelEvent,
@@ -34,7 +33,7 @@ from nbstage.actors.kernel_environment import Placement
 from nbstage.actors.kernel_files import pipe_socket
 from nbstage.actors.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
-from nbstage.protocol.kernels import EnvironmentView, KernelspecInfo
+from nbstage.protocol.kernels import EnvironmentView, EnvSource, KernelspecInfo
 
 
 def _dates_as_sent(value: Any) -> Any:
@@ -166,7 +165,7 @@ class JupyterBackend:
         its own); None otherwise. ``resume`` then connects to it. ``pool`` is the view
         ``pool_view`` gave (it may name a project waiting for approval)."""
         python = environments.env_python(spare.env)
-        view = replace(pool or EnvironmentView(EnvSource.POOL.value), path=str(spare.env))
+        view = replace(pool or EnvironmentView(EnvSource.POOL), path=str(spare.env))
         placement = Placement(view, python=python, owned=spare.env)
         backend = cls(KERNEL_NAME, kernel_dir, spare.kernel_id, lambda: placement)
         spec = backend._km.kernel_spec

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TypeGuard
 
 from nbstage.actors import environments
-from nbstage.actors.dependencies import EnvSource
 from nbstage.actors.projects import (
     ProjectFound,
     ProjectRefused,
@@ -23,7 +22,7 @@ from nbstage.actors.projects import (
     project_fingerprint,
 )
 from nbstage.protocol.frozen import frozen
-from nbstage.protocol.kernels import EnvironmentView, EnvironmentWanted
+from nbstage.protocol.kernels import EnvironmentView, EnvironmentWanted, EnvSource
 
 log = logging.getLogger("nbstage.kernel")
 
@@ -48,9 +47,7 @@ def place_kernel(
         except environments.EnvironmentUnavailable as exc:
             problem = f"the inline environment could not be built: {exc}"
             log.warning("kernel %s starts in the pool: %s", kernel_id, problem)
-            return _pool(
-                state_dir, kernel_id, EnvironmentView(EnvSource.POOL.value, problem=problem)
-            )
+            return _pool(state_dir, kernel_id, EnvironmentView(EnvSource.POOL, problem=problem))
     found = _find_project(wanted, home)
     if _approved(found, wanted):
         try:
@@ -58,9 +55,7 @@ def place_kernel(
         except (environments.EnvironmentUnavailable, OSError) as exc:
             problem = f"the project at {found.folder} could not be locked: {exc}"
             log.warning("kernel %s starts in the pool: %s", kernel_id, problem)
-            return _pool(
-                state_dir, kernel_id, EnvironmentView(EnvSource.POOL.value, problem=problem)
-            )
+            return _pool(state_dir, kernel_id, EnvironmentView(EnvSource.POOL, problem=problem))
     return _pool(state_dir, kernel_id, _unused_project(found))
 
 
@@ -93,15 +88,11 @@ def _unused_project(found: ProjectFound | ProjectRefused | None) -> EnvironmentV
     """The pool's view, naming a project that waits for approval or was refused."""
     if isinstance(found, ProjectFound):
         problem = f"the project at {found.folder} is not approved"
-        return EnvironmentView(
-            EnvSource.POOL.value, found.fingerprint, str(found.folder), None, problem
-        )
+        return EnvironmentView(EnvSource.POOL, found.fingerprint, str(found.folder), None, problem)
     if isinstance(found, ProjectRefused):
         log.warning("the project at %s was refused: %s", found.folder, found.reason)
-        return EnvironmentView(
-            EnvSource.POOL.value, project=str(found.folder), problem=found.reason
-        )
-    return EnvironmentView(EnvSource.POOL.value)
+        return EnvironmentView(EnvSource.POOL, project=str(found.folder), problem=found.reason)
+    return EnvironmentView(EnvSource.POOL)
 
 
 def _project(folder: Path) -> Placement:
@@ -110,7 +101,7 @@ def _project(folder: Path) -> Placement:
     fingerprint as approved, since it comes from an approved one."""
     environments.lock_project(folder)
     fingerprint = project_fingerprint(folder)
-    view = EnvironmentView(EnvSource.PROJECT.value, fingerprint, project=str(folder))
+    view = EnvironmentView(EnvSource.PROJECT, fingerprint, project=str(folder))
     return Placement(view, project=folder)
 
 
@@ -122,7 +113,7 @@ def _inline(wanted: EnvironmentWanted, state_dir: str, kernel_id: str) -> Placem
     env, _ = environments.ensure_inline_env(root, wanted.fingerprint, wanted.requirements)
     environments.mark_used(env)
     own = environments.take_pool_env(env, state_dir, kernel_id)
-    view = EnvironmentView(EnvSource.INLINE.value, wanted.fingerprint, path=str(env))
+    view = EnvironmentView(EnvSource.INLINE, wanted.fingerprint, path=str(env))
     return Placement(view, python=environments.env_python(own), owned=own)
 
 

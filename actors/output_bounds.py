@@ -81,14 +81,19 @@ def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
     kind = output.get("output_type")
     if kind == "error":
         return _cut_error(output, budget, why)
-    data = output.get("data") if isinstance(output.get("data"), Mapping) else {}
+    given = output.get("data")
+    data: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     mimes = cut_text(", ".join(map(str, data)) or str(kind), 256, why)
     size = _count(output_size(output), "byte")
     notice = f"[nbstage: an output of {size} ({mimes}) was dropped: {why}]"
     plain = data.get("text/plain")
     if plain is not None:
         notice += "\n" + cut_text(_joined(plain), budget // 2, why)
-    shrunk = {"output_type": "display_data", "data": {"text/plain": notice}, "metadata": {}}
+    shrunk: dict[str, Any] = {
+        "output_type": "display_data",
+        "data": {"text/plain": notice},
+        "metadata": {},
+    }
     if kind == "execute_result":
         shrunk.update(output_type=kind, execution_count=output.get("execution_count"))
     return shrunk
@@ -186,7 +191,12 @@ class KeptOutputs:
         self._dropped[1] += dropped.lines
         self._dropped[2] += dropped.outputs
 
-    def extend(self, head: Sequence[dict], dropped: OutputsDropped | None, tail: Sequence[dict]):
+    def extend(
+        self,
+        head: Sequence[dict[str, Any]],
+        dropped: OutputsDropped | None,
+        tail: Sequence[dict[str, Any]],
+    ) -> None:
         for output in head:
             self.add(output)
         if dropped is not None:
@@ -264,7 +274,9 @@ class _Entry:
 
     __slots__ = ("name", "output", "pieces", "size")
 
-    def __init__(self, output: dict | None, name: str, pieces: deque[str], size: int) -> None:
+    def __init__(
+        self, output: dict[str, Any] | None, name: str, pieces: deque[str], size: int
+    ) -> None:
         self.output = output
         self.name = name
         self.pieces = pieces

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from nbstage.protocol.frozen import frozen
-from nbstage.protocol.kernels import EnvironmentView
+from nbstage.protocol.kernels import EnvironmentView, EnvSource
 from nbstage.protocol.notices import Notice, NoticeKind
 from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
 
@@ -154,7 +154,7 @@ def project_fingerprint(folder: Path) -> str:
 def waiting_project(view: EnvironmentView | None) -> str | None:
     """The fingerprint of the project a pool kernel found but may not use until it is
     approved (``place_kernel`` reports it so); None otherwise."""
-    if view is None or view.source != "pool" or view.project is None:
+    if view is None or view.source is not EnvSource.POOL or view.project is None:
         return None
     return view.fingerprint
 
@@ -167,7 +167,7 @@ def placed_afresh(view: EnvironmentView | None) -> bool:
 
 def locked_fingerprint(view: EnvironmentView | None) -> str | None:
     """The fingerprint of the project a kernel runs in, as uv's lock left it."""
-    if view is None or view.source != "project":
+    if view is None or view.source is not EnvSource.PROJECT:
         return None
     return view.fingerprint
 
@@ -175,7 +175,7 @@ def locked_fingerprint(view: EnvironmentView | None) -> str | None:
 def approval_line(view: EnvironmentView | None, trusted: Collection[str]) -> Notice | None:
     """The standing notice while the project the pool kernel found is not approved."""
     waiting = waiting_project(view)
-    if waiting is None or waiting in trusted:
+    if view is None or waiting is None or waiting in trusted:
         return None
     return Notice(
         NoticeKind.APPROVAL_NEEDED,
@@ -198,6 +198,11 @@ def approved_line(view: EnvironmentView) -> Notice:
 
 def refusal_line(view: EnvironmentView | None) -> Notice | None:
     """A project the walk refused: said once, when the kernel starts in the pool."""
-    if view is None or view.source != "pool" or view.project is None or view.fingerprint:
+    if (
+        view is None
+        or view.source is not EnvSource.POOL
+        or view.project is None
+        or view.fingerprint
+    ):
         return None
     return Notice(NoticeKind.NOTE, f"the project at {view.project} was not used: {view.problem}")

@@ -33,14 +33,14 @@ def choose_rooms_to_reap(
 ) -> list[str]:
     idle = sorted(
         (
-            r
+            (r.idle_since, r)
             for r in rooms
             if r.peers == 0 and not r.has_kernel and not r.reserved and r.idle_since is not None
         ),
-        key=lambda r: r.idle_since,
+        key=lambda pair: pair[0],
     )
-    expired = [r for r in idle if now - r.idle_since >= ttl_secs]
-    remaining = idle[len(expired) :]
+    expired = [r for since, r in idle if now - since >= ttl_secs]
+    remaining = [r for _, r in idle[len(expired) :]]
     early = remaining[: max(0, len(remaining) - soft_cap)]
     return [r.notebook_id for r in (*expired, *early)]
 

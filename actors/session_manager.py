@@ -42,7 +42,7 @@ from nbstage.actors.watch_loop import WatchLoop
 from nbstage.protocol import tools
 from nbstage.protocol.codec import to_wire
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameTooLarge
+from nbstage.protocol.frames import MAX_FRAME_BYTES, FrameKind, FrameTooLarge
 from nbstage.protocol.mcp import tool_error, tool_result
 from nbstage.protocol.notices import Notice, notice_from_wire, with_notices
 from nbstage.protocol.offload import BlockingWorkDone
@@ -81,6 +81,7 @@ from nbstage.protocol.supervision import (
     ToolCallProgressed,
     ToolCallRequested,
 )
+from nbstage.protocol.tool_names import ToolName
 from nbstage.protocol.watching import (
     ClientInfoChanged,
     DaemonIncarnationSeen,
@@ -93,6 +94,9 @@ from nbstage.protocol.words import plural
 log = logging.getLogger("nbstage.session")
 
 LINK_RETRY = timedelta(milliseconds=200)
+FIRST_LINK_RETRY = timedelta(milliseconds=20)
+"""While a daemon this client autostarted comes up: its socket appears within a second,
+and every 200 ms lost there is on the new user's first call."""
 HEARTBEAT_ENV = "NBSTAGE_HEARTBEAT_SECS"
 
 DEGRADED = {
@@ -137,7 +141,7 @@ class SessionManager(NbActor):
         """Daemon request id → the tool call it is part of, whose result carries its notices."""
         self.notices: dict[str, list[Notice]] = {}
         """call_id → the lines the daemon's answers carried for it (a merge from disk, ...)."""
-        self.calls: dict[str, str] = {}
+        self.calls: dict[str, ToolName] = {}
         """call_id → tool name, for calls not yet answered."""
         self.watch: ActorAddress | None = None
         self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
@@ -307,13 +311,14 @@ class SessionManager(NbActor):
             resume(failure)
         if not self.awaiting_first_link:
             self._release_held_calls()
-        self.wakeupAfter(LINK_RETRY, payload=RetryLink())
+        retry = FIRST_LINK_RETRY if self.awaiting_first_link else LINK_RETRY
+        self.wakeupAfter(retry, payload=RetryLink())
 
     def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)
         if frame is None:
             return
-        if frame["type"] == "progress":
+        if frame["type"] == FrameKind.PROGRESS:
             call_id = self.call_of.get(frame.get("id"))
             if call_id is not None and isinstance(frame.get("message"), str):
                 self.send(self.supervisor, ToolCallProgressed(call_id, frame["message"]))
@@ -369,9 +374,9 @@ class SessionManager(NbActor):
             return
         self.calls[msg.call_id] = msg.name
         match msg.name:
-            case "connect_notebook":
+            case ToolName.CONNECT_NOTEBOOK:
                 self._connect_notebook(msg.call_id, args)
-            case "create_notebook":
+            case ToolName.CREATE_NOTEBOOK:
                 self.requested_runtimes[msg.call_id] = args.runtime
                 create = {
                     "runtime": args.runtime,
@@ -380,9 +385,9 @@ class SessionManager(NbActor):
                 }
                 create["working_dir"] = absolute(args.working_dir or ".", self.config.cwd)
                 self._decide(sessions.ConnectRequested(msg.call_id, Target(create=create)))
-            case "disconnect_notebook":
+            case ToolName.DISCONNECT_NOTEBOOK:
                 self._decide(sessions.DisconnectRequested(msg.call_id, args.notebook_id))
-            case "list_active_notebooks":
+            case ToolName.LIST_ACTIVE_NOTEBOOKS:
                 self._projection_read(msg.call_id, list_active_notebooks, self._context(msg), args)
             case _:
                 self._session_tool(msg, spec, args)
@@ -594,7 +599,7 @@ class SessionManager(NbActor):
 
     def _answer_session_call(self, call_id: str, result: dict[str, Any]) -> None:
         name = self.calls.get(call_id)
-        if name == "create_notebook":
+        if name == ToolName.CREATE_NOTEBOOK:
             structured = {
                 "notebook_id": result["notebook_id"],
                 "path": None,
@@ -603,7 +608,7 @@ class SessionManager(NbActor):
             }
             text = f"Created notebook {result['notebook_id']}; its kernel is starting."
             self._target_changed(TargetChange.JOINED, result["notebook_id"], None)
-        elif name == "disconnect_notebook":
+        elif name == ToolName.DISCONNECT_NOTEBOOK:
             structured, text = result, f"Disconnected from {result['disconnected']}."
             self._target_changed(TargetChange.LEFT, result["disconnected"], None)
         elif result["cell_count"] is None:

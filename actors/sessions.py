@@ -254,13 +254,14 @@ def _rejoin(state: SessionState, target: Target) -> tuple[SessionState, list[Act
 
 
 def _supersede(state: SessionState) -> SessionState:
+    assert state.pending is not None
     return replace(state, pending=None, stale=(*state.stale, state.pending.activation_id))
 
 
 def _joined(state: SessionState, event: JoinSucceeded) -> tuple[SessionState, list[Action]]:
     pending = state.pending
     new = event.session
-    release = [Leave(new.notebook_id, new.peer_id)]
+    release: list[Action] = [Leave(new.notebook_id, new.peer_id)]
     if pending is None or pending.activation_id != event.activation_id:
         return replace(state, stale=_without(state.stale, event.activation_id)), release
     if pending.epoch != state.epoch or (pending.background and state.active is not None):
@@ -359,9 +360,9 @@ def _disconnect(
         and rejoin is not None
         and event.notebook_id in (None, rejoin.notebook_id)
     ):
-        gone = rejoin.notebook_id or rejoin.path
+        left = rejoin.notebook_id or rejoin.path
         drop = Drop(DropReason.DISCONNECTED, rejoin.notebook_id, rejoin.path)
-        return replace(state, drop=drop), [*actions, Answer(event.call_id, {"disconnected": gone})]
+        return replace(state, drop=drop), [*actions, Answer(event.call_id, {"disconnected": left})]
     target_id = event.notebook_id or (state.active.notebook_id if state.active else None)
     if state.active is not None and state.active.notebook_id == target_id:
         gone = state.active

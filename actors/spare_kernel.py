@@ -43,7 +43,7 @@ STOP_GRACE = 2.0
 class Spare:
     kernel_id: str
     connection_file: Path
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     env: Path
     """Its pool environment, removed with it."""
     cwd: str

@@ -48,7 +48,7 @@ def give_back(db: sqlite3.Connection) -> int:
     """Return the free pages to the file system when there are many; how many were.
 
     ``executescript`` steps the pragma to its end: ``execute`` would free a single page."""
-    free = db.execute("PRAGMA freelist_count").fetchone()[0]
+    free: int = db.execute("PRAGMA freelist_count").fetchone()[0]
     total = db.execute("PRAGMA page_count").fetchone()[0]
     if not should_give_back(free, total):
         return 0

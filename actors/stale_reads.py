@@ -190,7 +190,7 @@ def stale_answer(snapshot: Snapshot, handler: Any) -> dict[str, Any]:
         result = done.value
     at = min(s.at for s in seen)
     notebook_id = getattr(request, "notebook_id", None)
-    changed_after = snapshot.changed.get(notebook_id, 0.0) > at
+    changed_after = notebook_id is not None and snapshot.changed.get(notebook_id, 0.0) > at
     return mark_stale(result, at, changed_after)
 
 

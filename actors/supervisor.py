@@ -64,6 +64,7 @@ from nbstage.protocol.supervisor_followups import (
     ProgressDue,
     RestartDue,
 )
+from nbstage.protocol.tool_names import ToolName
 from nbstage.protocol.version import VERSION
 
 log = logging.getLogger("nbstage.supervisor")
@@ -77,7 +78,12 @@ KERNEL_RENEWED_BY_UPGRADE = Notice(
 )
 
 
-def _argument_refusal(name: str, arguments: object) -> str | None:
+_CATALOGUED = frozenset(ToolName) & frozenset(tools.TOOLS_BY_NAME)
+"""The names a call may give: a tool with a name and a description (a test checks that
+every tool has both)."""
+
+
+def _argument_refusal(name: ToolName, arguments: object) -> str | None:
     """Arguments refused before they reach the session child: any nested too deep, and
     any for reconnect, which the supervisor carries out itself."""
     if tools.nested_deeper_than(arguments, tools.MAX_ARGUMENT_DEPTH):
@@ -85,7 +91,7 @@ def _argument_refusal(name: str, arguments: object) -> str | None:
             f"Invalid arguments for {name}: nested more than {tools.MAX_ARGUMENT_DEPTH} "
             "levels deep."
         )
-    if name == "reconnect":
+    if name == ToolName.RECONNECT:
         try:
             tools.TOOLS_BY_NAME[name].parse(arguments)
         except NbstageError as exc:
@@ -101,7 +107,7 @@ def _id_key(request_id: Any) -> str:
 @dataclass
 class PendingCall:
     request_id: Any
-    name: str
+    name: ToolName
     arguments: Any
     key: str
     version: str
@@ -206,13 +212,14 @@ class ProxySupervisor(NbActor):
             )
             self._send_mcp(error)
             return
-        name = params.get("name")
-        if not isinstance(name, str) or name not in tools.TOOLS_BY_NAME:
+        asked = params.get("name")
+        if not isinstance(asked, str) or asked not in _CATALOGUED:
             error = jsonrpc.ErrorResponse(
-                request.id, jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}"
+                request.id, jsonrpc.INVALID_PARAMS, f"Unknown tool: {asked}"
             )
             self._send_mcp(error)
             return
+        name = ToolName(asked)
         arguments = params.get("arguments")
         refusal = _argument_refusal(name, arguments)
         if refusal is not None:
@@ -231,7 +238,7 @@ class ProxySupervisor(NbActor):
         if self.config.no_daemon is not None:
             self._reply(call_id, call, mcp.tool_error(self.config.no_daemon))
             return
-        if name == "reconnect":
+        if name is ToolName.RECONNECT:
             self._reconnect(call_id, call)
             return
         if restart_policy.circuit_is_open(self.restart, time.monotonic()):

@@ -48,6 +48,7 @@ from nbstage.protocol.requests import (
     SaveNotebook,
     SetCell,
 )
+from nbstage.protocol.tool_names import ToolName
 
 
 @frozen
@@ -331,20 +332,20 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
     return tool_result({"notebooks": notebooks}, text=text)
 
 
-SESSION_TOOLS = {
-    "get_cell": get_cell,
-    "get_all_cells": get_all_cells,
-    "create_cell": create_cell,
-    "set_cell": set_cell,
-    "delete_cell": delete_cell,
-    "move_cell": move_cell,
-    "execute_cell": execute_cell,
-    "run_all_cells": run_all_cells,
-    "get_results": get_results,
-    "interrupt_kernel": interrupt_kernel,
-    "restart_kernel": restart_kernel,
-    "replace_match": replace_match,
-    "replace_regex": replace_regex,
-    "save_notebook": save_notebook,
-    "manage_dependencies": manage_dependencies,
+SESSION_TOOLS: dict[ToolName, Any] = {
+    ToolName.GET_CELL: get_cell,
+    ToolName.GET_ALL_CELLS: get_all_cells,
+    ToolName.CREATE_CELL: create_cell,
+    ToolName.SET_CELL: set_cell,
+    ToolName.DELETE_CELL: delete_cell,
+    ToolName.MOVE_CELL: move_cell,
+    ToolName.EXECUTE_CELL: execute_cell,
+    ToolName.RUN_ALL_CELLS: run_all_cells,
+    ToolName.GET_RESULTS: get_results,
+    ToolName.INTERRUPT_KERNEL: interrupt_kernel,
+    ToolName.RESTART_KERNEL: restart_kernel,
+    ToolName.REPLACE_MATCH: replace_match,
+    ToolName.REPLACE_REGEX: replace_regex,
+    ToolName.SAVE_NOTEBOOK: save_notebook,
+    ToolName.MANAGE_DEPENDENCIES: manage_dependencies,
 }

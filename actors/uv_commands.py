@@ -27,6 +27,7 @@ import os
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from nbstage.protocol.safe_files import SMALL_FILE_BYTES, read_regular
 
@@ -49,7 +50,7 @@ def config_options() -> list[str]:
     return ["--config-file", str(_config_file)]
 
 
-def _uv_table(pyproject: Path) -> dict | None:
+def _uv_table(pyproject: Path) -> dict[str, Any] | None:
     try:
         text = read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8")
         tool = tomllib.loads(text).get("tool")

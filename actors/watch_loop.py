@@ -28,6 +28,7 @@ from nbstage.actors.daemon_link import (
 )
 from nbstage.protocol.codec import from_wire
 from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.frames import FrameKind
 from nbstage.protocol.replies import DaemonIdentity, Heartbeat
 from nbstage.protocol.requests import GetIdentity, Watch
 from nbstage.protocol.session_followups import LagCheck, ReconnectDue
@@ -137,9 +138,9 @@ def _identity_in(frame: dict[str, Any]) -> DaemonIdentity | None:
     """The identity a heartbeat or an identity answer carries; room events carry none."""
     try:
         match frame["type"]:
-            case "heartbeat":
+            case FrameKind.HEARTBEAT:
                 return from_wire(Heartbeat, frame).identity
-            case "result":
+            case FrameKind.RESULT:
                 return from_wire(DaemonIdentity, frame.get("result"))
     except NbstageError as exc:
         log.warning("dropped a malformed %s from the daemon: %s", frame["type"], exc.message)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
@@ -50,7 +51,7 @@ def daemon() -> None:
     """Start, stop and inspect the per-user notebook daemon."""
 
 
-def _print_status(status: dict, as_json: bool) -> None:
+def _print_status(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(orjson.dumps(status, option=orjson.OPT_INDENT_2).decode())
         return

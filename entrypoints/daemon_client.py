@@ -9,22 +9,23 @@ from typing import Any
 
 from nbstage.entrypoints.ownership import check_peer, check_private_dir
 from nbstage.protocol.codec import from_wire
-from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
+from nbstage.protocol.errors import NbstageError
+from nbstage.protocol.frames import WIRE_VERSION, FrameKind, encode_frame, recv_frame
 from nbstage.protocol.replies import DaemonRefused
 
 
-class DaemonError(Exception):
+class DaemonError(NbstageError):
     """The daemon answered a request with an error frame."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
 
 
 class DaemonNotRunning(Exception):
     """Nothing answers on the socket."""
+
+
+_ANSWERS = (FrameKind.RESULT, FrameKind.ERROR)
 
 
 class DaemonClient:
@@ -45,7 +46,7 @@ class DaemonClient:
             self._sock.close()
             raise
         self._ids = itertools.count(1)
-        self.notices: list[dict] = []
+        self.notices: list[dict[str, Any]] = []
         """The notices ({kind, message, next_call?}) that the last answer to ``request`` carried."""
 
     def __enter__(self) -> DaemonClient:
@@ -72,10 +73,11 @@ class DaemonClient:
         request_id = self.send(kind, **fields)
         while True:
             frame = self.receive()
-            if frame.get("id") == request_id and frame["type"] in ("result", "error"):
+            if frame.get("id") == request_id and frame["type"] in _ANSWERS:
                 break
         self.notices = frame.get("notices", [])
-        if frame["type"] == "error":
+        if frame["type"] == FrameKind.ERROR:
             refused = from_wire(DaemonRefused, frame["error"])
             raise DaemonError(refused.code, refused.message)
-        return frame["result"]
+        result: dict[str, Any] = frame["result"]
+        return result

@@ -54,6 +54,7 @@ from nbstage.protocol.frames import (
     MAX_FRAME_BYTES,
     WIRE_VERSION,
     FrameError,
+    FrameKind,
     FrameTooLarge,
     encode_frame,
     encode_result_frame,
@@ -302,7 +303,10 @@ class Edge:
                 self._progress(origin, text)
             case RoomEventOccurred(kind, notebook_id, detail):
                 self._broadcast(
-                    {"type": "event", "event": {"kind": kind, "notebook_id": notebook_id, **detail}}
+                    {
+                        "type": FrameKind.EVENT,
+                        "event": {"kind": kind, "notebook_id": notebook_id, **detail},
+                    }
                 )
             case RoomResident(notebook_id, address):
                 self.rooms[notebook_id] = address
@@ -367,7 +371,9 @@ class Edge:
         """A ``progress`` frame for a request still pending; one answered gets none."""
         conn = self.connections.get(origin.conn)
         if conn is not None and origin in self.pending:
-            conn.send({"id": origin.request_id, "type": "progress", "message": message[:2000]})
+            conn.send(
+                {"id": origin.request_id, "type": FrameKind.PROGRESS, "message": message[:2000]}
+            )
 
     def _reply(self, origin: Origin, frame: dict[str, Any]) -> None:
         self.pending.pop(origin, None)
@@ -395,7 +401,7 @@ class Edge:
 
     async def _heartbeat(self) -> None:
         while True:
-            self._broadcast({"type": "heartbeat", **to_wire(Heartbeat(self.identity))})
+            self._broadcast({"type": FrameKind.HEARTBEAT, **to_wire(Heartbeat(self.identity))})
             await asyncio.to_thread(alive_stamp.touch, self.paths.root)
             await asyncio.sleep(self.settings.heartbeat_secs)
 
@@ -463,7 +469,7 @@ class Edge:
                 conn.watch_id = request_id
                 conn.client = bounded_client(client)
                 beat = Heartbeat(self.identity)
-                conn.send({"id": request_id, "type": "heartbeat", **to_wire(beat)})
+                conn.send({"id": request_id, "type": FrameKind.HEARTBEAT, **to_wire(beat)})
             case ListClients():
                 clients = [c.client for c in self.connections.values() if c.client is not None]
                 conn.send(_result_frame(request_id, ClientsListed(clients)))
@@ -511,7 +517,11 @@ def _identity_of(path: Path) -> tuple[int, int] | None:
 def _error_frame(
     request_id: Any, code: ErrorCode, message: str, notices: tuple[Notice, ...] = ()
 ) -> dict[str, Any]:
-    frame = {"id": request_id, "type": "error", "error": to_wire(DaemonRefused(code, message))}
+    frame = {
+        "id": request_id,
+        "type": FrameKind.ERROR,
+        "error": to_wire(DaemonRefused(code, message)),
+    }
     if notices:
         frame["notices"] = [notice.to_json() for notice in notices]
     return frame
@@ -533,7 +543,7 @@ def too_large_frame(request_id: Any, size: int) -> bytes:
 
 
 def _result_frame(request_id: Any, reply: object) -> dict[str, Any]:
-    return {"id": request_id, "type": "result", "result": to_wire(reply)}
+    return {"id": request_id, "type": FrameKind.RESULT, "result": to_wire(reply)}
 
 
 def read_log_tail(logs_dir: Path, lines: int) -> list[dict[str, Any]]:

@@ -38,7 +38,10 @@ OMIT_WHEN_NONE = types.MappingProxyType({"omit_when_none": True})
 
 def dumps(message: object) -> bytes:
     """The message as JSON bytes, equal to ``orjson.dumps(to_wire(message))``."""
-    if _orjson_writes_alone(type(message)):
+    # Any: typeshed's functools.cache takes Hashable arguments, which mypy does not see a
+    # class as
+    cls: Any = type(message)
+    if _orjson_writes_alone(cls):
         return orjson.dumps(message)
     return orjson.dumps(to_wire(message))
 
@@ -52,14 +55,15 @@ def _orjson_writes_alone(cls: type) -> bool:
 
 
 def _omits_somewhere(hint: Any) -> bool:
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return not _orjson_writes_alone(hint)
     return any(_omits_somewhere(arg) for arg in typing.get_args(hint))
 
 
 def to_wire(message: object) -> dict[str, Any]:
     """Return the message's fields as a dict of plain values."""
-    return _encoder(type(message))(message)
+    cls: Any = type(message)
+    return _encoder(cls)(message)
 
 
 @cache
@@ -69,7 +73,7 @@ def _encoder(cls: type) -> Callable[[object], dict[str, Any]]:
     )
 
     def encode(message: object) -> dict[str, Any]:
-        wire = {}
+        wire: dict[str, Any] = {}
         for name, omit_when_none in fields:
             value = getattr(message, name)
             if type(value) in _AS_IS:
@@ -119,7 +123,9 @@ Decoder = Callable[[object, str], object]
 
 def from_wire(cls: type[T], data: object) -> T:
     """Build ``cls`` from ``data``; raise NbstageError(BAD_REQUEST) naming the bad field."""
-    return _class_decoder(cls)(data)
+    key: Any = cls
+    made: T = _class_decoder(key)(data)
+    return made
 
 
 @cache
@@ -165,7 +171,7 @@ def _decoder(hint: Any) -> Decoder:
         return _object_decoder
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_decoder(hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         build = _class_decoder(hint)
         return lambda value, name: build(value)
     if typing.is_typeddict(hint):
@@ -197,7 +203,7 @@ def _union_decoder(arms: tuple[Any, ...]) -> Decoder:
     return decode
 
 
-def _typeddict_decoder(kind: type) -> Decoder:
+def _typeddict_decoder(kind: Any) -> Decoder:
     hints = typing.get_type_hints(kind)
     keys = tuple(
         (key, _decoder(hint), key in kind.__required_keys__, _as_is_types(hint) or frozenset())

@@ -50,7 +50,8 @@ class RequestAnswered:
     ``notices`` and the session manager puts them at the top of the tool result."""
 
     def result(self) -> dict[str, Any]:
-        return orjson.loads(self.result_json)
+        result: dict[str, Any] = orjson.loads(self.result_json)
+        return result
 
 
 @frozen

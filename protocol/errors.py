@@ -52,7 +52,11 @@ class ErrorCode(StrEnum):
 
 
 class NbstageError(Exception):
-    """A failure with a stable code; pure code raises it, the actor turns it into a reply."""
+    """A failure with a stable code; pure code raises it, the actor turns it into a reply.
+
+    The one type for a ``(code, message)``: the session's ``DaemonFailure`` and the
+    blocking client's ``DaemonError`` are this, named for where the failure was met.
+    """
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
@@ -60,4 +64,4 @@ class NbstageError(Exception):
         self.message = message
 
     def __repr__(self) -> str:
-        return f"NbstageError({self.code.value!r}, {self.message!r})"
+        return f"{type(self).__name__}({self.code.value!r}, {self.message!r})"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+from enum import StrEnum
 from typing import Any
 
 import orjson
@@ -22,6 +23,17 @@ WIRE_VERSION = 1
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 HEADER_BYTES = _HEADER.size
+
+
+class FrameKind(StrEnum):
+    """The ``type`` of a frame the daemon sends; a client's frames carry a request's wire
+    name there instead (``requests.py``)."""
+
+    RESULT = "result"
+    ERROR = "error"
+    PROGRESS = "progress"
+    HEARTBEAT = "heartbeat"
+    EVENT = "event"
 
 
 class FrameError(Exception):
@@ -87,8 +99,19 @@ def decode_body(body: bytes, null_id_ok: bool = False) -> dict[str, Any]:
     return payload
 
 
+def decode_daemon_frame(body: bytes) -> dict[str, Any]:
+    """A frame from the daemon, as a client reads it: its ``type`` becomes a FrameKind, and
+    one of no kind the daemon sends is refused like any malformed frame."""
+    payload = decode_body(body, null_id_ok=True)
+    try:
+        payload["type"] = FrameKind(payload["type"])
+    except ValueError:
+        raise FrameError(f"the daemon sends no {payload['type']!r} frame") from None
+    return payload
+
+
 def _check_length(header: bytes, limit: int = MAX_FRAME_BYTES) -> int:
-    (length,) = _HEADER.unpack(header)
+    length: int = _HEADER.unpack(header)[0]
     if length > limit:
         raise FrameError(f"frame length {length} exceeds the {limit}-byte limit")
     return length
@@ -132,5 +155,5 @@ def recv_body(sock: socket.socket) -> bytes:
 
 
 def recv_frame(sock: socket.socket) -> dict[str, Any]:
-    """Blocking read of one frame from a socket (used by clients)."""
-    return decode_body(recv_body(sock), null_id_ok=True)
+    """Blocking read of one frame from the daemon (used by clients)."""
+    return decode_daemon_frame(recv_body(sock))

@@ -32,7 +32,7 @@ from functools import cache
 from operator import attrgetter
 from typing import Any, TypeVar
 
-C = TypeVar("C", bound=type)
+T = TypeVar("T")
 
 
 @cache
@@ -91,8 +91,10 @@ def _has_explicit_hash(body: dict[str, Any]) -> bool:
     return not (own is dataclasses.MISSING or (own is None and "__eq__" in body))
 
 
-def _share_methods(cls: C, body: dict[str, Any]) -> C:
-    fields = dataclasses.fields(cls)
+def _share_methods(made: type[Any], body: dict[str, Any]) -> None:
+    fields = dataclasses.fields(made)
+    # typed as Any: the class gets attributes that its declaration cannot list
+    cls: Any = made
     cls.__frozen_compared__ = _getter(tuple(f.name for f in fields if f.compare))
     cls.__frozen_hashed__ = _getter(
         tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
@@ -106,19 +108,19 @@ def _share_methods(cls: C, body: dict[str, Any]) -> C:
         cls.__repr__ = _repr
     cls.__setattr__ = _setattr
     cls.__delattr__ = _delattr
-    return cls
 
 
 @typing.dataclass_transform(
     frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field)
 )
-def frozen(cls: C | None = None, /, **options: Any) -> Any:
+def frozen(cls: type[T] | None = None, /, **options: Any) -> Any:
     """``@frozen`` or ``@frozen(kw_only=True, ...)``; ``options`` go to ``dataclass``
     (``frozen``, ``slots``, ``eq`` and ``repr`` are this decorator's to set)."""
 
-    def make(cls: C) -> C:
+    def make(cls: type[T]) -> type[T]:
         body = dict(cls.__dict__)
         made = dataclasses.dataclass(cls, frozen=True, slots=True, eq=False, repr=False, **options)
-        return _share_methods(made, body)
+        _share_methods(made, body)
+        return made
 
     return make if cls is None else make(cls)

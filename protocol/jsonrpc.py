@@ -12,7 +12,7 @@ or integers and never null, batches (top-level arrays) are refused since protoco
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import orjson
 
@@ -90,7 +90,7 @@ class JsonRpcError(Exception):
         return ErrorResponse(self.id, self.code, self.message)
 
 
-def _is_id(value: object) -> bool:
+def _is_id(value: object) -> TypeGuard[str | int]:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 

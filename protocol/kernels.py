@@ -67,12 +67,26 @@ def _optional() -> Any:
     return field(default=None, metadata=OMIT_WHEN_NONE)
 
 
+class EnvSource(StrEnum):
+    """Where a kernel's Python comes from (actors/kernel_environment.py decides)."""
+
+    INLINE = "inline"
+    PROJECT = "project"
+    POOL = "pool"
+
+
+class KernelBackendKind(StrEnum):
+    JUPYTER = "jupyter"
+    """A real kernel process."""
+    SCRIPTED = "scripted"
+    """In memory, for tests of the Room (actors/scripted_backend.py)."""
+
+
 @frozen
 class EnvironmentView:
     """Where a kernel's Python comes from, as tools and the admin console show it."""
 
-    source: str
-    """"inline", "project" or "pool"."""
+    source: EnvSource
     fingerprint: str | None = _optional()
     """The inline environment's dependency fingerprint, or the project's."""
     project: str | None = _optional()
@@ -82,6 +96,11 @@ class EnvironmentView:
     """The environment's folder, when nbstage made it."""
     problem: str | None = _optional()
     """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
+
+    def __post_init__(self) -> None:
+        # The Room still names its planned environment's source by value: read it as an
+        # EnvSource here, once, until the Room passes the EnvSource itself.
+        object.__setattr__(self, "source", EnvSource(self.source))
 
 
 @frozen
@@ -93,8 +112,7 @@ class StartKernel:
     kernel_dir: str
     working_dir: str | None
     edge: Any
-    backend: str = "jupyter"
-    """"jupyter" for a real kernel; tests of the Room may name an in-memory one."""
+    backend: KernelBackendKind = KernelBackendKind.JUPYTER
     state_dir: str | None = None
     """Where a Python kernel's environments live (actors/environments.py); None runs it
     with the kernelspec's own Python, which only in-process tests do."""

@@ -22,7 +22,10 @@ import importlib
 import marshal
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import CodeType
+from typing import Any
 
 CACHE = Path(__file__).resolve().parent / "__pycache__" / "dataclass-methods"
 PACKAGES = ("nbstage.protocol", "nbstage.actors", "nbstage.entrypoints")
@@ -49,7 +52,12 @@ def _table_of(module: str) -> dict[str, bytes]:
     return _tables[module]
 
 
-def _exec(source, globals=None, locals=None, /):
+def _exec(
+    source: str | CodeType,
+    globals: dict[str, Any] | None = None,
+    locals: Mapping[str, object] | None = None,
+    /,
+) -> None:
     """``exec`` as ``dataclasses`` calls it, with its source's code from the table of
     the module that defines the class."""
     if isinstance(source, str):
@@ -69,7 +77,7 @@ def _exec(source, globals=None, locals=None, /):
 def install(cache: Path = CACHE) -> None:
     global _cache
     _cache = cache
-    dataclasses.exec = _exec
+    dataclasses.exec = _exec  # type: ignore[attr-defined]  # dataclasses' own global
 
 
 def forget() -> None:
@@ -95,8 +103,8 @@ def write(cache: Path = CACHE, packages: tuple[str, ...] = PACKAGES) -> int:
     cache.mkdir(parents=True, exist_ok=True)
     for old in cache.glob(f"*.{sys.implementation.cache_tag}.marshal"):
         old.unlink()
-    for module, table in found.items():
-        target = _table_file(cache, module)
+    for name, table in found.items():
+        target = _table_file(cache, name)
         temp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         temp.write_bytes(marshal.dumps(table))
         os.replace(temp, target)

@@ -60,7 +60,7 @@ def notice_from_wire(value: object) -> Notice | None:
     if not isinstance(message, str) or not isinstance(next_call, str | None):
         return None
     try:
-        kind = NoticeKind(value.get("kind"))
+        kind = NoticeKind(str(value.get("kind")))
     except ValueError:
         kind = NoticeKind.NOTE
     return Notice(kind, message, next_call)

@@ -15,7 +15,9 @@ from enum import StrEnum
 from typing import Any, TypedDict, TypeVar
 
 from nbstage.protocol.codec import OMIT_WHEN_NONE, from_wire
+from nbstage.protocol.dependency_modes import ApplyDependencies
 from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.frames import FrameKind
 from nbstage.protocol.frozen import frozen
 from nbstage.protocol.kernels import EnvironmentView, ExecutionStatus, KernelState
 from nbstage.protocol.requests import (
@@ -421,7 +423,7 @@ class DependencyTrust:
 
 @frozen
 class DependenciesApplied:
-    mode: str
+    mode: ApplyDependencies
     ok: bool
     seconds: float
     error: str | None = None
@@ -507,12 +509,12 @@ def decode_reply(frame: dict[str, Any], expected: type[_T]) -> _T | DaemonRefuse
     """
     kind = frame["type"]
     try:
-        if kind == "error":
+        if kind == FrameKind.ERROR:
             return from_wire(DaemonRefused, frame.get("error"))
-        if kind == "result":
+        if kind == FrameKind.RESULT:
             return from_wire(expected, frame.get("result"))
     except NbstageError as exc:
-        what = "refusal" if kind == "error" else expected.__name__
+        what = "refusal" if kind == FrameKind.ERROR else expected.__name__
         raise NbstageError(
             ErrorCode.BAD_REPLY, f"the daemon sent a malformed {what}: {exc.message}"
         ) from None

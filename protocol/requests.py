@@ -9,6 +9,7 @@ by the Daemon or by the socket edge itself.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import field
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -27,7 +28,7 @@ ENVELOPE = ("v", "type", "id")
 _R = TypeVar("_R", bound=type)
 
 
-def wire_request(name: str):
+def wire_request(name: str) -> Callable[[_R], _R]:
     def register(cls: _R) -> _R:
         REQUEST_TYPES[name] = cls
         WIRE_NAMES[cls] = name
@@ -42,9 +43,9 @@ def decode_request(frame: dict[str, Any]) -> object:
     refused by name, like a missing or mistyped one (the envelope's keys are not fields)."""
     cls = REQUEST_TYPES.get(frame["type"])
     if cls is None:
-        known = ", ".join(sorted(REQUEST_TYPES))
+        names = ", ".join(sorted(REQUEST_TYPES))
         raise NbstageError(
-            ErrorCode.UNKNOWN_REQUEST, f"unknown request type {frame['type']!r}; known: {known}"
+            ErrorCode.UNKNOWN_REQUEST, f"unknown request type {frame['type']!r}; known: {names}"
         )
     fields = {k: v for k, v in frame.items() if k not in ENVELOPE}
     known = REQUEST_FIELDS[cls]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from nbstage.protocol.dependency_modes import ApplyDependencies, DependencyPlan
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.frozen import frozen
 
@@ -120,7 +121,7 @@ class FileOnDisk:
 
     stamp: DiskStamp | None
     """None: there is no file."""
-    notebook: dict | None
+    notebook: dict[str, Any] | None
     """The file as a v4.5 notebook dict, cells without an id of their own having ``id`` None;
     None when there is no file or it is not a notebook."""
     problem: str | None = None
@@ -192,10 +193,15 @@ class DependenciesPrepared:
     built the new set's environment; ``apply=sync`` installed into the running kernel's."""
 
     origin: Origin
-    plan: Any
-    """The call's DependencyPlan (actors/dependencies.py), carried out once this is done."""
-    mode: str
+    plan: DependencyPlan
+    """Carried out once this is done."""
+    mode: ApplyDependencies
     started: float
+
+    def __post_init__(self) -> None:
+        # The Room names the mode by its value: read it as the mode here, once, until the
+        # Room passes the ApplyDependencies itself.
+        object.__setattr__(self, "mode", ApplyDependencies(self.mode))
 
 
 @frozen

@@ -8,7 +8,12 @@ from typing import Any
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode
 from nbstage.protocol.frozen import frozen
-from nbstage.protocol.kernels import EnvironmentView, KernelspecInfo
+from nbstage.protocol.kernels import (
+    EnvironmentView,
+    KernelBackendKind,
+    KernelspecInfo,
+    KernelState,
+)
 from nbstage.protocol.replies import KeptRoom
 from nbstage.protocol.settings import Settings
 
@@ -82,8 +87,8 @@ class StartRoom:
     settings: Settings
     edge: Any
     """The edge's address: answers and events go straight there."""
-    kernel_backend: str = "jupyter"
-    """Passed on to StartKernel; unit tests use "scripted"."""
+    kernel_backend: KernelBackendKind = KernelBackendKind.JUPYTER
+    """Passed on to StartKernel; unit tests use SCRIPTED."""
     content: bytes | None = None
     """An UNTITLED room's document as the registry held it, read by the Daemon in the same
     mailbox step that admitted the attach, so a record removed meanwhile cannot leave the
@@ -129,7 +134,7 @@ class RoomStatus:
     ephemeral: bool
     peers: tuple[tuple[str, str], ...]
     """(peer_id, label) pairs."""
-    kernel_status: str
+    kernel_status: KernelState
     kernel_pid: int | None
     idle_since: float | None
     """Monotonic time the room last lost its last peer, or None while it has peers."""
@@ -139,6 +144,11 @@ class RoomStatus:
     """The kernelspec the room chose, None while it has none."""
     environment: EnvironmentView | None = None
     """None while no kernel runs."""
+
+    def __post_init__(self) -> None:
+        # The Room sends its state's value; read it as the state here, once, until the
+        # Room sends the KernelState itself.
+        object.__setattr__(self, "kernel_status", KernelState(self.kernel_status))
 
 
 @frozen

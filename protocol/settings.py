@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def env_name(field_name: str) -> str:
 
 def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Settings:
     """Read config.toml (if any) and let the environment override it."""
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     values: dict[str, object] = {}
     config = state_dir / "config.toml"
     try:
@@ -98,8 +99,8 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     else:
         values.update(tomllib.loads(text.decode("utf-8")))
     for name, var in _ENV_NAMES.items():
-        if var in environ:
-            values[name] = environ[var]
+        if var in env:
+            values[name] = env[var]
     settings = Settings()
     types = {f.name: type(getattr(settings, f.name)) for f in fields(Settings)}
     unknown = set(values) - set(types)

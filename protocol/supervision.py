@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from nbstage.protocol.frozen import frozen
+from nbstage.protocol.tool_names import ToolName
 
 
 @frozen
@@ -161,7 +162,7 @@ class SessionManagerReady:
 @frozen
 class ToolCallRequested:
     call_id: str
-    name: str
+    name: ToolName
     arguments: Any
     idempotency_key: str
 
@@ -174,7 +175,8 @@ class ToolCallFinished:
     large results cross the actor queues as bytes, and often reach stdout untouched."""
 
     def result(self) -> dict[str, Any]:
-        return orjson.loads(self.result_json)
+        result: dict[str, Any] = orjson.loads(self.result_json)
+        return result
 
 
 @frozen

@@ -55,7 +55,7 @@ def bounded_client(client: dict[str, Any] | None) -> dict[str, Any] | None:
     large keeps its label alone."""
     if client is None:
         return None
-    kept = _bounded(client, CLIENT_MAX_DEPTH)
+    kept: dict[str, Any] = _bounded(client, CLIENT_MAX_DEPTH)
     size = len(orjson.dumps(kept))
     if size <= CLIENT_MAX_BYTES:
         return kept

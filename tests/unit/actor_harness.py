@@ -33,6 +33,7 @@ from nbstage.actors.daemon_link import (
     SendToDaemon,
 )
 from nbstage.protocol.frames import WIRE_VERSION, decode_body
+from nbstage.protocol.kernels import KernelBackendKind
 from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
 from nbstage.protocol.room_followups import JournalAppended
 from nbstage.protocol.rooms import RoomSource, StartRoom
@@ -298,5 +299,5 @@ def file_room_start(
         settings=settings,
         edge=edge,
         binding_pending=binding_pending,
-        kernel_backend="scripted",
+        kernel_backend=KernelBackendKind.SCRIPTED,
     )

@@ -23,7 +23,9 @@ from nbstage.protocol.frames import (
     MAX_FRAME_BYTES,
     WIRE_VERSION,
     FrameError,
+    FrameKind,
     decode_body,
+    decode_daemon_frame,
     encode_frame,
     read_frame,
     recv_frame,
@@ -694,18 +696,35 @@ def pair():
     right.close()
 
 
+REPLY_A = {"v": 1, "type": "heartbeat", "id": 1}
+REPLY_B = {"v": 1, "type": "result", "id": "two", "result": {"path": "/x.ipynb"}}
+
+
 def test_recv_frame_reads_a_frame_sent_in_pieces(pair) -> None:
     left, right = pair
-    data = encode_frame(FRAME_B)
+    data = encode_frame(REPLY_B)
     for i in range(len(data)):
         right.sendall(data[i : i + 1])
-    assert recv_frame(left) == FRAME_B
+    assert recv_frame(left) == REPLY_B
 
 
 def test_recv_frame_reads_back_to_back_frames(pair) -> None:
     left, right = pair
-    right.sendall(encode_frame(FRAME_A) + encode_frame(FRAME_B))
-    assert [recv_frame(left), recv_frame(left)] == [FRAME_A, FRAME_B]
+    right.sendall(encode_frame(REPLY_A) + encode_frame(REPLY_B))
+    assert [recv_frame(left), recv_frame(left)] == [REPLY_A, REPLY_B]
+
+
+@pytest.mark.parametrize("kind", list(FrameKind))
+def test_a_daemon_frame_s_type_is_read_as_its_kind(kind: FrameKind) -> None:
+    frame = decode_daemon_frame(orjson.dumps({"v": 1, "type": kind.value, "id": None}))
+    assert frame["type"] is kind
+
+
+def test_a_daemon_frame_of_no_known_kind_is_malformed(pair) -> None:
+    left, right = pair
+    right.sendall(encode_frame(FRAME_B))
+    with pytest.raises(FrameError, match="sends no 'open' frame"):
+        recv_frame(left)
 
 
 def test_recv_frame_says_the_peer_closed_inside_a_frame(pair) -> None:

@@ -21,6 +21,7 @@ from nbstage.protocol.edge import (
     RequestAnswered,
     RequestFailed,
 )
+from nbstage.protocol.kernels import KernelBackendKind
 from nbstage.protocol.offload import BlockingWorkDone
 from nbstage.protocol.requests import ApplyDependencies, ManageDependencies
 from nbstage.protocol.room_followups import DependenciesPrepared
@@ -56,7 +57,7 @@ def joined_room(bench: ActorBench, tmp_path: Path):
         str(tmp_path / "kernels"),
         Settings(keep_alive_secs=3600.0),
         bench.recorder,
-        kernel_backend="scripted",
+        kernel_backend=KernelBackendKind.SCRIPTED,
     )
     bench.send(room, start)
     bench.send(room, JoinRoom(Origin(1, "join"), "tester", False, 1))

@@ -16,6 +16,7 @@ from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.actors.output_bounds import NOTICE_STREAM
 from nbstage.actors.room import Room
 from nbstage.protocol.edge import ClientRequest, Origin
+from nbstage.protocol.kernels import KernelBackendKind
 from nbstage.protocol.requests import (
     CreateCell,
     DeleteCell,
@@ -46,7 +47,7 @@ def start_room(bench: ActorBench, state: Path) -> ActorAddress:
         str(state / "kernels"),
         settings,
         bench.recorder,
-        kernel_backend="scripted",
+        kernel_backend=KernelBackendKind.SCRIPTED,
     )
     bench.send(room, start)
     join(bench, room, "join", seq=1)

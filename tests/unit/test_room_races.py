@@ -5,6 +5,7 @@ from __future__ import annotations
 from nbstage.actors.kernelspecs import PYTHON3
 from nbstage.actors.room import Room
 from nbstage.protocol.edge import ClientRequest, KernelProcessStarted, Origin, RequestAnswered
+from nbstage.protocol.kernels import KernelBackendKind
 from nbstage.protocol.requests import CreateCell, ExecuteCell, LeaveRoom
 from nbstage.protocol.room_followups import KeepAliveExpired
 from nbstage.protocol.rooms import JoinRoom, RoomSource, StartRoom
@@ -30,7 +31,7 @@ def start_room(bench: ActorBench, tmp_path) -> object:
             str(tmp_path / "kernels"),
             NEVER,
             bench.recorder,
-            kernel_backend="scripted",
+            kernel_backend=KernelBackendKind.SCRIPTED,
         ),
     )
     return room

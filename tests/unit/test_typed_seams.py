@@ -1,0 +1,101 @@
+"""Strings that name a kind, a state or a source become enums once, where they are read;
+and every tool the catalogue offers has exactly one handler."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from nbstage.actors.tool_handlers import SESSION_TOOLS
+from nbstage.protocol.codec import from_wire, to_wire
+from nbstage.protocol.dependency_modes import (
+    ApplyDependencies,
+    DependencyEdit,
+    DependencyPlan,
+    Removal,
+)
+from nbstage.protocol.edge import Origin
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.replies import DependenciesApplied
+from nbstage.protocol.room_followups import DependenciesPrepared
+from nbstage.protocol.rooms import RoomStatus
+from nbstage.protocol.supervision import ToolCallRequested
+from nbstage.protocol.tool_names import ToolName
+from nbstage.protocol.tools import RECONNECT, TOOLS_BY_NAME
+
+MANAGER_TOOLS = {
+    ToolName.CONNECT_NOTEBOOK,
+    ToolName.CREATE_NOTEBOOK,
+    ToolName.DISCONNECT_NOTEBOOK,
+    ToolName.LIST_ACTIVE_NOTEBOOKS,
+}
+"""The tools the session manager answers itself (its ``match`` on the tool name)."""
+
+
+def test_the_tool_names_are_the_catalogue_s() -> None:
+    assert set(ToolName) == set(TOOLS_BY_NAME)
+    assert RECONNECT.name == ToolName.RECONNECT
+
+
+def test_every_catalogued_tool_has_one_handler_and_every_handler_a_tool() -> None:
+    assert not MANAGER_TOOLS & set(SESSION_TOOLS)
+    assert ToolName.RECONNECT not in {*SESSION_TOOLS, *MANAGER_TOOLS}
+    assert {*SESSION_TOOLS, *MANAGER_TOOLS, ToolName.RECONNECT} == set(ToolName)
+
+
+def test_a_tool_call_reaches_the_session_child_with_its_name_read_once() -> None:
+    call = ToolCallRequested("c1", ToolName.GET_CELL, {"cell_id": "a"}, "key")
+    decoded = from_wire(ToolCallRequested, to_wire(call))
+    assert decoded.name is ToolName.GET_CELL
+    with pytest.raises(NbstageError, match="'name'"):
+        from_wire(ToolCallRequested, {**to_wire(call), "name": "get_cel"})
+
+
+@pytest.mark.parametrize("source", list(EnvSource))
+def test_an_environment_s_source_is_read_from_the_wire_as_its_enum(source: EnvSource) -> None:
+    view = from_wire(EnvironmentView, {"source": source.value, "path": "/env"})
+    assert view.source is source
+    assert to_wire(view) == {"source": source.value, "path": "/env"}
+
+
+def test_an_environment_of_no_known_source_is_refused_where_it_is_read() -> None:
+    with pytest.raises(NbstageError) as raised:
+        from_wire(EnvironmentView, {"source": "conda"})
+    assert raised.value.code is ErrorCode.BAD_REQUEST
+    assert "'source'" in raised.value.message
+
+
+def test_an_environment_named_by_its_source_s_value_holds_the_enum() -> None:
+    assert EnvironmentView("pool").source is EnvSource.POOL  # type: ignore[arg-type]
+
+
+def _status(kernel_status: object) -> RoomStatus:
+    return RoomStatus("nb", None, False, (), kernel_status, None, None)  # type: ignore[arg-type]
+
+
+def test_a_room_status_reads_the_kernel_state_once_and_keeps_it_through_a_pickle() -> None:
+    status = _status("idle")
+    assert status.kernel_status is KernelState.IDLE
+    assert pickle.loads(pickle.dumps(status)).kernel_status is KernelState.IDLE
+
+
+def test_a_room_status_of_no_kernel_state_is_refused() -> None:
+    with pytest.raises(ValueError, match="asleep"):
+        _status("asleep")
+
+
+def test_an_applied_dependency_edit_s_mode_is_read_from_the_wire_as_its_enum() -> None:
+    wire = {"mode": "restart", "ok": True, "seconds": 1.5}
+    assert from_wire(DependenciesApplied, wire).mode is ApplyDependencies.RESTART
+    with pytest.raises(NbstageError, match="'mode'"):
+        from_wire(DependenciesApplied, {**wire, "mode": "reboot"})
+
+
+def test_prepared_dependency_work_holds_its_mode_as_the_enum() -> None:
+    edit = DependencyEdit((), ("numpy",), ("numpy",), Removal((), (), ()))
+    plan = DependencyPlan(edit, "before", "after", trusted_after=True)
+    origin = Origin(conn=1, request_id=1)
+    token = DependenciesPrepared(origin, plan, "sync", 0.0)  # type: ignore[arg-type]
+    assert token.mode is ApplyDependencies.SYNC
