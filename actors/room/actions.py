@@ -1,4 +1,4 @@
-"""What a part of the Room asks the Room to do: the Room carries these out (``Room.carry_out``),
+"""What a part of the Room asks the Room to do: the Room carries these out (``Room.act``),
 so no part sends, offloads or arms a timer itself, and none imports thespian (ADR 0003)."""
 
 from __future__ import annotations
@@ -61,4 +61,121 @@ class DetachKernel:
     reason: str
 
 
-Action = Send | Offload | Wake | Answer | Fail | StartKernelChild | DetachKernel
+@frozen
+class ReadKernelspecs:
+    """Read the installed kernelspecs (and, at the start, the trusted dependency sets);
+    ``restart`` is the restart_kernel call that waits for them, if any."""
+
+    restart: Origin | None = None
+
+
+@frozen
+class ReadJournal:
+    """Read the journal's records, to replay them over the document at the start."""
+
+
+@frozen
+class FlushFirst:
+    """Write a new persisted notebook's untitled row before anyone joins it."""
+
+
+@frozen
+class Started:
+    """The room is open: tell the Daemon, then let in ``joins`` held for the start."""
+
+    joins: tuple[Any, ...] = ()
+
+
+@frozen
+class ReportStatus:
+    """Tell the Daemon how the room stands now (``views.status``)."""
+
+
+@frozen
+class WantKernel:
+    """A kernel is wanted again (after a restart let the old one go)."""
+
+
+@frozen
+class Persist:
+    """Save if there are unsaved edits (for ``purpose``); a close with nothing to save is
+    finished at once."""
+
+    purpose: Any
+
+
+@frozen
+class SaveFile:
+    """Save the document to ``path`` (None: the room's own path) now, or queue it."""
+
+    path: str | None
+    purpose: Any
+    origin: Origin | None = None
+
+
+@frozen
+class FinishClose:
+    """The close's last flush is over (``saved`` or not, and why): report once settled."""
+
+    saved: bool
+    error: BaseException | None = None
+
+
+@frozen
+class FirstFlushed:
+    """A new persisted notebook's untitled row is written (or not): the start goes on."""
+
+    error: BaseException | None
+
+
+@frozen
+class BindPath:
+    """The notebook now lives at ``path``: the Room takes it as its own."""
+
+    path: str
+
+
+@frozen
+class TruncateJournal:
+    """Edits up to ``seq`` are in the file: the journal may drop them."""
+
+    seq: int
+
+
+@frozen
+class Edited:
+    """The document changed outside a request (outputs, a merge): autosave is due."""
+
+
+@frozen
+class SetOutputs:
+    """Write an execution's outputs (and, once finished, its count) into the document."""
+
+    cell_id: str
+    outputs: Any
+    count: int | None
+
+
+Action = (
+    Send
+    | Offload
+    | Wake
+    | Answer
+    | Fail
+    | StartKernelChild
+    | DetachKernel
+    | Persist
+    | SaveFile
+    | FinishClose
+    | FirstFlushed
+    | BindPath
+    | TruncateJournal
+    | SetOutputs
+    | Edited
+    | WantKernel
+    | ReportStatus
+    | ReadKernelspecs
+    | ReadJournal
+    | FlushFirst
+    | Started
+)

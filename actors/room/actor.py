@@ -12,27 +12,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
+from functools import cached_property
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors import (
-    dependencies,
     journal,
     lifetime,
-    projects,
-    save_target,
 )
 from nbstage.actors.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.document import Document
-from nbstage.actors.executions import Execution
 from nbstage.actors.kernel import Kernel
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room import actions, dependency_calls, opening, views
+from nbstage.actors.room import actions, opening, views
+from nbstage.actors.room.dependency_calls import DependencyCalls
 from nbstage.actors.room.environment import (
     EnvironmentSeat,
 )
@@ -41,113 +38,15 @@ from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room.opening import Opening
-from nbstage.actors.room.peers import Closing, Peers
+from nbstage.actors.room.peers import Closing, Peers, closing_error
 from nbstage.actors.room_support import save_error, scoped_key
-from nbstage.protocol.edge import (
-    ClientRequest,
-    EventKind,
-    KernelProcessEnded,
-    Origin,
-    RequestProgressed,
-    RoomEventOccurred,
-)
+from nbstage.protocol import edge, kernels, replies, requests, rooms
+from nbstage.protocol import room_followups as followups
+from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import (
-    ExecutionFinished,
-    ExecutionsCancelled,
-    ExecutionStarted,
-    ExecutionStatus,
-    InterruptKernelNow,
-    KernelDied,
-    KernelFailed,
-    KernelInterrupted,
-    KernelReady,
-    KernelRestarted,
-    KernelState,
-    KernelStopped,
-    OutputsArrived,
-    RestartKernelNow,
-    RunCode,
-    StartKernel,
-)
 from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.replies import (
-    CellCreated,
-    CellDeleted,
-    CellMoved,
-    CellShown,
-    CellsShown,
-    CellsSummarized,
-    CellUpdated,
-    DependenciesApplied,
-    InterruptSent,
-    KernelShutDown,
-    NotebookJoined,
-    NotebookSaved,
-    RestartCompleted,
-    RoomLeft,
-)
-from nbstage.protocol.requests import (
-    ApplyDependencies,
-    CellsFormat,
-    CreateCell,
-    DeleteCell,
-    DescribeRoom,
-    ExecuteCell,
-    GetCell,
-    GetCells,
-    GetExecution,
-    InterruptKernel,
-    LeaveRoom,
-    ManageDependencies,
-    MoveCell,
-    ReplaceMatch,
-    ReplaceRegex,
-    RestartKernel,
-    SaveNotebook,
-    SetCell,
-    ShutdownKernelNow,
-)
-from nbstage.protocol.room_followups import (
-    AutosaveDue,
-    DependenciesPrepared,
-    DependenciesRecorded,
-    ExecutionRecorded,
-    FileCheckDue,
-    FileLooked,
-    FileOnDisk,
-    JournalAppended,
-    JournalClosed,
-    JournalRead,
-    JournalTruncated,
-    KeepAliveExpired,
-    KernelspecsRead,
-    LiveExecutionRecorded,
-    NotebookFileRead,
-    ProjectTrustRecorded,
-    SaveFinished,
-    SavePurpose,
-    StaleTempsSwept,
-    StoredExecutionRead,
-    WaitExpired,
-)
-from nbstage.protocol.rooms import (
-    ClaimPath,
-    CloseRoom,
-    JoinRoom,
-    PathBound,
-    PathClaimed,
-    PathRecorded,
-    PathRefused,
-    PathReleased,
-    ReopenRoom,
-    RoomClosed,
-    RoomSource,
-    RoomStarted,
-    RoomStartFailed,
-    StartRoom,
-)
+from nbstage.protocol.room_followups import SavePurpose
 
 log = logging.getLogger("nbstage.room")
 
@@ -157,7 +56,7 @@ class Room(NbActor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.config: StartRoom | None = None
+        self.config: rooms.StartRoom | None = None
         self.daemon: ActorAddress | None = None
         self.doc: Document | None = None
         self.path: str | None = None
@@ -166,28 +65,25 @@ class Room(NbActor):
         self.once = OnceKeys()
         self.env = EnvironmentSeat()
         self.journal = Journalling()
-        self.seat = KernelSeat()
         self.notices = NoticeBoard()
+        self.deps = DependencyCalls(self.env, self.journal, self.notices)
+        self.seat = KernelSeat()
         self.file = FileSeat(self.notices)
         self.close = Closing()
         self.opening = Opening()
 
     # --- opening (room/opening.py) --------------------------------------------------------
 
-    def _on_start_room(self, msg: StartRoom, sender: ActorAddress) -> None:
+    def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.path, self.ephemeral = msg.path, msg.ephemeral
         self.journal.start(msg.notebook_id, msg.state_dir)
-        self.file.start(msg)
-        self.seat.start(msg, msg.source is not RoomSource.NEW or msg.kernelspec is not None)
+        self.deps.start(msg)
+        self.file.start(msg, sender)
+        self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
-        # Joins wait for every read the start makes; an open by path also waits until the
-        # Daemon has recorded the path (PathRecorded), which may come before the file.
-        self.opening.reads = int(msg.binding_pending)
-        if msg.source is RoomSource.FILE:
-            self.opening.hold(1)
-            limit = msg.settings.max_file_bytes
-            self.act(opening.read_file(msg.path, limit, self.file.lane))
+        if (read := self.opening.start(msg, self.file.lane)) is not None:
+            self.act(read)
             return
         try:
             self.doc = opening.load(msg)
@@ -198,7 +94,7 @@ class Room(NbActor):
 
     def _notebook_file_read(self, done: BlockingWorkDone) -> None:
         if self.close.by is not None:
-            self._fail_held_joins(_closing_error("nobody joined it"))
+            self._fail_held_joins(closing_error("nobody joined it"))
         elif not done.ok:
             self._start_failed(opening.read_error(done))
         else:
@@ -208,7 +104,7 @@ class Room(NbActor):
 
     def _start_failed(self, error: NbstageError) -> None:
         self.opening.error = error
-        self.send(self.daemon, RoomStartFailed(self.notebook_id, error.code, error.message))
+        self.send(self.daemon, rooms.RoomStartFailed(self.notebook_id, error.code, error.message))
         self._fail_held_joins(error)
 
     def _fail_held_joins(self, error: NbstageError) -> None:
@@ -217,33 +113,20 @@ class Room(NbActor):
             self.fail(join.origin, error)
 
     def _loaded(self) -> None:
-        msg = self.config
         self.file.saved_revision = self.doc.revision
-        if msg.source is RoomSource.FILE:
-            self.act(opening.sweep(self.path, self.file.lane))
-        if msg.source is not RoomSource.NEW:
-            self.opening.hold(2 if self._journalled else 1)
-            self._read_kernelspecs()
-            if self._journalled:
-                self.act(self.journal.read())
-        elif not msg.ephemeral:
-            self.opening.hold()
-            self.file.saved_revision = -1
-            self.act(self.file.flush_untitled(self.doc, SavePurpose.FIRST, self.journal.seq))
-        else:
-            self._started()
+        self.act(*self.opening.loaded(self.config, self._journalled, self.file.lane))
 
-    def _started(self, joins: list[JoinRoom] = ()) -> None:
-        self.send(self.daemon, RoomStarted(self.notebook_id, os.getpid()))
+    def _started(self, joins: list[rooms.JoinRoom] = ()) -> None:
+        self.send(self.daemon, rooms.RoomStarted(self.notebook_id, os.getpid()))
         self._report_status()
         for join in joins:
             self._on_join_room(join, self.daemon)
 
-    def _first_flush_finished(self, done: BlockingWorkDone) -> None:
+    def _first_flushed(self, error: BaseException | None) -> None:
         """A new persisted notebook exists once its untitled row is durable; joins wait."""
-        if not done.ok:
+        if error is not None:
             self.doc = None
-            self._start_failed(save_error(done.error))
+            self._start_failed(save_error(error))
         else:
             self._started(self.opening.release())
 
@@ -279,12 +162,12 @@ class Room(NbActor):
 
     # --- peers and the kernel's lifetime --------------------------------------------------
 
-    def _on_join_room(self, msg: JoinRoom, sender: ActorAddress) -> None:
+    def _on_join_room(self, msg: rooms.JoinRoom, sender: ActorAddress) -> None:
         if self.opening.held_back(msg):
             return
         self.peers.saw(msg.join_seq)
         if self.close.by is not None:
-            self.fail(msg.origin, _closing_error("nobody joined it"))
+            self.fail(msg.origin, closing_error("nobody joined it"))
             return
         if self.doc is None:
             self.fail(msg.origin, self.opening.unloaded_error())
@@ -293,12 +176,12 @@ class Room(NbActor):
         self.notices.follow(msg.origin.conn)
         self._arm_file_check()
         self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
-        joined = NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
+        joined = replies.NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
         self.answer(msg.origin, joined)
-        self._event(EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
+        self._event(edge.EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
         self._report_status()
 
-    def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
+    def receiveMsg_ClientRequest(self, msg: edge.ClientRequest, sender: ActorAddress) -> None:
         """A request may name a starting room before anyone joined it (the operator's
         console lists starting rooms): there is no document to answer from yet."""
         if self.doc is None:
@@ -306,102 +189,105 @@ class Room(NbActor):
             return
         super().receiveMsg_ClientRequest(msg, sender)
 
-    def _leave(self, origin: Origin, req: LeaveRoom) -> None:
+    def _leave(self, origin: Origin, req: requests.LeaveRoom) -> None:
         if req.peer_id not in self.peers.labels:
             raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
         label, unfollowed = self.peers.leave(req.peer_id)
         if unfollowed is not None:
             self.notices.unfollow(unfollowed)
         self.act(*self.seat.decide(lifetime.peer_left, self.seat.life))
-        self.answer(origin, RoomLeft())
-        self._event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
+        self.answer(origin, replies.RoomLeft())
+        self._event(edge.EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
         self._report_status()
 
     def _report_status(self) -> None:
         self.send(self.daemon, views.status(self))
 
-    def _event(self, kind: EventKind, detail: dict[str, Any]) -> None:
-        self.send(self.edge, RoomEventOccurred(kind, self.notebook_id, detail))
+    def _event(self, kind: edge.EventKind, detail: dict[str, Any]) -> None:
+        self.send(self.edge, edge.RoomEventOccurred(kind, self.notebook_id, detail))
 
     # --- requests -------------------------------------------------------------------------
 
     def handlers(self):
         return {
-            StartRoom: self._on_start_room,
-            JoinRoom: self._on_join_room,
-            CloseRoom: self._on_close_room,
-            ReopenRoom: self._on_reopen_room,
-            PathClaimed: self._on_path_claimed,
-            PathRefused: self._on_path_refused,
-            PathRecorded: self._on_path_recorded,
-            KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
-            KernelReady: self._on_kernel_ready,
-            KernelFailed: self._on_kernel_failed,
-            KernelDied: self._on_kernel_died,
-            KernelStopped: self._on_kernel_stopped,
+            rooms.StartRoom: self._on_start_room,
+            rooms.JoinRoom: self._on_join_room,
+            rooms.CloseRoom: self._on_close_room,
+            rooms.ReopenRoom: self._on_reopen_room,
+            rooms.PathClaimed: lambda msg, _: self.act(self.file.claimed(msg)),
+            rooms.PathRefused: lambda msg, _: self.act(self.file.refused(msg)),
+            rooms.PathRecorded: self._on_path_recorded,
+            followups.KeepAliveExpired: lambda msg, sender: self._keep_alive_expired(msg),
+            kernels.KernelReady: self._on_kernel_ready,
+            kernels.KernelFailed: self._on_kernel_failed,
+            kernels.KernelDied: self._on_kernel_died,
+            kernels.KernelStopped: self._on_kernel_stopped,
             ChildActorExited: self._on_child_actor_exited,
-            KernelInterrupted: self._on_kernel_interrupted,
-            KernelRestarted: self._on_kernel_restarted,
-            ExecutionStarted: self._on_execution_started,
-            OutputsArrived: self._on_outputs_arrived,
-            ExecutionFinished: self._on_execution_finished,
-            ExecutionsCancelled: self._on_executions_cancelled,
-            request(LeaveRoom): self._leave,
-            request(GetCell): self._get_cell,
-            request(GetCells): self._get_cells,
-            request(CreateCell): self._mutation(self._create_cell),
-            request(SetCell): self._mutation(self._set_cell),
-            request(DeleteCell): self._mutation(self._delete_cell),
-            request(MoveCell): self._mutation(self._move_cell),
-            request(ReplaceMatch): self._mutation(self._replace_match),
-            request(ReplaceRegex): self._mutation(self._replace_regex),
-            request(SaveNotebook): self._once(self._save_request),
-            request(ExecuteCell): self._execute,
-            request(GetExecution): self._get_execution,
-            request(InterruptKernel): self._once(self._interrupt),
-            request(RestartKernel): self._once(self._restart),
-            request(ManageDependencies): self._once(self._manage_dependencies),
-            request(DescribeRoom): lambda origin, req: self.answer(origin, views.described(self)),
-            request(ShutdownKernelNow): self._shutdown_kernel,
-            finished(SaveFinished): self._save_finished,
-            finished(FileLooked): self._file_looked,
-            finished(ExecutionRecorded): self._execution_recorded,
-            finished(LiveExecutionRecorded): lambda done: self.act(*self.seat.live_recorded(done)),
-            finished(StoredExecutionRead): lambda done: self.act(self.seat.stored_read(done)),
-            finished(KernelspecsRead): self._kernelspecs_read,
-            finished(StaleTempsSwept): lambda done: opening.swept(done, self.path),
-            finished(NotebookFileRead): self._notebook_file_read,
-            finished(JournalAppended): self._journal_appended,
-            finished(JournalRead): self._journal_read,
-            finished(JournalTruncated): self._journal_truncated,
-            finished(JournalClosed): self._journal_closed,
-            finished(DependenciesPrepared): self._dependencies_prepared,
-            finished(DependenciesRecorded): self._dependencies_recorded,
-            finished(ProjectTrustRecorded): self._project_trust_recorded,
-            progress(DependenciesPrepared): self._dependencies_progressed,
-            wakeup(AutosaveDue): self._autosave_due,
-            wakeup(KeepAliveExpired): self._keep_alive_expired,
-            wakeup(FileCheckDue): self._file_check_due,
-            wakeup(WaitExpired): self._wait_expired,
+            kernels.KernelInterrupted: self._on_kernel_interrupted,
+            kernels.KernelRestarted: self._on_kernel_restarted,
+            kernels.ExecutionStarted: self._on_execution_started,
+            kernels.OutputsArrived: self._on_outputs_arrived,
+            kernels.ExecutionFinished: self._on_execution_finished,
+            kernels.ExecutionsCancelled: self._on_executions_cancelled,
+            request(requests.LeaveRoom): self._leave,
+            request(requests.GetCell): self._get_cell,
+            request(requests.GetCells): self._get_cells,
+            request(requests.CreateCell): self._mutation(self._create_cell),
+            request(requests.SetCell): self._mutation(self._set_cell),
+            request(requests.DeleteCell): self._mutation(self._delete_cell),
+            request(requests.MoveCell): self._mutation(self._move_cell),
+            request(requests.ReplaceMatch): self._mutation(self._replace_match),
+            request(requests.ReplaceRegex): self._mutation(self._replace_regex),
+            request(requests.SaveNotebook): self._once(self._save_request),
+            request(requests.ExecuteCell): self._execute,
+            request(requests.GetExecution): self._get_execution,
+            request(requests.InterruptKernel): self._once(self._interrupt),
+            request(requests.RestartKernel): self._once(self._restart),
+            request(requests.ManageDependencies): self._once(self._manage_dependencies),
+            request(requests.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
+            request(requests.ShutdownKernelNow): self._shutdown_kernel,
+            finished(followups.SaveFinished): self._save_finished,
+            finished(followups.FileLooked): self._file_looked,
+            finished(followups.ExecutionRecorded): self._execution_recorded,
+            finished(followups.LiveExecutionRecorded): lambda d: self.act(
+                *self.seat.live_recorded(d)
+            ),
+            finished(followups.StoredExecutionRead): lambda d: self.act(self.seat.stored_read(d)),
+            finished(followups.KernelspecsRead): self._kernelspecs_read,
+            finished(followups.StaleTempsSwept): lambda done: opening.swept(done, self.path),
+            finished(followups.NotebookFileRead): self._notebook_file_read,
+            finished(followups.JournalAppended): self._journal_appended,
+            finished(followups.JournalRead): self._journal_read,
+            finished(followups.JournalTruncated): self._journal_truncated,
+            finished(followups.JournalClosed): self._journal_closed,
+            finished(followups.DependenciesPrepared): self._dependencies_prepared,
+            finished(followups.DependenciesRecorded): self._dependencies_recorded,
+            finished(followups.ProjectTrustRecorded): self._project_trust_recorded,
+            progress(followups.DependenciesPrepared): self._dependencies_progressed,
+            wakeup(followups.AutosaveDue): self._autosave_due,
+            wakeup(followups.KeepAliveExpired): self._keep_alive_expired,
+            wakeup(followups.FileCheckDue): self._file_check_due,
+            wakeup(followups.WaitExpired): self._wait_expired,
         }
 
-    def _autosave_due(self, due: AutosaveDue) -> None:
+    def _autosave_due(self, due: followups.AutosaveDue) -> None:
         if due.generation == self.file.autosave_generation:
-            self._persist_if_changed()
+            self._persist()
 
-    def _wait_expired(self, expired: WaitExpired) -> None:
+    def _wait_expired(self, expired: followups.WaitExpired) -> None:
         self.act(*self.seat.wait_expired(expired))
 
-    def _get_cell(self, origin: Origin, req: GetCell) -> None:
-        self.answer(origin, CellShown(self.doc.cell(req.cell_id).view()))
+    def _get_cell(self, origin: Origin, req: requests.GetCell) -> None:
+        self.answer(origin, replies.CellShown(self.doc.cell(req.cell_id).view()))
 
-    def _get_cells(self, origin: Origin, req: GetCells) -> None:
+    def _get_cells(self, origin: Origin, req: requests.GetCells) -> None:
         total = len(self.doc.cells)
-        if req.format is CellsFormat.SUMMARY:
-            self.answer(origin, CellsSummarized(self.doc.summaries(req.start, req.count), total))
+        if req.format is requests.CellsFormat.SUMMARY:
+            summaries = self.doc.summaries(req.start, req.count)
+            self.answer(origin, replies.CellsSummarized(summaries, total))
         else:
             cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
-            self.answer(origin, CellsShown(cells, total))
+            self.answer(origin, replies.CellsShown(cells, total))
 
     # --- mutations ------------------------------------------------------------------------
 
@@ -454,7 +340,7 @@ class Room(NbActor):
         """From CloseRoom on, the room's last flush is under way or done: nothing it would
         not keep is acknowledged."""
         if self.close.by is not None:
-            raise _closing_error(outcome)
+            raise closing_error(outcome)
 
     def answer(self, origin: Origin, reply: object) -> None:
         super().answer(origin, reply)
@@ -496,93 +382,92 @@ class Room(NbActor):
         self._report_closed()
 
     def act(self, *todo: actions.Action) -> None:
-        """Carry out what a part asked for (room/actions.py)."""
+        """Carry out what a part asked for (room/actions.py), in order."""
         for action in todo:
-            match action:
-                case actions.Send(to, message):
-                    self.send(to, message)
-                case actions.Offload(token, work, lane, reports):
-                    self.offload(token, work, lane, reports)
-                case actions.Wake(seconds, payload):
-                    self.wakeupAfter(timedelta(seconds=seconds), payload=payload)
-                case actions.Answer(origin, reply):
-                    self.answer(origin, reply)
-                case actions.Fail(origin, error):
-                    self.fail(origin, error)
-                case actions.StartKernelChild():
-                    self._start_kernel()
-                case actions.DetachKernel(reason):
-                    self._detach_kernel(reason)
+            self._carriers[type(action)](action)
 
-    def _create_cell(self, req: CreateCell) -> CellCreated:
+    @cached_property
+    def _carriers(self) -> dict[type, Callable[[Any], None]]:
+        a = actions
+        return {
+            a.Send: lambda x: self.send(x.to, x.message),
+            a.Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
+            a.Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
+            a.Answer: lambda x: self.answer(x.origin, x.reply),
+            a.Fail: lambda x: self.fail(x.origin, x.error),
+            a.StartKernelChild: lambda x: self._start_kernel(),
+            a.DetachKernel: lambda x: self._detach_kernel(x.reason),
+            a.WantKernel: lambda x: self.act(*self.seat.want()),
+            a.Persist: lambda x: self._persist(x.purpose),
+            a.SaveFile: lambda x: self._save_file(x.path or self.path, x.purpose, x.origin),
+            a.FinishClose: lambda x: self._finish_close(x.saved, x.error),
+            a.FirstFlushed: lambda x: self._first_flushed(x.error),
+            a.BindPath: lambda x: self._bind_path(x.path),
+            a.TruncateJournal: lambda x: self.act(self.journal.truncate(x.seq)),
+            a.ReportStatus: lambda x: self._report_status(),
+            a.ReadKernelspecs: lambda x: self._read_kernelspecs(x.restart),
+            a.ReadJournal: lambda x: self.act(self.journal.read()),
+            a.FlushFirst: lambda x: self.act(self.file.first_flush(self.doc, self.journal.seq)),
+            a.Started: lambda x: self._started(x.joins),
+            a.Edited: lambda x: self._edited(),
+            a.SetOutputs: self._set_outputs,
+        }
+
+    def _set_outputs(self, todo: actions.SetOutputs) -> None:
+        with contextlib.suppress(NbstageError):
+            self.doc.set_outputs(todo.cell_id, todo.outputs, todo.count)
+
+    def _create_cell(self, req: requests.CreateCell) -> replies.CellCreated:
         cell, index = self.doc.create_cell(req.source, req.cell_type, req.index)
-        return CellCreated(cell.id, index)
+        return replies.CellCreated(cell.id, index)
 
-    def _set_cell(self, req: SetCell) -> CellUpdated:
+    def _set_cell(self, req: requests.SetCell) -> replies.CellUpdated:
         cell = self.doc.set_cell(req.cell_id, req.source, req.cell_type)
-        return CellUpdated(cell.id)
+        return replies.CellUpdated(cell.id)
 
-    def _delete_cell(self, req: DeleteCell) -> CellDeleted:
+    def _delete_cell(self, req: requests.DeleteCell) -> replies.CellDeleted:
         self.doc.delete_cell(req.cell_id)
-        return CellDeleted(req.cell_id)
+        return replies.CellDeleted(req.cell_id)
 
-    def _move_cell(self, req: MoveCell) -> CellMoved:
+    def _move_cell(self, req: requests.MoveCell) -> replies.CellMoved:
         index = self.doc.move_cell(req.cell_id, req.after_cell_id)
-        return CellMoved(req.cell_id, index)
+        return replies.CellMoved(req.cell_id, index)
 
-    def _replace_match(self, req: ReplaceMatch) -> CellUpdated:
+    def _replace_match(self, req: requests.ReplaceMatch) -> replies.CellUpdated:
         cell = self.doc.replace_match(
             req.cell_id, req.match, req.content, req.context_before, req.context_after
         )
-        return CellUpdated(cell.id)
+        return replies.CellUpdated(cell.id)
 
-    def _replace_regex(self, req: ReplaceRegex) -> CellUpdated:
+    def _replace_regex(self, req: requests.ReplaceRegex) -> replies.CellUpdated:
         cell = self.doc.replace_regex(req.cell_id, req.pattern, req.content)
-        return CellUpdated(cell.id)
+        return replies.CellUpdated(cell.id)
 
     # --- saving (room/file_seat.py) -------------------------------------------------------
 
     def _edited(self) -> None:
-        if not (self.ephemeral and self.path is None):
+        if self._journalled:
             self.act(self.file.edited())
 
-    def _persist_if_changed(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> bool:
-        """Start saving if there are unsaved edits; False when there is nothing to do."""
-        if self.ephemeral and self.path is None:
-            return False
-        if not self.file.wants_save(self.doc.revision, purpose):
-            return False
-        if self.path is not None:
-            self._save_file(self.path, purpose)
+    def _persist(self, purpose: SavePurpose = SavePurpose.AUTOSAVE) -> None:
+        """Start saving unsaved edits; a close with nothing to save is finished at once."""
+        if self._journalled and self.file.wants_save(self.doc.revision, purpose):
+            if self.path is not None:
+                self._save_file(self.path, purpose)
+            else:
+                self.act(self.file.flush_untitled(self.doc, purpose, self.journal.seq))
+        elif purpose is SavePurpose.CLOSE:
+            self._finish_close(saved=True)
+
+    def _save_request(self, origin: Origin, req: requests.SaveNotebook) -> None:
+        if req.path is not None:
+            self.act(self.file.claim(origin, req.path, req.overwrite))
+        elif self.path is None:
+            raise NbstageError(
+                ErrorCode.NO_PATH, "This notebook has no file yet. Call save_notebook with a path."
+            )
         else:
-            self.act(self.file.flush_untitled(self.doc, purpose, self.journal.seq))
-        return True
-
-    def _save_request(self, origin: Origin, req: SaveNotebook) -> None:
-        if req.path is None:
-            if self.path is None:
-                raise NbstageError(
-                    ErrorCode.NO_PATH,
-                    "This notebook has no file yet. Call save_notebook with a path.",
-                )
             self._save_file(self.path, SavePurpose.REQUEST, origin)
-            return
-        from nbstage.actors.notebook_files import absolute_notebook_path
-
-        target = absolute_notebook_path(req.path)
-        given = str(Path(req.path).expanduser())
-        refusal = save_target.path_refusal(given, target)
-        if refusal is not None:
-            raise refusal
-        self.file.claims[origin] = (given, req.overwrite)
-        self.send(self.daemon, ClaimPath(self.notebook_id, target, origin))
-
-    def _on_path_claimed(self, msg: PathClaimed, sender: ActorAddress) -> None:
-        self._save_file(msg.path, SavePurpose.NEW_PATH, msg.origin)
-
-    def _on_path_refused(self, msg: PathRefused, sender: ActorAddress) -> None:
-        self.file.claims.pop(msg.origin, None)
-        self.fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
         trusted = self.env.trusted_fingerprint(self.doc.metadata)
@@ -590,56 +475,20 @@ class Room(NbActor):
         self.act(*self.file.save(self.doc, path, purpose, origin, seq, self.path, trusted))
 
     def _save_finished(self, done: BlockingWorkDone) -> None:
-        token: SaveFinished = done.token
-        if token.path is not None:
-            written = self.file.save_done()
-            if done.ok and isinstance(done.result, FileOnDisk):
-                self._file_changed(done.result)
-                self._save_again(token)
-                self._next_file_job()
-                return
-            if done.ok:
-                self.file.wrote(done.result.stamp, written)
-        self._settle_save(token, done)
+        seen = self.file.finished(done)
+        if seen is not None:
+            self._file_changed(seen)
+            self.act(*self.file.again(done.token))
+        else:
+            self.act(*self.file.settled(done, self.doc.revision))
         self._next_file_job()
 
-    def _settle_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
-        if done.ok:
-            self.file.saved_up_to(token.revision, self.doc.revision)
-            if token.journal_seq > 0:
-                self.act(self.journal.truncate(token.journal_seq))
-            if token.path is not None:
-                self._event(EventKind.SAVED, {"path": token.path})
-        else:
-            log.error("saving %s failed: %s", self.notebook_id, done.error)
-        match token.purpose:
-            case SavePurpose.REQUEST:
-                self._answer_save(token, done)
-            case SavePurpose.NEW_PATH:
-                self._new_path_saved(token, done)
-            case SavePurpose.CLOSE:
-                self._finish_close(done.ok, done.error)
-            case SavePurpose.FIRST:
-                self._first_flush_finished(done)
-
-    def _answer_save(self, token: SaveFinished, done: BlockingWorkDone) -> None:
-        if done.ok:
-            self.answer(token.origin, NotebookSaved(self.notebook_id, token.path))
-        else:
-            self.fail(token.origin, save_error(done.error))
-
-    def _new_path_saved(self, token: SaveFinished, done: BlockingWorkDone) -> None:
-        if not done.ok:
-            self.send(self.daemon, PathReleased(self.notebook_id, token.path))
-            self.fail(token.origin, save_error(done.error))
-            return
-        self.send(self.daemon, PathBound(self.notebook_id, token.path, token.origin))
-        self.path = token.path
-        self.ephemeral = False
+    def _bind_path(self, path: str) -> None:
+        self.path, self.ephemeral = path, False
         self._arm_file_check()
         self._report_status()
 
-    def _on_path_recorded(self, msg: PathRecorded, sender: ActorAddress) -> None:
+    def _on_path_recorded(self, msg: rooms.PathRecorded, sender: ActorAddress) -> None:
         """An open or a save to a new path is answered once the Daemon holds the binding on
         disk; a binding that could not be written is logged and the answer goes out."""
         if msg.problem is not None:
@@ -647,7 +496,7 @@ class Room(NbActor):
         if msg.origin is None:
             self._start_read_done()
         else:
-            self.answer(msg.origin, NotebookSaved(self.notebook_id, msg.path))
+            self.answer(msg.origin, replies.NotebookSaved(self.notebook_id, msg.path))
 
     # --- the file on disk -----------------------------------------------------------------
 
@@ -658,58 +507,25 @@ class Room(NbActor):
 
     def _next_file_job(self) -> None:
         while (job := self.file.next_job()) is not None:
-            purpose, path, origin = job
-            match purpose:
-                case SavePurpose.AUTOSAVE:
-                    self._persist_if_changed()
-                case SavePurpose.CLOSE:
-                    if not self._persist_if_changed(SavePurpose.CLOSE):
-                        self._finish_close(saved=True)
-                case SavePurpose.NEW_PATH:
-                    self._save_file(path, purpose, origin)
-                case _:
-                    self._save_file(self.path, purpose, origin)
-
-    def _save_again(self, token: SaveFinished) -> None:
-        """A save found the file changed from outside and wrote nothing; the change is merged
-        (or the file is gone, or not a notebook), and the save goes on from there."""
-        match token.purpose:
-            case SavePurpose.REQUEST:
-                self._save_file(self.path, SavePurpose.REQUEST, token.origin)
-            case SavePurpose.CLOSE if self.file.disk_problem is not None:
-                error = NbstageError(ErrorCode.SAVE_FAILED, self.file.disk_problem)
-                self._finish_close(False, error)
-            case SavePurpose.CLOSE:
-                if not self._persist_if_changed(SavePurpose.CLOSE):
-                    self._finish_close(saved=True)
-            case SavePurpose.AUTOSAVE if not self.file.missing:
-                self._persist_if_changed()
+            self.act(job)
 
     def _arm_file_check(self) -> None:
         self.act(*self.file.arm_check(self.path, bool(self.peers)))
 
-    def _file_check_due(self, due: FileCheckDue) -> None:
-        if due.generation != self.file.check_generation:
-            return
-        self.file.check_armed = False
-        if self.file.busy or self.close.by is not None:
-            self._arm_file_check()
-        elif self.path is not None and self.peers:
-            self.act(self.file.look(self.path))
+    def _file_check_due(self, due: followups.FileCheckDue) -> None:
+        closing = self.close.by is not None
+        self.act(*self.file.check_due(due, self.path, bool(self.peers), closing))
 
     def _file_looked(self, done: BlockingWorkDone) -> None:
-        self.file.busy = False
-        if not done.ok:
-            log.warning("could not look at %s: %s", done.token.path, done.error)
-        elif done.result is not None and done.token.path == self.path:
-            self._file_changed(done.result)
-            unsaved = self.doc.revision != self.file.saved_revision
-            if unsaved and self.file.disk_problem is None and not self.file.missing:
+        seen = self.file.looked(done, self.path)
+        if seen is not None:
+            self._file_changed(seen)
+            if self.file.autosave_resumes(self.doc.revision):
                 self._edited()
         self._arm_file_check()
         self._next_file_job()
 
-    def _file_changed(self, seen: FileOnDisk) -> None:
+    def _file_changed(self, seen: followups.FileOnDisk) -> None:
         """What the file holds now: the file part merges it; the document takes the merge."""
         merged, holds_all = self.file.changed(seen, self.path, self.doc.to_json())
         if merged is not None:
@@ -722,25 +538,27 @@ class Room(NbActor):
 
     # --- closing --------------------------------------------------------------------------
 
-    def _on_close_room(self, msg: CloseRoom, sender: ActorAddress) -> None:
+    def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
         the kernel has stopped."""
         self.close.by = sender
         # Joins held for the start are answered now: the Daemon ends this room once it is
         # closed, maybe before the start's reads come back.
-        self._fail_held_joins(_closing_error("nobody joined it"))
-        self._fail_restarts(_closing_error("the kernel was not restarted"))
+        self._fail_held_joins(closing_error("nobody joined it"))
+        self._fail_restarts(closing_error("the kernel was not restarted"))
         if self.seat.address is not None:
             self._detach_kernel(msg.reason)
             self.seat.release()
-        if self.doc is None or not self._persist_if_changed(SavePurpose.CLOSE):
+        if self.doc is None:
             self._finish_close(saved=True)
+        else:
+            self._persist(SavePurpose.CLOSE)
 
     def _finish_close(self, saved: bool, error: BaseException | None = None) -> None:
         self.file.close_registry()
         self.act(*self.journal.close())
         problem = None if saved else save_error(error).message
-        self.close.report = RoomClosed(self.notebook_id, saved, problem)
+        self.close.report = rooms.RoomClosed(self.notebook_id, saved, problem)
         self._report_closed()
 
     def _report_closed(self) -> None:
@@ -752,13 +570,13 @@ class Room(NbActor):
             report, self.close.report = self.close.report, None
             self.send(self.close.by, report)
 
-    def _on_reopen_room(self, msg: ReopenRoom, sender: ActorAddress) -> None:
+    def _on_reopen_room(self, msg: rooms.ReopenRoom, sender: ActorAddress) -> None:
         self.close.by = None
         self.close.kept = msg.kept
 
     # --- the kernel seat (room/kernel_seat.py) --------------------------------------------
 
-    def _keep_alive_expired(self, msg: KeepAliveExpired) -> None:
+    def _keep_alive_expired(self, msg: followups.KeepAliveExpired) -> None:
         busy = bool(self.seat.book.live_ids())
         self.act(
             *self.seat.decide(lifetime.keep_alive_expired, self.seat.life, msg.generation, busy)
@@ -766,86 +584,48 @@ class Room(NbActor):
 
     def _start_kernel(self) -> None:
         self.seat.seated(self.createActor(Kernel))
-        cfg = self.config
-        cwd = os.path.dirname(self.path) if self.path is not None else cfg.working_dir
-        deps = dependencies.read_dependencies(self.doc.metadata)
-        start = StartKernel(
-            cfg.notebook_id,
-            self.env.kernel_name,
-            cfg.kernel_dir,
-            cwd,
-            self.edge,
-            cfg.kernel_backend,
-            cfg.state_dir,
-            dependencies.wanted_environment(deps, self.env.trusted, cwd),
-            cfg.settings.output_limit_bytes,
+        self.send(
+            self.seat.address, self.seat.start_message(self.path, self.doc.metadata, self.env)
         )
-        self.send(self.seat.address, start)
 
     def _detach_kernel(self, reason: str) -> None:
         """The latch: from here on the old kernel is never handed out."""
-        self.act(*self.seat.detach())
-        self.env.running = None
-        self._fail_live_executions(
-            ExecutionStatus.ERROR,
-            f"kernel stopped: {reason}; run the cell again with "
-            'execute_cell(cell_id="{cell_id}")',
-        )
-        self._report_status()
+        self.act(*self.seat.detach(reason, self.env))
 
-    def _on_kernel_ready(self, msg: KernelReady, sender: ActorAddress) -> None:
+    def _on_kernel_ready(self, msg: kernels.KernelReady, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
-            self.seat.state = KernelState.IDLE
-            self.seat.pid, self.seat.actor_pid = msg.pid, msg.actor_pid
+            self.seat.up(msg.pid, msg.actor_pid)
             self.env.running = msg.environment
-            self._project_reported()
-            self._answer_restarts()
+            self.act(*self.deps.project_reported(self.path))
+            self.act(*self.seat.answer_restarts(self.env))
             self._report_status()
 
-    def _on_kernel_failed(self, msg: KernelFailed, sender: ActorAddress) -> None:
-        if self.seat.is_current(sender):
-            self.seat.ended(msg.message)
-            self._fail_restarts()
-            self._fail_live_executions(ExecutionStatus.ERROR, msg.message)
-            self._report_status()
+    def _on_kernel_failed(self, msg: kernels.KernelFailed, sender: ActorAddress) -> None:
+        self.act(*self.seat.failed(sender, msg.message, self.env))
 
-    def _on_kernel_died(self, msg: KernelDied, sender: ActorAddress) -> None:
-        if self.seat.is_current(sender):
-            self.seat.ended(f"The kernel (pid {msg.pid}) died.")
-            self._fail_restarts()
-            self._event(EventKind.KERNEL_DIED, {"pid": msg.pid})
-            self._report_status()
+    def _on_kernel_died(self, msg: kernels.KernelDied, sender: ActorAddress) -> None:
+        self.act(*self.seat.died(sender, msg.pid, self.env))
 
     def _kernel_gone(self, address: ActorAddress) -> None:
         self.seat.gone(address)
         self._report_closed()
 
-    def _on_kernel_stopped(self, msg: KernelStopped, sender: ActorAddress) -> None:
+    def _on_kernel_stopped(self, msg: kernels.KernelStopped, sender: ActorAddress) -> None:
         self.send(sender, ActorExitRequest())
         if msg.pid is not None:
-            self.send(self.edge, KernelProcessEnded(self.notebook_id, msg.pid))
+            self.send(self.edge, edge.KernelProcessEnded(self.notebook_id, msg.pid))
         self._kernel_gone(sender)
 
     def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
         self._kernel_gone(msg.childAddress)
-        if self.seat.is_current(msg.childAddress):
-            self.seat.address = None
-            self.seat.ended("The kernel's actor exited.")
-            self.seat.release()
-            self._fail_live_executions(ExecutionStatus.ERROR, self.seat.problem)
-            self._report_status()
+        self.act(*self.seat.actor_exited(msg.childAddress))
 
-    def _shutdown_kernel(self, origin: Origin, req: ShutdownKernelNow) -> None:
-        pid = self.seat.pid
-        if self.seat.address is None:
-            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
-        self._detach_kernel("shut down by the operator")
-        self.seat.release()
-        self.answer(origin, KernelShutDown(pid))
+    def _shutdown_kernel(self, origin: Origin, req: requests.ShutdownKernelNow) -> None:
+        self.act(*self.seat.shut_down(origin, self.env))
 
     # --- executions -----------------------------------------------------------------------
 
-    def _execute(self, origin: Origin, req: ExecuteCell) -> None:
+    def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         key = scoped_key(req)
         if self.once.known(key):
             known = self.once.first_answer(key)["execution_id"]
@@ -858,58 +638,39 @@ class Room(NbActor):
                 ErrorCode.BAD_REQUEST, f"Cell {cell.id} is {cell.cell_type}, not code."
             )
         self._require_kernel()
-        record, is_new = self.seat.book.queue(cell.id)
-        self.once.remember(key, {"execution_id": record.execution_id})
-        if is_new:
-            self.doc.clear_outputs(cell.id)
-            self.send(self.seat.address, RunCode(record.execution_id, cell.source))
-        self.act(*self.seat.answer_execution(origin, record.execution_id, req.wait_secs))
+        execution_id, start = self.seat.run(cell.id, cell.source)
+        self.once.remember(key, {"execution_id": execution_id})
+        self.act(*start, *self.seat.answer_execution(origin, execution_id, req.wait_secs))
 
     def _require_kernel(self) -> None:
         self.env.refuse_without_kernelspec(self.seat.life.has_runtime)
         self.act(*self.seat.require())
 
-    def _get_execution(self, origin: Origin, req: GetExecution) -> None:
+    def _get_execution(self, origin: Origin, req: requests.GetExecution) -> None:
         self.act(*self.seat.answer_execution(origin, req.execution_id, req.wait_secs))
 
-    def _on_execution_started(self, msg: ExecutionStarted, sender: ActorAddress) -> None:
+    def _on_execution_started(self, msg: kernels.ExecutionStarted, sender: ActorAddress) -> None:
         if self.seat.is_current(sender) and self.seat.book.started(msg.execution_id):
-            self.seat.state = KernelState.BUSY
+            self.seat.state = kernels.KernelState.BUSY
 
-    def _on_outputs_arrived(self, msg: OutputsArrived, sender: ActorAddress) -> None:
-        if self.close.by is not None:
-            return
-        record = self.seat.book.add_outputs(
-            msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail
-        )
-        if record is not None:
-            with contextlib.suppress(NbstageError):
-                self.doc.set_outputs(record.cell_id, record.outputs, None)
+    def _on_outputs_arrived(self, msg: kernels.OutputsArrived, sender: ActorAddress) -> None:
+        if self.close.by is None:
+            self.act(*self.seat.outputs(msg))
 
-    def _on_execution_finished(self, msg: ExecutionFinished, sender: ActorAddress) -> None:
-        book = self.seat.book
-        record = book.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
+    def _on_execution_finished(self, msg: kernels.ExecutionFinished, sender: ActorAddress) -> None:
+        todo = self.seat.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
         if self.seat.is_current(sender):
-            self.seat.state = KernelState.IDLE
-        if record is not None:
-            self._settle(record)
+            self.seat.state = kernels.KernelState.IDLE
+        self.act(*todo)
 
-    def _on_executions_cancelled(self, msg: ExecutionsCancelled, sender: ActorAddress) -> None:
+    def _on_executions_cancelled(
+        self, msg: kernels.ExecutionsCancelled, sender: ActorAddress
+    ) -> None:
         for execution_id in msg.execution_ids:
-            record = self.seat.book.finish(execution_id, msg.status, error=msg.reason)
-            if record is not None:
-                self._settle(record)
+            self.act(*self.seat.finish(execution_id, msg.status, error=msg.reason))
 
-    def _fail_live_executions(self, status: ExecutionStatus, reason: str) -> None:
-        for record in self.seat.fail_live(status, reason):
-            self._settle(record)
-
-    def _settle(self, record: Execution) -> None:
-        """A finished execution: update the cell, answer waiters, keep a record on disk."""
-        with contextlib.suppress(NbstageError):
-            self.doc.set_outputs(record.cell_id, record.outputs, record.execution_count)
-        self.act(*self.seat.settled(record))
-        self._edited()
+    def _fail_live_executions(self, status: kernels.ExecutionStatus, reason: str) -> None:
+        self.act(*self.seat.fail_live(status, reason))
 
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
         if not done.ok:
@@ -917,163 +678,66 @@ class Room(NbActor):
 
     # --- interrupt and restart ------------------------------------------------------------
 
-    def _interrupt(self, origin: Origin, req: InterruptKernel) -> None:
-        if self.seat.address is None or self.seat.state is KernelState.DEAD:
-            raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
-        self.send(self.seat.address, InterruptKernelNow(origin))
+    def _interrupt(self, origin: Origin, req: requests.InterruptKernel) -> None:
+        self.act(self.seat.interrupt(origin))
 
-    def _on_kernel_interrupted(self, msg: KernelInterrupted, sender: ActorAddress) -> None:
-        self.answer(msg.origin, InterruptSent())
+    def _on_kernel_interrupted(self, msg: kernels.KernelInterrupted, sender: ActorAddress) -> None:
+        self.answer(msg.origin, replies.InterruptSent())
 
-    def _restart(self, origin: Origin, req: RestartKernel | None) -> None:
+    def _restart(self, origin: Origin, req: requests.RestartKernel | None) -> None:
         """A room whose notebook fits no kernelspec reads them again first: one may be new."""
         if self.env.kernel_refused is not None:
             self._read_kernelspecs(origin)
-            return
-        seat = self.seat
-        self.env.refuse_without_kernelspec(seat.life.has_runtime)
-        if not seat.life.has_runtime:
-            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
-        self._fail_live_executions(ExecutionStatus.ERROR, "the kernel was restarted")
-        seat.pending_restart.append(origin)
-        if seat.address is not None and seat.state is not KernelState.DEAD:
-            if not projects.placed_afresh(self.env.running):
-                seat.state = KernelState.RESTARTING
-                self.send(seat.address, RestartKernelNow(origin))
-                return
-            self._detach_kernel("the kernel was restarted")
-        self.act(*seat.stop_child(), *seat.want())
+        else:
+            self.act(*self.seat.restart(origin, self.env))
 
-    def _on_kernel_restarted(self, msg: KernelRestarted, sender: ActorAddress) -> None:
+    def _on_kernel_restarted(self, msg: kernels.KernelRestarted, sender: ActorAddress) -> None:
         if self.seat.is_current(sender):
-            self.seat.state = KernelState.IDLE
-            self.seat.pid = msg.pid
-            self._answer_restarts()
+            self.seat.up(msg.pid)
+            self.act(*self.seat.answer_restarts(self.env))
             self._report_status()
 
     def _fail_restarts(self, failure: NbstageError | None = None) -> None:
-        failure = failure or self.seat.restart_failure()
-        for origin in self.seat.pending_restart + [origin for origin, _ in self.env.pending]:
-            self.fail(origin, failure)
-        self.seat.pending_restart, self.env.pending = [], []
+        self.act(*self.seat.fail_restarts(self.env, failure))
 
-    def _answer_restarts(self) -> None:
-        for origin in self.seat.pending_restart:
-            self.answer(origin, RestartCompleted(self.seat.pid))
-        for origin, reply in self.env.pending:
-            self.answer(origin, replace(reply, environment=self.env.running))
-        self.seat.pending_restart, self.env.pending = [], []
+    # --- dependencies (room/dependency_calls.py) ------------------------------------------
 
-    # --- dependencies (actors/dependencies.py) --------------------------------------------
-
-    def _project_reported(self) -> None:
-        refused, locked = self.env.project_reported()
-        if refused is not None:
-            self.notices.post(refused)
-        if locked is not None and self.path is not None:
-            work = self._dependency_record_work(None, (locked,))
-            self.act(self.journal.work(ProjectTrustRecorded(), work))
-
-    def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
-        self.journal.settled()
-        if not done.ok:
-            log.error("could not record the project trust of %s: %s", self.path, done.error)
-        self._report_closed()
-
-    def _manage_dependencies(self, origin: Origin, req: ManageDependencies) -> None:
-        """Validate, then (for apply=restart or sync) do the environment work first: a
-        build that fails changes nothing. The edit itself is one room mutation."""
-        current = dependencies.read_dependencies(self.doc.metadata)
-        plan = dependencies.plan_change(
-            current, self.env.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
-        )
-        started = time.monotonic()
-        if req.apply is ApplyDependencies.NONE:
+    def _manage_dependencies(self, origin: Origin, req: requests.ManageDependencies) -> None:
+        plan = self.deps.plan(req, self.doc.metadata)
+        if req.apply is requests.ApplyDependencies.NONE:
             self._commit_dependencies(origin, plan, None)
-            return
-        self._require_kernel()
-        if req.apply is ApplyDependencies.RESTART:
-            work = self.env.build_work(plan, self.config.state_dir)
         else:
-            work = self.env.sync_work(plan)
-        token = DependenciesPrepared(origin, plan, req.apply.value, started)
-        self.env.jobs += 1
-        self.offload(token, work, reports=True)
-
-    def _dependencies_progressed(self, token: DependenciesPrepared, line: str) -> None:
-        self.send(self.edge, RequestProgressed(token.origin, f"uv: {line}"))
+            self._require_kernel()
+            self.act(self.deps.prepare(origin, req, plan))
 
     def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
-        token: DependenciesPrepared = done.token
-        self.env.jobs -= 1
-        seconds = round(time.monotonic() - token.started, 3)
-        if self.close.by is not None:
-            self.fail(token.origin, _closing_error("the dependencies were not changed"))
-            self._report_closed()
+        origin, plan, closing = done.token.origin, done.token.plan, self.close.by is not None
+        outcome = self.deps.prepared(done, self.doc.metadata, closing)
+        if not isinstance(outcome, replies.DependenciesApplied):
+            self.act(*outcome)
+            if closing:
+                self._report_closed()
             return
-        refusal = dependency_calls.refusal_after_work(done, self.doc.metadata)
-        if refusal is not None:
-            self.fail(token.origin, refusal)
-            return
-        applied = DependenciesApplied(token.mode, True, seconds)
         try:
-            self._commit_dependencies(token.origin, token.plan, applied)
+            self._commit_dependencies(origin, plan, outcome)
         except NbstageError as exc:
-            self.fail(token.origin, exc)
+            self.fail(origin, exc)
 
-    def _commit_dependencies(
-        self,
-        origin: Origin,
-        plan: dependencies.DependencyPlan,
-        applied: DependenciesApplied | None,
-    ) -> None:
-        """Apply the edit and the trust, answer once both are durable; a restart answers
-        once the kernel is up in the new environment."""
-        edit = plan.edit
-        changed = edit.after != edit.before
-        if changed:
+    def _commit_dependencies(self, origin: Origin, plan, applied) -> None:
+        """The edit is one room mutation; the part trusts and records it."""
+        if plan.edit.after != plan.edit.before:
             self._refuse_while_closing("the dependencies were not changed")
-            self.doc.set_dependencies(edit.after)
+            self.doc.set_dependencies(plan.edit.after)
             self._edited()
-        trusts = []
-        if plan.trusted_after and plan.after_fingerprint not in self.env.trusted:
-            trusts.append(plan.after_fingerprint)
-        if plan.trusted_after:
-            self.env.trusted.add(plan.after_fingerprint)
-        approved = self.env.approve_project(plan)
-        if approved is not None:
-            trusts.append(approved[0])
-            self.notices.post(approved[1])
-        reply = dependency_calls.managed(plan, self.env.running, applied)
-        journalled = edit.after if changed and self._journalled else None
-        work = self._dependency_record_work(journalled, tuple(trusts) if self.path else ())
-        restart = applied is not None and applied.mode == ApplyDependencies.RESTART
-        self.act(self.journal.work(DependenciesRecorded(origin, reply, restart), work))
+        self.act(self.deps.commit(origin, plan, applied, self.path, self._journalled))
 
-    def _dependency_record_work(self, journalled: tuple[str, ...] | None, trusts: tuple[str, ...]):
-        record = None
-        if journalled is not None:
-            seq, data = self.journal.next_record(journal.dependencies(list(journalled)))
-            record = (self.journal.store, self.notebook_id, seq, data)
-        return dependency_calls.record_work(record, self.file.registry_file, self.path, trusts)
+    def _dependencies_progressed(self, token: followups.DependenciesPrepared, line: str) -> None:
+        self.send(self.edge, edge.RequestProgressed(token.origin, f"uv: {line}"))
 
-    def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
-        self.journal.settled()
-        token: DependenciesRecorded = done.token
-        if not done.ok:
-            log.error("could not record the dependencies of %s: %s", self.notebook_id, done.error)
-        if not token.restart:
-            self.answer(token.origin, token.reply)
-        elif self.close.by is not None:
-            self.fail(token.origin, _closing_error("the kernel was not restarted"))
-        else:
-            self.env.pending.append((token.origin, token.reply))
-            self._detach_kernel("restarted into its new environment")
-            self.act(*self.seat.want())
+    def _project_trust_recorded(self, done: BlockingWorkDone) -> None:
+        self.deps.project_trust_recorded(done, self.path)
         self._report_closed()
 
-
-def _closing_error(outcome: str) -> NbstageError:
-    return NbstageError(
-        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
-    )
+    def _dependencies_recorded(self, done: BlockingWorkDone) -> None:
+        self.act(*self.deps.recorded(done, self.close.by is not None))
+        self._report_closed()

@@ -9,21 +9,38 @@ the disk comes back as the notebook the Room then takes (docs/notes/file-watch.m
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from nbstage.actors import notebook_merge, persistence
+from nbstage.actors import notebook_merge, persistence, save_target
 from nbstage.actors.document import Document
 from nbstage.actors.notices import NoticeBoard
 from nbstage.actors.registry import Registry
-from nbstage.actors.room.actions import Offload, Wake
+from nbstage.actors.room.actions import (
+    Action,
+    Answer,
+    BindPath,
+    Fail,
+    FinishClose,
+    FirstFlushed,
+    Offload,
+    Persist,
+    SaveFile,
+    Send,
+    TruncateJournal,
+    Wake,
+)
 from nbstage.actors.room.environment import record_trust_after_save
-from nbstage.protocol.edge import Origin
-from nbstage.protocol.errors import NbstageError
+from nbstage.actors.room_support import save_error
+from nbstage.protocol.edge import EventKind, Origin, RoomEventOccurred
+from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.notices import Notice, NoticeKind
+from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import NotebookSaved
 from nbstage.protocol.room_followups import (
     AutosaveDue,
     DiskStamp,
@@ -33,13 +50,23 @@ from nbstage.protocol.room_followups import (
     SaveFinished,
     SavePurpose,
 )
-from nbstage.protocol.rooms import StartRoom
+from nbstage.protocol.rooms import (
+    ClaimPath,
+    PathBound,
+    PathClaimed,
+    PathRefused,
+    PathReleased,
+    StartRoom,
+)
+
+log = logging.getLogger("nbstage.room")
 
 
 class FileSeat:
     def __init__(self, notices: NoticeBoard) -> None:
         self.notices = notices
         self.config: StartRoom | None = None
+        self.daemon: Any = None
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -64,8 +91,8 @@ class FileSeat:
         self.check_armed = False
         self._registry: Registry | None = None
 
-    def start(self, config: StartRoom) -> None:
-        self.config = config
+    def start(self, config: StartRoom, daemon: Any = None) -> None:
+        self.config, self.daemon = config, daemon
 
     @property
     def registry_file(self) -> Path:
@@ -163,16 +190,104 @@ class FileSeat:
         registry, notebook_id = self.registry, self.config.notebook_id
         return Offload(token, lambda: registry.store_untitled(notebook_id, snapshot), self.lane)
 
+    def first_flush(self, doc: Document, seq: int) -> Offload:
+        """A new persisted notebook is unsaved until its untitled row is written."""
+        self.saved_revision = -1
+        return self.flush_untitled(doc, SavePurpose.FIRST, seq)
+
     def save_done(self) -> dict | None:
         """A save to a file came back: the next job may start; the notebook it wrote."""
         self.busy = False
         written, self.writing = self.writing, None
         return written
 
-    def next_job(self) -> tuple[SavePurpose, str, Origin | None] | None:
+    def next_job(self) -> Persist | SaveFile | None:
+        """The save or close waiting for the one before it, once nothing is under way."""
         if self.busy or not self.queue:
             return None
-        return self.queue.pop(0)
+        purpose, path, origin = self.queue.pop(0)
+        if purpose in (SavePurpose.AUTOSAVE, SavePurpose.CLOSE):
+            return Persist(purpose)
+        return SaveFile(path if purpose is SavePurpose.NEW_PATH else None, purpose, origin)
+
+    def claim(self, origin: Origin, path: str, overwrite: bool) -> Send:
+        """A save to a new path asks the Daemon for the path first (PathClaimed/Refused)."""
+        from nbstage.actors.notebook_files import absolute_notebook_path
+
+        target = absolute_notebook_path(path)
+        given = str(Path(path).expanduser())
+        refusal = save_target.path_refusal(given, target)
+        if refusal is not None:
+            raise refusal
+        self.claims[origin] = (given, overwrite)
+        return Send(self.daemon, ClaimPath(self.config.notebook_id, target, origin))
+
+    def claimed(self, msg: PathClaimed) -> SaveFile:
+        return SaveFile(msg.path, SavePurpose.NEW_PATH, msg.origin)
+
+    def refused(self, msg: PathRefused) -> Fail:
+        self.claims.pop(msg.origin, None)
+        return Fail(msg.origin, NbstageError(msg.code, msg.message))
+
+    def finished(self, done: BlockingWorkDone) -> FileOnDisk | None:
+        """A save came back; what the file held instead, when it changed from outside and
+        nothing was written."""
+        if done.token.path is None:
+            return None
+        written = self.save_done()
+        if done.ok and isinstance(done.result, FileOnDisk):
+            return done.result
+        if done.ok:
+            self.wrote(done.result.stamp, written)
+        return None
+
+    def settled(self, done: BlockingWorkDone, revision: int) -> list[Action]:
+        """A save is over (written or failed): what follows for whoever waited on it."""
+        token: SaveFinished = done.token
+        todo: list[Action] = []
+        if not done.ok:
+            log.error("saving %s failed: %s", self.config.notebook_id, done.error)
+        else:
+            self.saved_up_to(token.revision, revision)
+            if token.journal_seq > 0:
+                todo.append(TruncateJournal(token.journal_seq))
+            if token.path is not None:
+                event = (EventKind.SAVED, self.config.notebook_id, {"path": token.path})
+                todo.append(Send(self.config.edge, RoomEventOccurred(*event)))
+        return todo + self._then(token, done)
+
+    def _then(self, token: SaveFinished, done: BlockingWorkDone) -> list[Action]:
+        notebook_id, origin = self.config.notebook_id, token.origin
+        match token.purpose:
+            case SavePurpose.REQUEST if done.ok:
+                return [Answer(origin, NotebookSaved(notebook_id, token.path))]
+            case SavePurpose.REQUEST:
+                return [Fail(origin, save_error(done.error))]
+            case SavePurpose.NEW_PATH if done.ok:
+                bound = PathBound(notebook_id, token.path, origin)
+                return [Send(self.daemon, bound), BindPath(token.path)]
+            case SavePurpose.NEW_PATH:
+                released = PathReleased(notebook_id, token.path)
+                return [Send(self.daemon, released), Fail(origin, save_error(done.error))]
+            case SavePurpose.CLOSE:
+                return [FinishClose(done.ok, done.error)]
+            case SavePurpose.FIRST:
+                return [FirstFlushed(None if done.ok else done.error)]
+        return []
+
+    def again(self, token: SaveFinished) -> list[Action]:
+        """A save found the file changed from outside and wrote nothing; once the change
+        is merged (or the file is gone, or not a notebook), the save goes on from there."""
+        match token.purpose:
+            case SavePurpose.REQUEST:
+                return [SaveFile(None, SavePurpose.REQUEST, token.origin)]
+            case SavePurpose.CLOSE if self.disk_problem is not None:
+                return [FinishClose(False, NbstageError(ErrorCode.SAVE_FAILED, self.disk_problem))]
+            case SavePurpose.CLOSE:
+                return [Persist(SavePurpose.CLOSE)]
+            case SavePurpose.AUTOSAVE if not self.missing:
+                return [Persist(SavePurpose.AUTOSAVE)]
+        return []
 
     # --- the file on disk -----------------------------------------------------------------
 
@@ -194,6 +309,30 @@ class FileSeat:
         self.check_armed = True
         self.check_generation += 1
         return [Wake(every, FileCheckDue(self.check_generation))]
+
+    def check_due(
+        self, due: FileCheckDue, path: str | None, has_peers: bool, closing: bool
+    ) -> list[Action]:
+        if due.generation != self.check_generation:
+            return []
+        self.check_armed = False
+        if self.busy or closing:
+            return self.arm_check(path, has_peers)
+        return [self.look(path)] if path is not None and has_peers else []
+
+    def looked(self, done: BlockingWorkDone, path: str | None) -> FileOnDisk | None:
+        """A look came back: what the file holds, if it changed and is still the room's."""
+        self.busy = False
+        if not done.ok:
+            log.warning("could not look at %s: %s", done.token.path, done.error)
+        elif done.result is not None and done.token.path == path:
+            return done.result
+        return None
+
+    def autosave_resumes(self, revision: int) -> bool:
+        """After a look: unsaved edits are saved again once the file is a notebook again."""
+        unsaved = revision != self.saved_revision
+        return unsaved and self.disk_problem is None and not self.missing
 
     def look(self, path: str) -> Offload:
         """Stat the file (read it only when it changed), between saves, on this room's lane."""

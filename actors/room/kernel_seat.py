@@ -10,29 +10,48 @@ outputs into the document: the seat never touches the document.
 from __future__ import annotations
 
 import logging
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from nbstage.actors import executions, lifetime, persistence
+from nbstage.actors import dependencies, executions, lifetime, persistence, projects
 from nbstage.actors.executions import Execution, ExecutionBook
 from nbstage.actors.room.actions import (
     Action,
     Answer,
     DetachKernel,
+    Edited,
     Fail,
     Offload,
+    ReportStatus,
     Send,
+    SetOutputs,
     StartKernelChild,
     Wake,
 )
 from nbstage.protocol.codec import from_wire
-from nbstage.protocol.edge import Origin
+from nbstage.protocol.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.kernels import (
+    ExecutionStatus,
+    InterruptKernelNow,
+    KernelState,
+    OutputsArrived,
+    RestartKernelNow,
+    RunCode,
+    ShutdownKernel,
+    StartKernel,
+)
 from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.replies import ExecutionReported, ExecutionView
+from nbstage.protocol.replies import (
+    ExecutionReported,
+    ExecutionView,
+    KernelShutDown,
+    RestartCompleted,
+)
 from nbstage.protocol.room_followups import (
     ExecutionRecorded,
     KeepAliveExpired,
@@ -99,6 +118,42 @@ class KernelSeat:
         self.state = KernelState.STARTING
         self.problem = None
 
+    def start_message(self, path: str | None, metadata: dict, env: Any) -> StartKernel:
+        """What the new Kernel child is told: where to run, in which environment."""
+        cfg = self.config
+        cwd = os.path.dirname(path) if path is not None else cfg.working_dir
+        deps = dependencies.read_dependencies(metadata)
+        return StartKernel(
+            cfg.notebook_id,
+            env.kernel_name,
+            cfg.kernel_dir,
+            cwd,
+            cfg.edge,
+            cfg.kernel_backend,
+            cfg.state_dir,
+            dependencies.wanted_environment(deps, env.trusted, cwd),
+            cfg.settings.output_limit_bytes,
+        )
+
+    def up(self, pid: int, actor_pid: int | None = None) -> None:
+        self.state = KernelState.IDLE
+        self.pid = pid
+        if actor_pid is not None:
+            self.actor_pid = actor_pid
+
+    def answer_restarts(self, env: Any) -> list[Action]:
+        """The kernel is up: restarts, and dependency changes that restarted it, are done."""
+        todo: list[Action] = [Answer(o, RestartCompleted(self.pid)) for o in self.pending_restart]
+        todo += [Answer(o, replace(reply, environment=env.running)) for o, reply in env.pending]
+        self.pending_restart, env.pending = [], []
+        return todo
+
+    def fail_restarts(self, env: Any, failure: NbstageError | None = None) -> list[Action]:
+        failure = failure or self.restart_failure()
+        waiting = self.pending_restart + [origin for origin, _ in env.pending]
+        self.pending_restart, env.pending = [], []
+        return [Fail(origin, failure) for origin in waiting]
+
     def is_current(self, sender: Any) -> bool:
         return self.address is not None and sender == self.address
 
@@ -111,13 +166,17 @@ class KernelSeat:
         self.address = None
         return [stop]
 
-    def detach(self) -> list[Action]:
-        """The latch: from here on the old kernel is never handed out."""
+    def detach(self, reason: str, env: Any) -> list[Action]:
+        """The latch: from here on the old kernel is never handed out; its runs end."""
         stop = self.stop_child()
         self.state = KernelState.NONE
         self.pid = None
         self.actor_pid = None
-        return stop
+        env.running = None
+        said = (
+            f'kernel stopped: {reason}; run the cell again with execute_cell(cell_id="{{cell_id}}")'
+        )
+        return [*stop, *self.fail_live(ExecutionStatus.ERROR, said), ReportStatus()]
 
     def gone(self, address: Any) -> None:
         self.stopping = [kernel for kernel in self.stopping if kernel != address]
@@ -125,6 +184,30 @@ class KernelSeat:
     def ended(self, problem: str) -> None:
         self.state = KernelState.DEAD
         self.problem = problem
+
+    def failed(self, sender: Any, problem: str, env: Any) -> list[Action]:
+        """The current kernel could not start: restarts and runs waiting on it fail."""
+        if not self.is_current(sender):
+            return []
+        self.ended(problem)
+        restarts = self.fail_restarts(env)
+        return [*restarts, *self.fail_live(ExecutionStatus.ERROR, problem), ReportStatus()]
+
+    def died(self, sender: Any, pid: int, env: Any) -> list[Action]:
+        if not self.is_current(sender):
+            return []
+        self.ended(f"The kernel (pid {pid}) died.")
+        event = RoomEventOccurred(EventKind.KERNEL_DIED, self.config.notebook_id, {"pid": pid})
+        return [*self.fail_restarts(env), Send(self.config.edge, event), ReportStatus()]
+
+    def actor_exited(self, child: Any) -> list[Action]:
+        """The current Kernel actor exited without being let go: its runs end with it."""
+        if not self.is_current(child):
+            return []
+        self.address = None
+        self.ended("The kernel's actor exited.")
+        self.release()
+        return [*self.fail_live(ExecutionStatus.ERROR, self.problem), ReportStatus()]
 
     def require(self) -> list[Action]:
         """Refuse a call that needs a kernel which cannot come; start one if none is up."""
@@ -137,6 +220,35 @@ class KernelSeat:
                 "fresh kernel (its variables are lost), then run the cells you need again.",
             )
         return self.want() if self.address is None else []
+
+    def restart(self, origin: Origin, env: Any) -> list[Action]:
+        """Restart in place, or (a kernel placed afresh, or none running) let the old one go
+        and start a new one; either way its runs end and ``origin`` waits for the kernel."""
+        env.refuse_without_kernelspec(self.life.has_runtime)
+        if not self.life.has_runtime:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
+        todo = self.fail_live(ExecutionStatus.ERROR, "the kernel was restarted")
+        self.pending_restart.append(origin)
+        if self.address is not None and self.state is not KernelState.DEAD:
+            if not projects.placed_afresh(env.running):
+                self.state = KernelState.RESTARTING
+                return [*todo, Send(self.address, RestartKernelNow(origin))]
+            todo += self.detach("the kernel was restarted", env)
+        return [*todo, *self.stop_child(), *self.want()]
+
+    def interrupt(self, origin: Origin) -> Send:
+        if self.address is None or self.state is KernelState.DEAD:
+            raise NbstageError(ErrorCode.NO_KERNEL, "There is no running kernel to interrupt.")
+        return Send(self.address, InterruptKernelNow(origin))
+
+    def shut_down(self, origin: Origin, env: Any) -> list[Action]:
+        """The operator's shutdown: the kernel goes, and comes back only when wanted."""
+        pid = self.pid
+        if self.address is None:
+            raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no running kernel.")
+        todo = self.detach("shut down by the operator", env)
+        self.release()
+        return [*todo, Answer(origin, KernelShutDown(pid))]
 
     def restart_failure(self) -> NbstageError:
         return NbstageError(ErrorCode.KERNEL_DIED, f"{self.problem} Try restart again.")
@@ -190,29 +302,52 @@ class KernelSeat:
         missing = f"No execution {execution_id} in this notebook."
         return Fail(origin, NbstageError(ErrorCode.EXECUTION_NOT_FOUND, missing))
 
-    def fail_live(self, status: ExecutionStatus, reason: str) -> list[Execution]:
+    def run(self, cell_id: str, source: str) -> tuple[str, list[Action]]:
+        """Queue a run of the cell (or join the one queued): its id, and what starts it."""
+        record, is_new = self.book.queue(cell_id)
+        if not is_new:
+            return record.execution_id, []
+        run = Send(self.address, RunCode(record.execution_id, source))
+        return record.execution_id, [SetOutputs(cell_id, [], None), run]
+
+    def outputs(self, msg: OutputsArrived) -> list[Action]:
+        book = self.book
+        record = book.add_outputs(msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail)
+        return [] if record is None else [SetOutputs(record.cell_id, record.outputs, None)]
+
+    def finish(
+        self,
+        execution_id: str,
+        status: ExecutionStatus,
+        count: int | None = None,
+        error: Any = None,
+    ) -> list[Action]:
+        record = self.book.finish(execution_id, status, count, error)
+        return [] if record is None else self.settled(record)
+
+    def fail_live(self, status: ExecutionStatus, reason: str) -> list[Action]:
         """End every live execution; ``{cell_id}`` in ``reason`` names each one's cell."""
-        ended = []
+        ended: list[Action] = []
         for execution_id in self.book.live_ids():
             live = self.book.get(execution_id)
             said = reason.replace("{cell_id}", live.cell_id) if live is not None else reason
-            record = self.book.finish(execution_id, status, error=said)
-            if record is not None:
-                ended.append(record)
+            ended += self.finish(execution_id, status, error=said)
         return ended
 
     def settled(self, record: Execution) -> list[Action]:
-        """A finished execution: answer its waiters and keep its record on disk."""
+        """A finished execution: write it into the cell, answer its waiters, keep its record
+        on disk."""
         reported = ExecutionReported(record.report())
-        actions: list[Action] = [
-            Answer(origin, reported) for origin in self.book.release_waiters(record.execution_id)
-        ]
+        actions: list[Action] = [SetOutputs(record.cell_id, record.outputs, record.execution_count)]
+        for origin in self.book.release_waiters(record.execution_id):
+            actions.append(Answer(origin, reported))
         self.finished_count += 1
         keep = None
         if self.finished_count % persistence.PRUNE_EVERY == 0:
             keep = self.config.settings.execution_retention
         view = record.to_wire()
         actions.append(self._write(view["execution_id"], orjson.dumps(view), keep))
+        actions.append(Edited())
         return actions
 
     @property

@@ -14,7 +14,14 @@ import orjson
 
 from nbstage.actors.document import Document
 from nbstage.actors.kernelspecs import NoKernelspec, choose_kernelspec
-from nbstage.actors.room.actions import Offload
+from nbstage.actors.room.actions import (
+    Action,
+    FlushFirst,
+    Offload,
+    ReadJournal,
+    ReadKernelspecs,
+    Started,
+)
 from nbstage.actors.room.environment import EnvironmentSeat, trusted_for
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
@@ -39,6 +46,27 @@ class Opening:
         self.reads = 0
         """Reads a loaded notebook waits for before it takes joins (kernelspecs, journal)."""
         self.error: NbstageError | None = None
+
+    def start(self, msg: StartRoom, lane: str) -> Offload | None:
+        """Joins wait for every read the start makes; an open by path also waits until the
+        Daemon has recorded the path (PathRecorded), which may come before the file. A
+        file is read off the loop (the read to make); other notebooks load at once."""
+        self.reads = int(msg.binding_pending)
+        if msg.source is not RoomSource.FILE:
+            return None
+        self.hold(1)
+        return read_file(msg.path, msg.settings.max_file_bytes, lane)
+
+    def loaded(self, msg: StartRoom, journalled: bool, lane: str) -> list[Action]:
+        """The document is loaded: what the start reads next, or writes, before joins."""
+        todo: list[Action] = [sweep(msg.path, lane)] if msg.source is RoomSource.FILE else []
+        if msg.source is not RoomSource.NEW:
+            self.hold(2 if journalled else 1)
+            return [*todo, ReadKernelspecs(), *([ReadJournal()] if journalled else [])]
+        if not msg.ephemeral:
+            self.hold()
+            return [*todo, FlushFirst()]
+        return [*todo, Started()]
 
     def hold(self, reads: int = 0) -> None:
         """From now on joins wait, for ``reads`` more reads."""

@@ -7,6 +7,7 @@ import time
 import uuid
 from typing import Any
 
+from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.replies import KeptRoom
 from nbstage.protocol.rooms import RoomClosed
 
@@ -50,3 +51,9 @@ class Closing:
         """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
         self.report: RoomClosed | None = None
         """The close's outcome, held until the seat's kernels have stopped."""
+
+
+def closing_error(outcome: str) -> NbstageError:
+    return NbstageError(
+        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
+    )

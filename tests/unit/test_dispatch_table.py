@@ -74,3 +74,12 @@ def test_a_timer_the_table_does_not_name_is_dropped() -> None:
     probe = Probe()
     probe.receiveMessage(WakeupMessage(0, payload=Ping(5)), None)
     assert probe.seen == []
+
+
+def test_the_room_carries_out_every_action_a_part_may_return() -> None:
+    from typing import get_args
+
+    from nbstage.actors.room import actions
+    from nbstage.actors.room.actor import Room
+
+    assert set(Room()._carriers) == set(get_args(actions.Action))

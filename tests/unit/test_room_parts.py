@@ -5,23 +5,55 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import nbstage.actors.room
 from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room.actions import Answer, Offload, Send, Wake
+from nbstage.actors.room.actions import (
+    Answer,
+    BindPath,
+    DetachKernel,
+    Edited,
+    Fail,
+    FinishClose,
+    FlushFirst,
+    Offload,
+    Persist,
+    ReadJournal,
+    ReadKernelspecs,
+    ReportStatus,
+    SaveFile,
+    Send,
+    SetOutputs,
+    Started,
+    StartKernelChild,
+    TruncateJournal,
+    Wake,
+    WantKernel,
+)
+from nbstage.actors.room.dependency_calls import DependencyCalls
+from nbstage.actors.room.environment import EnvironmentSeat
 from nbstage.actors.room.file_seat import FileSeat
+from nbstage.actors.room.journalling import Journalling
 from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
+from nbstage.actors.room.opening import Opening
 from nbstage.protocol.edge import Origin
-from nbstage.protocol.kernels import ExecutionStatus, KernelState, ShutdownKernel
+from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.kernels import ExecutionStatus, KernelState, RunCode, ShutdownKernel
+from nbstage.protocol.offload import BlockingWorkDone
+from nbstage.protocol.replies import RestartCompleted
 from nbstage.protocol.room_followups import (
+    DependenciesPrepared,
+    DependenciesRecorded,
     DiskStamp,
     FileCheckDue,
     FileOnDisk,
     LiveExecutionRecorded,
+    SaveFinished,
     SavePurpose,
     StoredExecutionRead,
     WaitExpired,
@@ -175,6 +207,69 @@ def test_a_file_gone_from_disk_is_said_once_and_autosave_waits_for_an_edit(
     assert len(notices.take(1)) == 1
 
 
+@pytest.mark.parametrize(
+    ("purpose", "problem", "missing", "wanted"),
+    [
+        (SavePurpose.REQUEST, None, False, [SaveFile(None, SavePurpose.REQUEST, origin(1))]),
+        (SavePurpose.REQUEST, "bad", False, [SaveFile(None, SavePurpose.REQUEST, origin(1))]),
+        (SavePurpose.CLOSE, None, False, [Persist(SavePurpose.CLOSE)]),
+        (SavePurpose.AUTOSAVE, None, False, [Persist(SavePurpose.AUTOSAVE)]),
+        (SavePurpose.AUTOSAVE, None, True, []),  # a deleted file waits for an edit
+    ],
+)
+def test_how_a_save_goes_on_after_the_file_changed_under_it(
+    tmp_path: Path, purpose: SavePurpose, problem: str | None, missing: bool, wanted: list
+) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.disk_problem, seat.missing = problem, missing
+    token = SaveFinished("/a.ipynb", 1, purpose, origin(1), 0)
+    assert seat.again(token) == wanted
+
+
+def test_a_close_over_a_file_that_is_no_notebook_finishes_unsaved(tmp_path: Path) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.disk_problem = "not a notebook"
+    [finish] = seat.again(SaveFinished("/a.ipynb", 1, SavePurpose.CLOSE, None, 0))
+    assert isinstance(finish, FinishClose)
+    assert not finish.saved
+
+
+@pytest.mark.parametrize(
+    ("ok", "purpose", "wanted"),
+    [
+        (True, SavePurpose.REQUEST, [TruncateJournal, Send, Answer]),
+        (False, SavePurpose.REQUEST, [Fail]),
+        (True, SavePurpose.NEW_PATH, [TruncateJournal, Send, Send, BindPath]),
+        (False, SavePurpose.NEW_PATH, [Send, Fail]),
+        (True, SavePurpose.CLOSE, [TruncateJournal, Send, FinishClose]),
+        (True, SavePurpose.AUTOSAVE, [TruncateJournal, Send]),
+    ],
+)
+def test_what_follows_a_save(
+    tmp_path: Path, ok: bool, purpose: SavePurpose, wanted: list[type]
+) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path), daemon="daemon")
+    token = SaveFinished("/a.ipynb", 3, purpose, origin(1), 7)
+    done = BlockingWorkDone(token, None, None if ok else OSError("full"))
+    assert [type(action) for action in seat.settled(done, 3)] == wanted
+    assert seat.saved_revision == (3 if ok else 0)
+
+
+def test_saves_wait_their_turn_and_a_close_is_a_persist(tmp_path: Path) -> None:
+    seat = FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path))
+    seat.busy = True
+    seat.queue = [(SavePurpose.CLOSE, "/a.ipynb", None), (SavePurpose.NEW_PATH, "/b", origin(2))]
+    assert seat.next_job() is None
+    seat.busy = False
+    assert seat.next_job() == Persist(SavePurpose.CLOSE)
+    assert seat.next_job() == SaveFile("/b", SavePurpose.NEW_PATH, origin(2))
+    assert seat.next_job() is None
+
+
 def seat_with(tmp_path: Path) -> KernelSeat:
     seat = KernelSeat()
     seat.start(start_for(tmp_path), has_runtime=True)
@@ -202,8 +297,131 @@ def test_the_latch_stops_the_child_once_and_forgets_it(tmp_path: Path) -> None:
     seat = seat_with(tmp_path)
     seat.seated("kernel-address")
     assert seat.state is KernelState.STARTING
-    assert seat.detach() == [Send("kernel-address", ShutdownKernel())]
+    env = EnvironmentSeat()
+    detached = seat.detach("stopped", env)
+    assert detached == [Send("kernel-address", ShutdownKernel()), ReportStatus()]
     assert seat.address is None
     assert seat.stopping == ["kernel-address"]
-    assert seat.detach() == []
+    assert seat.detach("stopped", env) == [ReportStatus()]
     assert not seat.is_current("kernel-address")
+
+
+def test_a_run_clears_the_cell_once_and_a_finish_writes_it_back(tmp_path: Path) -> None:
+    seat = seat_with(tmp_path)
+    seat.seated("kernel")
+    execution_id, start = seat.run("c1", "1 + 1")
+    assert start[0] == SetOutputs("c1", [], None)
+    assert start[1] == Send("kernel", RunCode(execution_id, "1 + 1"))
+    assert seat.run("c1", "1 + 1") == (execution_id, [])  # joins the run under way
+    finished = seat.finish(execution_id, ExecutionStatus.DONE, 4)
+    assert finished[0] == SetOutputs("c1", [], 4)
+    assert isinstance(finished[-1], Edited)
+    assert seat.finish(execution_id, ExecutionStatus.DONE, 4) == []  # already settled
+
+
+def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
+    seat, env = seat_with(tmp_path), EnvironmentSeat()
+    seat.pending_restart = [origin(1), origin(2)]
+    seat.up(pid=42)
+    answers = seat.answer_restarts(env)
+    assert [(a.origin, a.reply) for a in answers] == [
+        (origin(1), RestartCompleted(42)),
+        (origin(2), RestartCompleted(42)),
+    ]
+    assert seat.answer_restarts(env) == []
+    seat.pending_restart = [origin(3)]
+    [failed] = seat.fail_restarts(env)
+    assert isinstance(failed, Fail)
+    assert failed.origin == origin(3)
+    assert seat.pending_restart == []
+
+
+@pytest.mark.parametrize(
+    ("restart", "closing", "wanted"),
+    [
+        (False, False, [Answer]),
+        (False, True, [Answer]),  # the edit is durable: it is answered even while closing
+        (True, True, [Fail]),  # the kernel is not restarted into a closing room
+        (True, False, [DetachKernel, WantKernel]),  # answered once the new kernel is up
+    ],
+)
+def test_what_follows_a_recorded_dependency_edit(
+    tmp_path: Path, restart: bool, closing: bool, wanted: list[type]
+) -> None:
+    env, journalling = EnvironmentSeat(), Journalling()
+    calls = DependencyCalls(env, journalling, NoticeBoard())
+    calls.start(start_for(tmp_path))
+    journalling.jobs = 1
+    done = BlockingWorkDone(DependenciesRecorded(origin(1), "reply", restart))
+    assert [type(action) for action in calls.recorded(done, closing)] == wanted
+    assert journalling.jobs == 0
+    assert env.pending == ([(origin(1), "reply")] if wanted[0] is DetachKernel else [])
+
+
+def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    env = EnvironmentSeat()
+    calls = DependencyCalls(env, Journalling(), NoticeBoard())
+    calls.start(start_for(tmp_path))
+    env.jobs = 1
+    token = DependenciesPrepared(origin(1), None, "restart", 0.0)
+    [refused] = calls.prepared(BlockingWorkDone(token), {}, closing=True)
+    assert isinstance(refused, Fail)
+    assert refused.error.code is ErrorCode.SHUTTING_DOWN
+    assert env.jobs == 0
+
+
+@pytest.mark.parametrize(
+    ("state", "wanted"),
+    [
+        (KernelState.IDLE, [Send]),  # restarted in place
+        (KernelState.DEAD, [StartKernelChild, Wake]),  # replaced, kept alive while unjoined
+    ],
+)
+def test_how_a_restart_goes(tmp_path: Path, state: KernelState, wanted: list[type]) -> None:
+    seat = seat_with(tmp_path)
+    seat.seated("kernel")
+    seat.state = state
+    env = EnvironmentSeat()
+    env.kernel_name = "python3"
+    todo = seat.restart(origin(1), env)
+    if state is KernelState.DEAD:
+        todo = [action for action in todo if not isinstance(action, Send)]
+    assert [type(action) for action in todo] == wanted
+    assert seat.pending_restart == [origin(1)]
+
+
+def test_a_restart_without_a_kernel_runtime_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    seat = KernelSeat()
+    seat.start(start_for(tmp_path), has_runtime=False)
+    with pytest.raises(NbstageError):
+        seat.restart(origin(1), EnvironmentSeat())
+    assert seat.pending_restart == []
+
+
+@pytest.mark.parametrize(
+    ("source", "ephemeral", "journalled", "wanted", "reads"),
+    [
+        (RoomSource.FILE, False, True, [Offload, ReadKernelspecs, ReadJournal], 2),
+        (RoomSource.UNTITLED, False, True, [ReadKernelspecs, ReadJournal], 2),
+        (RoomSource.UNTITLED, True, False, [ReadKernelspecs], 1),
+        (RoomSource.NEW, False, True, [FlushFirst], 0),
+        (RoomSource.NEW, True, False, [Started], 0),
+    ],
+)
+def test_what_the_start_does_once_the_document_is_loaded(
+    tmp_path: Path,
+    source: RoomSource,
+    ephemeral: bool,
+    journalled: bool,
+    wanted: list[type],
+    reads: int,
+) -> None:
+    start = replace(start_for(tmp_path), source=source, ephemeral=ephemeral)
+    part = Opening()
+    assert [type(action) for action in part.loaded(start, journalled, "lane")] == wanted
+    assert part.reads == reads
+    assert (part.held is not None) is (wanted[-1] is not Started)
