@@ -58,6 +58,17 @@ def _runtime_dir_of_the_run() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_uv_locks_left() -> Iterator[None]:
+    """uv leaves a lock file in the temp dir when it runs a project (``uv-<hash>.lock``);
+    the ones the run's uv made go with the run."""
+    base = Path(tempfile.gettempdir())
+    before = set(base.glob("uv-*.lock"))
+    yield
+    for left in set(base.glob("uv-*.lock")) - before:
+        left.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _one_set_of_environments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every daemon of the run shares one folder of inline environments, so a set that
     several tests ask for is built once. The kernels' template is the user's own
