@@ -97,11 +97,6 @@ class EnvironmentView:
     problem: str | None = _optional()
     """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
 
-    def __post_init__(self) -> None:
-        # The Room still names its planned environment's source by value: read it as an
-        # EnvSource here, once, until the Room passes the EnvSource itself.
-        object.__setattr__(self, "source", EnvSource(self.source))
-
 
 @frozen
 class StartKernel:

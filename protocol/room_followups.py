@@ -198,11 +198,6 @@ class DependenciesPrepared:
     mode: ApplyDependencies
     started: float
 
-    def __post_init__(self) -> None:
-        # The Room names the mode by its value: read it as the mode here, once, until the
-        # Room passes the ApplyDependencies itself.
-        object.__setattr__(self, "mode", ApplyDependencies(self.mode))
-
 
 @frozen
 class DependenciesRecorded:

@@ -145,11 +145,6 @@ class RoomStatus:
     environment: EnvironmentView | None = None
     """None while no kernel runs."""
 
-    def __post_init__(self) -> None:
-        # The Room sends its state's value; read it as the state here, once, until the
-        # Room sends the KernelState itself.
-        object.__setattr__(self, "kernel_status", KernelState(self.kernel_status))
-
 
 @frozen
 class ClaimPath:

@@ -70,7 +70,7 @@ class DependencyCalls:
             work = self.env.build_work(plan, self.config.state_dir)
         else:
             work = self.env.sync_work(plan)
-        token = DependenciesPrepared(origin, plan, req.apply.value, started)
+        token = DependenciesPrepared(origin, plan, req.apply, started)
         self.env.jobs += 1
         return Offload(token, work, reports=True)
 

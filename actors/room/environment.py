@@ -71,9 +71,9 @@ class EnvironmentSeat:
         if fp is None:
             return None
         if trusted:
-            return EnvironmentView(dependencies.EnvSource.INLINE.value, fp)
+            return EnvironmentView(dependencies.EnvSource.INLINE, fp)
         waiting = "its dependencies wait for approval (manage_dependencies(trust=true))"
-        return EnvironmentView(dependencies.EnvSource.POOL.value, problem=waiting)
+        return EnvironmentView(dependencies.EnvSource.POOL, problem=waiting)
 
     def trusted_fingerprint(self, metadata: dict) -> str | None:
         """The notebook's dependency set, when it has one that is trusted: a save to a new

@@ -37,7 +37,7 @@ def status(room: Any) -> RoomStatus:
         room.path,
         room.ephemeral,
         tuple(room.peers.labels.items()),
-        seat.state.value,
+        seat.state,
         seat.pid,
         room.peers.idle_since,
         room.peers.joins_seen,

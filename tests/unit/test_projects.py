@@ -11,13 +11,14 @@ import pytest
 from nbstage.actors import projects
 from nbstage.actors.kernel_environment import pool_view
 from nbstage.actors.projects import ProjectFound, ProjectRefused, find_project
-from nbstage.protocol.kernels import EnvironmentView, EnvironmentWanted
+from nbstage.protocol.kernels import EnvironmentView, EnvironmentWanted, EnvSource
 
 ME = os.geteuid()
 OTHER = 54_321
 """A uid no one on the machine has: only root may give a file to it."""
 as_root = pytest.mark.skipif(ME != 0, reason="giving a file to another user takes root")
 PROJECT = '[project]\nname = "x"\nversion = "1"\n'
+S = EnvSource
 
 
 OWN_GROUP, SHARED_GROUP = 1001, 100
@@ -196,7 +197,7 @@ def test_the_fingerprint_covers_the_folder_the_pyproject_and_the_lock(tree: Path
 @pytest.mark.parametrize(
     ("project", "approved", "pool"),
     [
-        pytest.param(False, False, EnvironmentView("pool"), id="no project: the pool"),
+        pytest.param(False, False, EnvironmentView(S.POOL), id="no project: the pool"),
         pytest.param(True, True, None, id="approved: the project"),
         pytest.param(True, False, "waiting", id="not approved: the pool, naming it"),
         pytest.param(True, "stale", "waiting", id="approved before it changed: the pool"),
@@ -236,13 +237,17 @@ def test_the_trust_decision(
     ("view", "waiting", "locked", "refused"),
     [
         pytest.param(None, None, None, False, id="no kernel yet"),
-        pytest.param(EnvironmentView("pool"), None, None, False, id="the pool"),
-        pytest.param(EnvironmentView("pool", "f", "/p", problem="no"), "f", None, False, id="wait"),
+        pytest.param(EnvironmentView(S.POOL), None, None, False, id="the pool"),
+        pytest.param(EnvironmentView(S.POOL, "f", "/p", problem="no"), "f", None, False, id="wait"),
         pytest.param(
-            EnvironmentView("pool", None, "/p", problem="no"), None, None, True, id="refused"
+            EnvironmentView(S.POOL, None, "/p", problem="no"),
+            None,
+            None,
+            True,
+            id="refused",
         ),
-        pytest.param(EnvironmentView("project", "f", "/p"), None, "f", False, id="in the project"),
-        pytest.param(EnvironmentView("inline", "f"), None, None, False, id="inline"),
+        pytest.param(EnvironmentView(S.PROJECT, "f", "/p"), None, "f", False, id="in the project"),
+        pytest.param(EnvironmentView(S.INLINE, "f"), None, None, False, id="inline"),
     ],
 )
 def test_what_the_room_reads_from_a_view(
