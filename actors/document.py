@@ -23,6 +23,7 @@ import regex
 
 from nbstage.actors.dependencies import with_dependencies
 from nbstage.actors.kernelspecs import PYTHON3
+from nbstage.actors.output_bounds import append_output, joined_text
 from nbstage.actors.pattern_bounds import pattern_problem
 from nbstage.protocol.errors import ErrorCode, NbstageError
 from nbstage.protocol.kernels import KernelspecInfo
@@ -477,7 +478,7 @@ def _cell_from_json(raw: object, index: int) -> Cell:
     return Cell(
         id=cell_id if isinstance(cell_id, str) else "",
         cell_type=raw["cell_type"],
-        source=_text(raw.get("source", "")),
+        source=joined_text(raw.get("source", "")),
         metadata=raw.get("metadata") or {},
         outputs=[_joined_output(o) for o in raw.get("outputs", [])] if is_code else [],
         execution_count=raw.get("execution_count") if is_code else None,
@@ -495,11 +496,6 @@ def _dedupe_ids(cells: list[Cell]) -> None:
         seen.add(cell.id)
 
 
-def _text(value: object) -> str:
-    """nbformat multiline string (a str or a list of str) as one str."""
-    return "".join(value) if isinstance(value, list) else str(value)
-
-
 def _is_json_mime(mime: str) -> bool:
     return mime == "application/json" or mime.endswith("+json")
 
@@ -508,11 +504,13 @@ def _joined_output(out: dict) -> dict:
     """A copy of ``out`` whose multiline strings are single strings."""
     fixed = dict(out)
     if fixed.get("output_type") == "stream" and isinstance(fixed.get("text"), list):
-        fixed["text"] = _text(fixed["text"])
+        fixed["text"] = joined_text(fixed["text"])
     data = fixed.get("data")
     if isinstance(data, dict):
         fixed["data"] = {
-            mime: _text(value) if isinstance(value, list) and not _is_json_mime(mime) else value
+            mime: joined_text(value)
+            if isinstance(value, list) and not _is_json_mime(mime)
+            else value
             for mime, value in data.items()
         }
     return fixed
@@ -526,19 +524,6 @@ def _copy_outputs(outputs: list[dict]) -> list[dict]:
                 "Each output must be an nbformat output object with an 'output_type'.",
             )
     return [_joined_output(o) for o in outputs]
-
-
-def append_output(outputs: list[dict], out: dict) -> None:
-    """Append an output, joining it to the previous one when both are the same stream."""
-    prev = outputs[-1] if outputs else None
-    if (
-        prev is not None
-        and prev.get("output_type") == "stream" == out["output_type"]
-        and prev.get("name") == out.get("name")
-    ):
-        outputs[-1] = {**prev, "text": _text(prev.get("text", "")) + _text(out.get("text", ""))}
-    else:
-        outputs.append(out)
 
 
 def _without_outputs(cell: Cell) -> dict:

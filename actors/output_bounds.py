@@ -42,7 +42,7 @@ def text_size(text: str) -> int:
 def output_size(output: Mapping[str, Any]) -> int:
     """Bytes an output holds: a stream's text, else its JSON encoding."""
     if output.get("output_type") == "stream":
-        return text_size(_joined(output.get("text", "")))
+        return text_size(joined_text(output.get("text", "")))
     return len(orjson.dumps(output, default=str, option=orjson.OPT_NON_STR_KEYS))
 
 
@@ -88,7 +88,7 @@ def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
     notice = f"[nbstage: an output of {size} ({mimes}) was dropped: {why}]"
     plain = data.get("text/plain")
     if plain is not None:
-        notice += "\n" + cut_text(_joined(plain), budget // 2, why)
+        notice += "\n" + cut_text(joined_text(plain), budget // 2, why)
     shrunk: dict[str, Any] = {
         "output_type": "display_data",
         "data": {"text/plain": notice},
@@ -113,7 +113,7 @@ def preview_outputs(outputs: Sequence[Mapping[str, Any]], cap: int) -> list[dict
         kind = whole.get("output_type")
         output = dict(whole)
         if kind == "stream":
-            output["text"] = cut_text(_joined(whole.get("text", "")), cap, why)
+            output["text"] = cut_text(joined_text(whole.get("text", "")), cap, why)
         elif kind == "error":
             output = _cut_error(output, cap, why)
         elif isinstance(whole.get("data"), Mapping):
@@ -175,7 +175,7 @@ class KeptOutputs:
                 self._to_tail(entry)
             return
         name = str(output.get("name", "stdout"))
-        text = _joined(output.get("text", ""))
+        text = joined_text(output.get("text", ""))
         if self._open_head():
             taken = _first_bytes(text, self._half - self._head_size)
             if taken:
@@ -215,7 +215,7 @@ class KeptOutputs:
         if dropped is None:
             merged: list[dict[str, Any]] = []
             for output in [*head, *tail]:
-                _merge(merged, output)
+                append_output(merged, output)
             return merged
         notice = drop_notice(dropped, self.limit)
         return [*head, {"output_type": "stream", "name": NOTICE_STREAM, "text": notice}, *tail]
@@ -303,14 +303,16 @@ def _rendered(entries: Sequence[_Entry]) -> list[dict[str, Any]]:
     ]
 
 
-def _merge(outputs: list[dict[str, Any]], output: dict[str, Any]) -> None:
+def append_output(outputs: list[dict[str, Any]], output: dict[str, Any]) -> None:
+    """Append an output, joining it to the previous one when both are the same stream."""
     prev = outputs[-1] if outputs else None
     if (
         prev is not None
         and prev.get("output_type") == "stream" == output.get("output_type")
         and prev.get("name") == output.get("name")
     ):
-        outputs[-1] = {**prev, "text": prev["text"] + output["text"]}
+        text = joined_text(prev.get("text", "")) + joined_text(output.get("text", ""))
+        outputs[-1] = {**prev, "text": text}
     else:
         outputs.append(output)
 
@@ -319,7 +321,7 @@ def _previewed(mime: str, value: Any, cap: int, why: str) -> Any:
     if mime.startswith(_MEDIA_PREFIXES) or mime in _BINARY_MIMES:
         return value
     if isinstance(value, str) or (isinstance(value, list) and not mime.endswith("json")):
-        return cut_text(_joined(value), cap, why)
+        return cut_text(joined_text(value), cap, why)
     encoded = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
     return value if len(encoded) <= cap else cut_text(encoded.decode(), cap, why)
 
@@ -381,7 +383,8 @@ def _decode(raw: bytes, *, at_end: bool) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _joined(value: Any) -> str:
+def joined_text(value: Any) -> str:
+    """An nbformat multiline string (a str or a list of str) as one str."""
     return "".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
