@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -46,6 +47,8 @@ from peers import (
     tagged_processes,
 )
 
+from nbstage.actors.environments import TEMPLATE_DIR_ENV
+
 INSTALL_STEP = (
     "from nbstage.actors.environments import ensure_template, template_root; "
     "ensure_template(template_root())"
@@ -56,15 +59,14 @@ CASES = ("first run", "returning user", "no template", "jupymcp")
 def with_templates(spawn: Spawn, folder: Path | None) -> Spawn:
     if folder is None:
         return spawn
-    env = {**(spawn.params.env or {}), "NBSTAGE_TEMPLATE_DIR": str(folder)}
-    params = spawn.params.model_copy(update={"env": env})
-    return Spawn(spawn.what, params, spawn.tag, spawn.stderr)
+    env = {**spawn.params.env, TEMPLATE_DIR_ENV: str(folder)}
+    return replace(spawn, params=spawn.params.model_copy(update={"env": env}))
 
 
 def install_into(folder: Path) -> float:
     """What `make install` does for the template, into ``folder``; its seconds."""
     start = time.perf_counter()
-    env = {**os.environ, "NBSTAGE_TEMPLATE_DIR": str(folder)}
+    env = {**os.environ, TEMPLATE_DIR_ENV: str(folder)}
     subprocess.run([sys.executable, "-c", INSTALL_STEP], env=env, check=True, timeout=600)
     return time.perf_counter() - start
 

@@ -9,6 +9,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from nbstage.actors.environments import ENVS_DIR_ENV, TEMPLATE_DIR_ENV
+from nbstage.entrypoints.daemon_control import VERSION_ENV
+from nbstage.entrypoints.statedir import STATE_DIR_ENV
 from nbstage.protocol import settings as settings_module
 from nbstage.protocol.tools import TOOLS
 
@@ -37,20 +40,20 @@ This file is written by `make docs` from `protocol/settings.py`.
 
 OTHER_VARIABLES = (
     (
-        "NBSTAGE_STATE_DIR",
+        STATE_DIR_ENV,
         "the state dir every command uses (as `--state-dir`; default "
         "`$XDG_STATE_HOME/nbstage`, else `~/.local/state/nbstage`)",
     ),
     (
-        "NBSTAGE_TEMPLATE_DIR",
+        TEMPLATE_DIR_ENV,
         "where the kernels' template venv lives (default `$XDG_CACHE_HOME/nbstage`, "
         "else `~/.cache/nbstage`)",
     ),
     (
-        "NBSTAGE_ENVS_DIR",
+        ENVS_DIR_ENV,
         "where inline dependency environments are cached (default `<state dir>/envs`)",
     ),
-    ("NBSTAGE_DAEMON_VERSION", "the version a daemon reports, to try the upgrade handoff"),
+    (VERSION_ENV, "the version a daemon reports, to try the upgrade handoff"),
 )
 
 

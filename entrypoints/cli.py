@@ -6,6 +6,7 @@ light: each command imports what it needs.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -147,9 +148,9 @@ def _welcome(nbstage: Path, state_dir: str | None, root: Path) -> str:
     return _WELCOME.format(
         nbstage=nbstage,
         args=" ".join(["mcp", *extra]),
-        toml_args=orjson.dumps(["mcp", *extra]).decode().replace(",", ", "),
+        toml_args=json.dumps(["mcp", *extra]),
         state_dir=root,
-        flag=f" --state-dir {root}" if state_dir else "",
+        flag="".join(f" {part}" for part in extra),
     )
 
 

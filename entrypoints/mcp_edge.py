@@ -172,6 +172,10 @@ class McpEdge:
 
         self._host = ActorHost(self._on_actor_message)
         self._supervisor = self._host.create(ProxySupervisor)
+        root = self.paths.root
+        cached_tools, figure_files = await asyncio.to_thread(
+            lambda: (read_tool_cache(root), _figure_files(root))
+        )
         start = StartSupervisor(
             str(self.paths.root),
             str(self.paths.socket),
@@ -180,9 +184,9 @@ class McpEdge:
             os.getcwd(),
             os.getpid(),
             self.autostart,
-            read_tool_cache(self.paths.root),
+            cached_tools,
             self.no_daemon,
-            _figure_files(self.paths.root),
+            figure_files,
         )
         self._host.tell(self._supervisor, start)
         reader = asyncio.create_task(self._read_stdin())

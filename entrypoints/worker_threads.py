@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import itertools
 import queue
 import threading
 from collections.abc import Callable
@@ -29,7 +28,6 @@ class DetachedWorkers(concurrent.futures.Executor):
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
-        self._started = itertools.count(1)
         self._count = 0
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any):
@@ -44,7 +42,7 @@ class DetachedWorkers(concurrent.futures.Executor):
             if self._count >= self._most:
                 return
             self._count += 1
-        name = f"{self._name}-{next(self._started)}"
+            name = f"{self._name}-{self._count}"
         threading.Thread(target=self._work, name=name, daemon=True).start()
 
     def _work(self) -> None:
