@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from nbstage.protocol.safe_files import write_private
+
 FOLDER: Final = "figures"
 EXTENSIONS: Final = {"image/png": ".png", "image/jpeg": ".jpg"}
 
@@ -50,11 +52,7 @@ def write_figures(folder: str, images: Iterable[tuple[str, str]], keep: int) -> 
         if path.exists():
             os.utime(path)
             continue
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(base64.b64decode(encoded))
-        os.replace(temp, path)
+        write_private(path, base64.b64decode(encoded))
     _trim(root, keep)
 
 

@@ -669,9 +669,6 @@ class Room(NbActor):
         for execution_id in msg.execution_ids:
             self.act(*self.seat.finish(execution_id, msg.status, error=msg.reason))
 
-    def _fail_live_executions(self, status: kernels.ExecutionStatus, reason: str) -> None:
-        self.act(*self.seat.fail_live(status, reason))
-
     def _execution_recorded(self, done: BlockingWorkDone) -> None:
         if not done.ok:
             log.error("could not record execution %s: %s", done.token.execution_id, done.error)

@@ -72,7 +72,7 @@ class EnvironmentSeat:
             return None
         if trusted:
             return EnvironmentView(dependencies.EnvSource.INLINE, fp)
-        waiting = "its dependencies wait for approval (manage_dependencies(trust=true))"
+        waiting = f"its dependencies wait for approval ({dependencies.TRUST_CALL})"
         return EnvironmentView(dependencies.EnvSource.POOL, problem=waiting)
 
     def trusted_fingerprint(self, metadata: dict) -> str | None:
