@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors.environments import ENVS_DIR_ENV
+from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV
 from tests.support import RunningDaemon, daemon_running
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
