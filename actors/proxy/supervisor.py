@@ -19,22 +19,22 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from thespian.actors import ActorAddress, WakeupMessage
+from thespian.actors import ActorAddress
 
-from nbstage.actors.common.base import NbActor
+from nbstage.actors.common.base import Key, NbActor, wakeup
 from nbstage.actors.proxy import restart_policy, restart_target
-from nbstage.protocol.common.errors import NbstageError
+from nbstage.actors.proxy.tool_calls import PendingCall, argument_refusal, id_key, malformed
 from nbstage.protocol.common.labels import fitted_label
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, NoticeKind, with_notices
 from nbstage.protocol.mcp import jsonrpc, tools
-from nbstage.protocol.mcp import lifecycle as mcp
-from nbstage.protocol.mcp.lifecycle import is_modern_version
 from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
+from nbstage.protocol.mcp.versions import decorate_result, is_modern_version
 from nbstage.protocol.session.supervision import (
     HANDOFF_EXIT_CODE,
     ActiveSessionChanged,
@@ -79,46 +79,9 @@ KERNEL_RENEWED_BY_UPGRADE = Notice(
 )
 
 
-_CATALOGUED = frozenset(ToolName) & frozenset(tools.TOOLS_BY_NAME)
-"""The names a call may give: a tool with a name and a description (a test checks that
-every tool has both)."""
-
-
-def _argument_refusal(name: ToolName, arguments: object) -> str | None:
-    """Arguments refused before they reach the session child: any nested too deep, and
-    any for reconnect, which the supervisor carries out itself."""
-    if tools.nested_deeper_than(arguments, tools.MAX_ARGUMENT_DEPTH):
-        return (
-            f"Invalid arguments for {name}: nested more than {tools.MAX_ARGUMENT_DEPTH} "
-            "levels deep."
-        )
-    if name == ToolName.RECONNECT:
-        try:
-            tools.TOOLS_BY_NAME[name].parse(arguments)
-        except NbstageError as exc:
-            return f"Invalid arguments for reconnect: {exc.message}"
-    return None
-
-
-def _id_key(request_id: Any) -> str:
-    """JSON-RPC ids 1 and "1" are different requests, so keys keep the type."""
-    return f"{type(request_id).__name__}:{request_id}"
-
-
-@dataclass
-class PendingCall:
-    request_id: Any
-    name: ToolName
-    arguments: Any
-    key: str
-    version: str
-    progress_token: Any
-    attempts: int = 0
-    sent_to: int | None = None
-    """The child generation it was sent to, or None while it waits for a child."""
-    started: float = field(default_factory=time.monotonic)
-    progress_sent: int = 0
-    """Progress notifications sent for it; each one's value is the next count."""
+def from_child(kind: type) -> Key:
+    """The key of what the session child said, by its type: handler(message)."""
+    return (FromSessionChild, kind)
 
 
 class ProxySupervisor(NbActor):
@@ -146,9 +109,29 @@ class ProxySupervisor(NbActor):
         """stdin has ended: the process stops once the calls in flight are answered."""
         self.stopped = False
 
+    def handlers(self) -> dict[Key, Callable[..., None]]:
+        return {
+            StartSupervisor: self._start,
+            StdinClosed: self._stdin_closed,
+            McpRequestAdmitted: self._admitted,
+            McpRequestCancelled: lambda msg, sender: self._cancel(msg.request_id),
+            FromSessionChild: self._from_child,
+            ChildProcessDied: self._child_died,
+            from_child(SessionManagerReady): self._child_ready,
+            from_child(ActiveSessionChanged): self._active_changed,
+            from_child(RestartTargetChanged): self._restart_target_changed,
+            from_child(ToolCallProgressed): self._call_progressed,
+            from_child(ToolCallFinished): self._call_finished,
+            from_child(HandoffRequested): self._handoff_requested,
+            wakeup(DrainOver): self._drain_over,
+            wakeup(RestartDue): self._restart_due,
+            wakeup(ProgressDue): self._progress_due,
+            wakeup(CallWaitExpired): self._call_wait_expired,
+        }
+
     # --- start and stop -------------------------------------------------------------------
 
-    def receiveMsg_StartSupervisor(self, msg: StartSupervisor, sender: ActorAddress) -> None:
+    def _start(self, msg: StartSupervisor, sender: ActorAddress) -> None:
         self.config = msg
         self.edge = sender
         self.server_info = {"name": "nbstage", "version": VERSION}
@@ -158,7 +141,7 @@ class ProxySupervisor(NbActor):
         if msg.no_daemon is None:
             self._start_child()
 
-    def receiveMsg_StdinClosed(self, msg: StdinClosed, sender: ActorAddress) -> None:
+    def _stdin_closed(self, msg: StdinClosed, sender: ActorAddress) -> None:
         if msg.drain_secs > 0 and self.calls:
             self.draining = True
             self.wakeupAfter(timedelta(seconds=msg.drain_secs), payload=DrainOver())
@@ -184,7 +167,7 @@ class ProxySupervisor(NbActor):
     def _send_mcp(self, message: Any) -> None:
         self.send(self.edge, McpMessageToSend(message))
 
-    def receiveMsg_McpRequestAdmitted(self, msg: McpRequestAdmitted, sender: ActorAddress) -> None:
+    def _admitted(self, msg: McpRequestAdmitted, sender: ActorAddress) -> None:
         request = msg.request
         self.client_label = self.client_label or msg.client_label
         if self.child is not None and not self.configured and not self.warming:
@@ -195,55 +178,34 @@ class ProxySupervisor(NbActor):
         else:
             self._tool_call(request, msg)
 
-    def receiveMsg_McpRequestCancelled(
-        self, msg: McpRequestCancelled, sender: ActorAddress
-    ) -> None:
-        self._cancel(msg.request_id)
-
     def _decorate(self, result: dict[str, Any], version: str, method: str) -> dict[str, Any]:
-        return mcp.decorate_result(
-            result, version=version, method=method, server_info=self.server_info
-        )
+        return decorate_result(result, version=version, method=method, server_info=self.server_info)
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        params = request.params or {}
-        if not isinstance(params, dict):
-            error = jsonrpc.ErrorResponse(
-                request.id, jsonrpc.INVALID_PARAMS, "tools/call params must be an object"
-            )
+        error = malformed(request)
+        if error is not None:
             self._send_mcp(error)
             return
-        asked = params.get("name")
-        if not isinstance(asked, str) or asked not in _CATALOGUED:
-            error = jsonrpc.ErrorResponse(
-                request.id, jsonrpc.INVALID_PARAMS, f"Unknown tool: {asked}"
-            )
-            self._send_mcp(error)
-            return
-        name = ToolName(asked)
-        arguments = params.get("arguments")
-        refusal = _argument_refusal(name, arguments)
+        name = ToolName(request.params["name"])
+        arguments = request.params.get("arguments")
+        refusal = argument_refusal(name, arguments)
         if refusal is not None:
-            result = self._decorate(mcp.tool_error(refusal), dispatch.version, "tools/call")
+            result = self._decorate(tool_error(refusal), dispatch.version, "tools/call")
             self._send_mcp(jsonrpc.Response(request.id, result))
             return
+        call_id = id_key(request.id)
+        key = f"{self.entrypoint}:{call_id}"
         call = PendingCall(
-            request.id,
-            name,
-            arguments,
-            f"{self.entrypoint}:{_id_key(request.id)}",
-            dispatch.version,
-            dispatch.progress_token,
+            request.id, name, arguments, key, dispatch.version, dispatch.progress_token
         )
-        call_id = _id_key(request.id)
         if self.config.no_daemon is not None:
-            self._reply(call_id, call, mcp.tool_error(self.config.no_daemon))
+            self._reply(call_id, call, tool_error(self.config.no_daemon))
             return
         if name is ToolName.RECONNECT:
             self._reconnect(call_id, call)
             return
         if restart_policy.circuit_is_open(self.restart, time.monotonic()):
-            self._reply(call_id, call, mcp.tool_error(self._circuit_message()))
+            self._reply(call_id, call, tool_error(self._circuit_message()))
             return
         self.calls[call_id] = call
         if call.progress_token is not None:
@@ -259,7 +221,7 @@ class ProxySupervisor(NbActor):
         self._to_child(ToolCallRequested(call_id, call.name, call.arguments, call.key))
 
     def _cancel(self, request_id: Any) -> None:
-        call_id = _id_key(request_id)
+        call_id = id_key(request_id)
         call = self.calls.pop(call_id, None)
         if call is not None and self.child is not None:
             self._to_child(ToolCallCancelled(call_id))
@@ -272,36 +234,36 @@ class ProxySupervisor(NbActor):
             self.send(self.edge, StopSessionChild(self.child))
             self.child = None
 
-    def receiveMsg_FromSessionChild(self, msg: FromSessionChild, sender: ActorAddress) -> None:
+    def _from_child(self, msg: FromSessionChild, sender: ActorAddress) -> None:
         if msg.generation != self.child:
             # A replaced child's late word: its calls were requeued for its successor,
             # which answers them under the same idempotency keys (and gets the banner).
             return
-        handler = getattr(self, f"_child_{type(msg.message).__name__}", None)
+        handler = self.handler_for(from_child(type(msg.message)))
         if handler is None:
             log.warning("the session child sent an unexpected %s", type(msg.message).__name__)
             return
         handler(msg.message)
 
-    def _child_ActiveSessionChanged(self, msg: ActiveSessionChanged) -> None:
+    def _active_changed(self, msg: ActiveSessionChanged) -> None:
         self.target = restart_target.active_changed(self.target, msg.notebook_id, msg.path)
 
-    def _child_RestartTargetChanged(self, msg: RestartTargetChanged) -> None:
+    def _restart_target_changed(self, msg: RestartTargetChanged) -> None:
         self.target = restart_target.after_change(self.target, msg)
 
     def _progress(self, call: PendingCall, message: str) -> None:
         call.progress_sent += 1
-        notification = mcp.progress_notification(
+        notification = progress_notification(
             call.progress_token, call.progress_sent, message=message
         )
         self._send_mcp(notification)
 
-    def _child_ToolCallProgressed(self, msg: ToolCallProgressed) -> None:
+    def _call_progressed(self, msg: ToolCallProgressed) -> None:
         call = self.calls.get(msg.call_id)
         if call is not None and call.progress_token is not None and call.sent_to == self.generation:
             self._progress(call, msg.message)
 
-    def _child_ToolCallFinished(self, msg: ToolCallFinished) -> None:
+    def _call_finished(self, msg: ToolCallFinished) -> None:
         call = self.calls.get(msg.call_id)
         if call is None or call.sent_to != self.generation:
             return
@@ -348,7 +310,7 @@ class ProxySupervisor(NbActor):
         )
         self._to_child(config)
 
-    def _child_SessionManagerReady(self, msg: SessionManagerReady) -> None:
+    def _child_ready(self, msg: SessionManagerReady) -> None:
         self.ready = True
         self.restart = restart_policy.child_ready(self.restart)
         self._refresh_tools(msg.tools)
@@ -394,7 +356,7 @@ class ProxySupervisor(NbActor):
             if call.attempts >= 2:
                 del self.calls[call_id]
                 message = "The session server crashed twice while running this call; not retried."
-                self._reply(call_id, call, mcp.tool_error(message))
+                self._reply(call_id, call, tool_error(message))
             else:
                 call.sent_to = None
 
@@ -416,7 +378,7 @@ class ProxySupervisor(NbActor):
             case restart_policy.OpenCircuit(until):
                 for call_id, call in list(self.calls.items()):
                     del self.calls[call_id]
-                    self._reply(call_id, call, mcp.tool_error(self._circuit_message()))
+                    self._reply(call_id, call, tool_error(self._circuit_message()))
                 delay = max(0.0, until - time.monotonic())
                 self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
 
@@ -430,7 +392,7 @@ class ProxySupervisor(NbActor):
             "retry now."
         )
 
-    def receiveMsg_ChildProcessDied(self, msg: ChildProcessDied, sender: ActorAddress) -> None:
+    def _child_died(self, msg: ChildProcessDied, sender: ActorAddress) -> None:
         if msg.generation != self.child:
             return
         if msg.exit_code == HANDOFF_EXIT_CODE:
@@ -442,7 +404,7 @@ class ProxySupervisor(NbActor):
         else:
             self._child_lost(msg.generation, f"process {msg.pid} exited ({msg.exit_code})")
 
-    def _child_HandoffRequested(self, msg: HandoffRequested) -> None:
+    def _handoff_requested(self, msg: HandoffRequested) -> None:
         self._hand_off(
             Notice(
                 NoticeKind.DAEMON_UPGRADED,
@@ -465,27 +427,33 @@ class ProxySupervisor(NbActor):
         self.restart, _ = restart_policy.reconnect(self.restart)
         self._start_child()
         structured = {"restarted": True, "restarts": self.restart.restarts}
-        self._reply(call_id, call, mcp.tool_result(structured, text="Session server restarted."))
+        self._reply(call_id, call, tool_result(structured, text="Session server restarted."))
 
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        if self.stopped:
+    def _drain_over(self, over: DrainOver) -> None:
+        if not self.stopped:
+            self._stop()
+
+    def _restart_due(self, due: RestartDue) -> None:
+        if self.stopped or due.generation != self.generation:
             return
-        match msg.payload:
-            case DrainOver():
-                self._stop()
-            case RestartDue(generation) if generation == self.generation and self.child is None:
-                self._start_child()
-            case RestartDue(generation) if generation == self.generation and not self.configured:
-                self.warming = False
-                self._configure_child()
-            case ProgressDue(call_id) if call_id in self.calls:
-                call = self.calls[call_id]
-                elapsed = time.monotonic() - call.started
-                self._progress(call, f"{call.name} still running after {elapsed:.0f} s")
-                self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id))
-            case CallWaitExpired(call_id) if call_id in self.calls:
-                call = self.calls[call_id]
-                if call.sent_to is None:
-                    del self.calls[call_id]
-                    message = "The nbstage session server did not come back in time; try again."
-                    self._reply(call_id, call, mcp.tool_error(message))
+        if self.child is None:
+            self._start_child()
+        elif not self.configured:
+            self.warming = False
+            self._configure_child()
+
+    def _progress_due(self, due: ProgressDue) -> None:
+        call = self.calls.get(due.call_id)
+        if self.stopped or call is None:
+            return
+        elapsed = time.monotonic() - call.started
+        self._progress(call, f"{call.name} still running after {elapsed:.0f} s")
+        self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(due.call_id))
+
+    def _call_wait_expired(self, expired: CallWaitExpired) -> None:
+        call = self.calls.get(expired.call_id)
+        if self.stopped or call is None or call.sent_to is not None:
+            return
+        del self.calls[expired.call_id]
+        message = "The nbstage session server did not come back in time; try again."
+        self._reply(expired.call_id, call, tool_error(message))

@@ -1,0 +1,95 @@
+"""What the session tools answer (connect_notebook, create_notebook,
+disconnect_notebook) once the session model has decided, and the words of the
+SessionManager's refusals. Pure: facts in, result and restart-target change out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nbstage.actors.session.tool_handlers import environment_fields
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.common.words import plural
+from nbstage.protocol.mcp import tools
+from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.mcp.tool_results import tool_result
+from nbstage.protocol.session.supervision import TargetChange
+
+DEGRADED = {
+    tools.Access.PROJECTION_READ: "the notebook list cannot be read",
+    tools.Access.DOCUMENT_READ: "the notebook cannot be read",
+    tools.Access.DOCUMENT_MUTATION: "the notebook cannot be changed",
+    tools.Access.KERNEL_CONTROL: "the kernel cannot be controlled",
+    tools.Access.RUNTIME_READ: "execution results cannot be read",
+    tools.Access.EXECUTE: "cells cannot run",
+}
+
+NEXT_CALLS = {
+    ErrorCode.CELL_NOT_FOUND: "get_all_cells()",
+    ErrorCode.DEPENDENCIES_CHANGED: "manage_dependencies()",
+}
+"""The call that shows what a refusal with this code needs, for the result's next_call."""
+
+
+def unreachable_now(access: tools.Access) -> str:
+    return (
+        f"The notebook daemon is unreachable, so {DEGRADED[access]} right now. "
+        "nbstage is reconnecting and will rejoin this notebook; try again shortly."
+    )
+
+
+@frozen
+class SessionAnswer:
+    """A session call's result, and how the supervisor's restart target moves."""
+
+    result: dict[str, Any]
+    change: TargetChange
+    notebook_id: str
+    path: str | None
+
+
+def session_answer(
+    name: ToolName | None, result: dict[str, Any], runtime: str | None
+) -> SessionAnswer | None:
+    """The answer to a session call the model answered with ``result``; None when it
+    is a connect to the active notebook, whose facts must be asked of the room."""
+    if name == ToolName.CREATE_NOTEBOOK:
+        structured = {
+            "notebook_id": result["notebook_id"],
+            "path": None,
+            "ephemeral": result["ephemeral"],
+            "runtime": result["runtime"] if runtime is None else runtime,
+        }
+        text = f"Created notebook {result['notebook_id']}; its kernel is starting."
+        answer = tool_result(structured, text=text)
+        return SessionAnswer(answer, TargetChange.JOINED, result["notebook_id"], None)
+    if name == ToolName.DISCONNECT_NOTEBOOK:
+        text = f"Disconnected from {result['disconnected']}."
+        answer = tool_result(result, text=text)
+        return SessionAnswer(answer, TargetChange.LEFT, result["disconnected"], None)
+    if result["cell_count"] is None:
+        return None
+    return connected_answer(result, "Connected to")
+
+
+def connected_answer(result: dict[str, Any], opening: str) -> SessionAnswer:
+    structured, kernel = _connected(result)
+    text = f"{opening} {result['path'] or result['notebook_id']} {kernel}"
+    answer = tool_result(structured, text=text)
+    return SessionAnswer(answer, TargetChange.JOINED, result["notebook_id"], result["path"])
+
+
+def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """connect_notebook's structuredContent, and its words on cells and kernel."""
+    hidden = ("ephemeral", "runtime", "kernel_refused", "environment")
+    structured = {k: v for k, v in result.items() if k not in hidden}
+    structured["kernelspec"] = result.get("runtime")
+    structured |= environment_fields(result.get("environment"))
+    cells = plural(result["cell_count"], "cell")
+    if result.get("kernel_refused"):
+        structured["kernel_refused"] = result["kernel_refused"]
+        return structured, f"({cells}, no kernel). {result['kernel_refused']}"
+    kernel = " ".join(str(v) for v in (result.get("runtime"), result["kernel_status"]) if v)
+    if structured["env_source"]:
+        kernel += f" in the {structured['env_source']} environment"
+    return structured, f"({cells}, kernel {kernel})."
