@@ -26,11 +26,17 @@ from typing import Any
 from thespian.actors import ActorAddress
 
 from nbstage.actors.common.base import Key, NbActor, wakeup
-from nbstage.actors.proxy import restart_policy, restart_target
-from nbstage.actors.proxy.tool_calls import PendingCall, argument_refusal, id_key, malformed
-from nbstage.protocol.common.labels import fitted_label
+from nbstage.actors.proxy import restart_notices, restart_policy, restart_target
+from nbstage.actors.proxy.child_slot import ChildSlot, session_config
+from nbstage.actors.proxy.tool_calls import (
+    PendingCall,
+    argument_refusal,
+    id_key,
+    malformed,
+    requeue,
+)
 from nbstage.protocol.common.version import VERSION
-from nbstage.protocol.daemon.notices import Notice, NoticeKind, with_notices
+from nbstage.protocol.daemon.notices import Notice, with_notices
 from nbstage.protocol.mcp import jsonrpc, tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
@@ -46,7 +52,6 @@ from nbstage.protocol.session.supervision import (
     McpRequestCancelled,
     McpResultToSend,
     RestartTargetChanged,
-    SessionConfig,
     SessionManagerReady,
     StartSessionChild,
     StartSupervisor,
@@ -72,11 +77,6 @@ log = logging.getLogger("nbstage.supervisor")
 
 PROGRESS_EVERY = timedelta(seconds=4)
 CALL_WAIT_LIMIT = timedelta(seconds=30)
-KERNEL_RENEWED_BY_UPGRADE = Notice(
-    NoticeKind.KERNEL_RENEWED,
-    "The upgraded daemon reopens the notebook with a new kernel: variables from before are "
-    "gone; run the cells you need again.",
-)
 
 
 def from_child(kind: type) -> Key:
@@ -91,20 +91,13 @@ class ProxySupervisor(NbActor):
         self.server_info: dict[str, Any] = {}
         self.client_label: str | None = None
         self.entrypoint = uuid.uuid4().hex[:8]
-        self.child: int | None = None
-        """The generation of the live child process, or None while there is none."""
-        self.generation = 0
-        self.ready = False
-        self.configured = False
-        self.warming = False
-        """A successor process started early is waiting out the backoff, unconfigured."""
+        self.slot = ChildSlot()
         self.restart = restart_policy.RestartState()
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
         self.tools: list[dict[str, Any]] = []
         self.cached_tools: list[dict[str, Any]] = []
         self.banner: tuple[Notice, ...] = ()
-        self.handoff_to: tuple[str, str] | None = None
         self.draining = False
         """stdin has ended: the process stops once the calls in flight are answered."""
         self.stopped = False
@@ -170,7 +163,7 @@ class ProxySupervisor(NbActor):
     def _admitted(self, msg: McpRequestAdmitted, sender: ActorAddress) -> None:
         request = msg.request
         self.client_label = self.client_label or msg.client_label
-        if self.child is not None and not self.configured and not self.warming:
+        if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
             result = self._decorate({"tools": self.tools}, msg.version, "tools/list")
@@ -213,29 +206,29 @@ class ProxySupervisor(NbActor):
         self._forward(call_id, call)
 
     def _forward(self, call_id: str, call: PendingCall) -> None:
-        if not self.ready:
+        if not self.slot.ready:
             self.wakeupAfter(CALL_WAIT_LIMIT, payload=CallWaitExpired(call_id))
             return
         call.attempts += 1
-        call.sent_to = self.generation
+        call.sent_to = self.slot.generation
         self._to_child(ToolCallRequested(call_id, call.name, call.arguments, call.key))
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)
         call = self.calls.pop(call_id, None)
-        if call is not None and self.child is not None:
+        if call is not None and self.slot.live is not None:
             self._to_child(ToolCallCancelled(call_id))
 
     def _to_child(self, message: Any) -> None:
-        self.send(self.edge, ToSessionChild(self.generation, message))
+        self.send(self.edge, ToSessionChild(self.slot.generation, message))
 
     def _stop_child(self) -> None:
-        if self.child is not None:
-            self.send(self.edge, StopSessionChild(self.child))
-            self.child = None
+        live = self.slot.stop()
+        if live is not None:
+            self.send(self.edge, StopSessionChild(live))
 
     def _from_child(self, msg: FromSessionChild, sender: ActorAddress) -> None:
-        if msg.generation != self.child:
+        if msg.generation != self.slot.live:
             # A replaced child's late word: its calls were requeued for its successor,
             # which answers them under the same idempotency keys (and gets the banner).
             return
@@ -260,12 +253,16 @@ class ProxySupervisor(NbActor):
 
     def _call_progressed(self, msg: ToolCallProgressed) -> None:
         call = self.calls.get(msg.call_id)
-        if call is not None and call.progress_token is not None and call.sent_to == self.generation:
+        if (
+            call is not None
+            and call.progress_token is not None
+            and call.sent_to == self.slot.generation
+        ):
             self._progress(call, msg.message)
 
     def _call_finished(self, msg: ToolCallFinished) -> None:
         call = self.calls.get(msg.call_id)
-        if call is None or call.sent_to != self.generation:
+        if call is None or call.sent_to != self.slot.generation:
             return
         del self.calls[msg.call_id]
         if not self.banner and not is_modern_version(call.version):
@@ -282,36 +279,20 @@ class ProxySupervisor(NbActor):
     # --- the child ------------------------------------------------------------------------
 
     def _start_child(self, configure: bool = True) -> None:
-        self.generation += 1
-        self.ready = False
-        self.warming = False
-        self.child = self.generation
-        self.configured = False
-        self.send(self.edge, StartSessionChild(self.generation))
+        self.send(self.edge, StartSessionChild(self.slot.start()))
         if configure and (self.config.label or self.client_label):
             self._configure_child()
 
     def _configure_child(self) -> None:
-        """The child's first message; it waits for the client's label (from initialize)."""
-        self.configured = True
-        label = fitted_label(self.config.label or self.client_label or "agent")
-        config = SessionConfig(
-            self.config.state_dir,
-            self.config.socket_path,
-            label,
-            f"agent::{label}",
-            self.config.cwd,
-            self.target.value,
-            self.config.supervisor_pid,
-            self.restart.restarts,
-            self.generation,
-            self.config.autostart,
-            self.config.figure_files,
+        self.slot.configured = True
+        restarts, generation = self.restart.restarts, self.slot.generation
+        config = session_config(
+            self.config, self.client_label, self.target.value, restarts, generation
         )
         self._to_child(config)
 
     def _child_ready(self, msg: SessionManagerReady) -> None:
-        self.ready = True
+        self.slot.ready = True
         self.restart = restart_policy.child_ready(self.restart)
         self._refresh_tools(msg.tools)
         for call_id, call in list(self.calls.items()):
@@ -331,34 +312,25 @@ class ProxySupervisor(NbActor):
             self.send(self.edge, ToolListChanged())
 
     def _child_lost(self, generation: int, why: str) -> None:
-        if generation != self.generation or self.child is None:
+        if generation != self.slot.generation or self.slot.live is None:
             return
         log.warning("session manager generation %d lost: %s", generation, why)
-        was_serving = self.ready
-        self.child = None
-        self.ready = False
+        was_serving = self.slot.ready
+        self.slot.live = None
+        self.slot.ready = False
         self._requeue_or_fail_calls()
         self.restart, decision = restart_policy.child_crashed(self.restart, time.monotonic())
         if was_serving and isinstance(decision, restart_policy.RestartAfter):
             # The successor's process starts now and waits out the backoff unconfigured, so
             # Python's start-up overlaps the backoff. A child that never served waits first.
             self._start_child(configure=False)
-            self.warming = True
-        self._plan_restart(
-            decision, Notice(NoticeKind.SESSION_RESTARTED, "Session server restarted")
-        )
+            self.slot.warming = True
+        self._plan_restart(decision, restart_notices.RESTARTED)
 
     def _requeue_or_fail_calls(self) -> None:
-        """Calls in flight on the dead child are retried once, with the same key."""
-        for call_id, call in list(self.calls.items()):
-            if call.sent_to is None:
-                continue
-            if call.attempts >= 2:
-                del self.calls[call_id]
-                message = "The session server crashed twice while running this call; not retried."
-                self._reply(call_id, call, tool_error(message))
-            else:
-                call.sent_to = None
+        for call_id in requeue(self.calls):
+            call = self.calls.pop(call_id)
+            self._reply(call_id, call, tool_error(restart_notices.CRASHED_TWICE))
 
     def _plan_restart(
         self,
@@ -366,63 +338,42 @@ class ProxySupervisor(NbActor):
         banner: Notice,
         when_rejoining: Notice | None = None,
     ) -> None:
-        """The banner opens the next result; ``when_rejoining`` follows it if a notebook is
-        to be rejoined."""
-        rejoining = bool(self.target.value)
-        if rejoining:
-            banner = Notice(banner.kind, banner.message + ", rejoin requested", banner.next_call)
-        self.banner = (banner, when_rejoining) if rejoining and when_rejoining else (banner,)
+        self.banner = restart_notices.banner(banner, when_rejoining, bool(self.target.value))
         match decision:
             case restart_policy.RestartAfter(delay):
-                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
+                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.slot.generation))
             case restart_policy.OpenCircuit(until):
                 for call_id, call in list(self.calls.items()):
                     del self.calls[call_id]
                     self._reply(call_id, call, tool_error(self._circuit_message()))
                 delay = max(0.0, until - time.monotonic())
-                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.generation))
+                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.slot.generation))
 
     def _circuit_message(self) -> str:
-        until = self.restart.circuit_open_until or time.monotonic()
-        wait = max(0, round(until - time.monotonic()))
-        return (
-            f"The nbstage session server crashed {len(self.restart.crashes)} times in "
-            f"{restart_policy.DEFAULT_POLICY.window_secs:.0f} s, so restarts are paused "
-            f"(circuit open). It retries by itself in {wait} s; call reconnect() to "
-            "retry now."
-        )
+        return restart_notices.circuit_message(self.restart, time.monotonic())
 
     def _child_died(self, msg: ChildProcessDied, sender: ActorAddress) -> None:
-        if msg.generation != self.child:
+        if msg.generation != self.slot.live:
             return
         if msg.exit_code == HANDOFF_EXIT_CODE:
-            self._hand_off(
-                Notice(
-                    NoticeKind.SESSION_RESTARTED, "Session server handed off to the installed code"
-                )
-            )
+            self._hand_off(restart_notices.HANDED_OFF)
         else:
             self._child_lost(msg.generation, f"process {msg.pid} exited ({msg.exit_code})")
 
     def _handoff_requested(self, msg: HandoffRequested) -> None:
-        self._hand_off(
-            Notice(
-                NoticeKind.DAEMON_UPGRADED,
-                f"Daemon upgraded ({msg.from_version} → {msg.to_version})",
-            ),
-            KERNEL_RENEWED_BY_UPGRADE,
-        )
+        upgraded = restart_notices.daemon_upgraded(msg.from_version, msg.to_version)
+        self._hand_off(upgraded, restart_notices.KERNEL_RENEWED_BY_UPGRADE)
 
     def _hand_off(self, banner: Notice, when_rejoining: Notice | None = None) -> None:
         self._stop_child()
-        self.ready = False
+        self.slot.ready = False
         self._requeue_or_fail_calls()
         self.restart, decision = restart_policy.handoff(self.restart)
         self._plan_restart(decision, banner, when_rejoining)
 
     def _reconnect(self, call_id: str, call: PendingCall) -> None:
         self._stop_child()
-        self.ready = False
+        self.slot.ready = False
         self._requeue_or_fail_calls()
         self.restart, _ = restart_policy.reconnect(self.restart)
         self._start_child()
@@ -434,12 +385,12 @@ class ProxySupervisor(NbActor):
             self._stop()
 
     def _restart_due(self, due: RestartDue) -> None:
-        if self.stopped or due.generation != self.generation:
+        if self.stopped or due.generation != self.slot.generation:
             return
-        if self.child is None:
+        if self.slot.live is None:
             self._start_child()
-        elif not self.configured:
-            self.warming = False
+        elif not self.slot.configured:
+            self.slot.warming = False
             self._configure_child()
 
     def _progress_due(self, due: ProgressDue) -> None:
@@ -455,5 +406,4 @@ class ProxySupervisor(NbActor):
         if self.stopped or call is None or call.sent_to is not None:
             return
         del self.calls[expired.call_id]
-        message = "The nbstage session server did not come back in time; try again."
-        self._reply(expired.call_id, call, tool_error(message))
+        self._reply(expired.call_id, call, tool_error(restart_notices.NOT_BACK_IN_TIME))

@@ -64,3 +64,18 @@ def argument_refusal(name: ToolName, arguments: object) -> str | None:
         except NbstageError as exc:
             return f"Invalid arguments for reconnect: {exc.message}"
     return None
+
+
+def requeue(calls: dict[str, PendingCall]) -> list[str]:
+    """Calls in flight on a child that died are retried once, with the same key: each
+    sent once waits for the next child again; the ids of those sent twice are returned,
+    to be failed."""
+    failed = []
+    for call_id, call in calls.items():
+        if call.sent_to is None:
+            continue
+        if call.attempts >= 2:
+            failed.append(call_id)
+        else:
+            call.sent_to = None
+    return failed

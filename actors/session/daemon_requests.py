@@ -77,15 +77,16 @@ class DaemonRequests:
         frame = frame_from(self.link, msg)
         if frame is None:
             return
+        request_id: Any = frame.get("id")
         if frame["type"] == FrameKind.PROGRESS:
-            call_id = self.call_of.get(frame.get("id"))
+            call_id = self.call_of.get(request_id)
             if call_id is not None and isinstance(frame.get("message"), str):
                 progressed(call_id, frame["message"])
             return
-        waiting = self.waiting.pop(frame.get("id"), None)
+        waiting = self.waiting.pop(request_id, None)
         if waiting is None:
             return
-        call_id = self.call_of.pop(frame["id"], None)
+        call_id = self.call_of.pop(request_id, None)
         if call_id is not None:
             noted(call_id, frame.get("notices"))
         expected, resume = waiting

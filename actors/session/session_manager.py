@@ -20,7 +20,8 @@ import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors.common.base import Key, NbActor, finished, wakeup
-from nbstage.actors.session import figure_files, reconcile, sessions, stale_reads
+from nbstage.actors.session import figure_files, sessions, stale_reads
+from nbstage.actors.session import session_events as events
 from nbstage.actors.session.call_book import NEXT_RESULT, CallBook
 from nbstage.actors.session.daemon_link import (
     DaemonFailure,
@@ -29,19 +30,21 @@ from nbstage.actors.session.daemon_link import (
     DaemonLinkRefused,
 )
 from nbstage.actors.session.daemon_requests import UNREACHABLE, DaemonRequests
-from nbstage.actors.session.session_answers import (
-    NEXT_CALLS,
+from nbstage.actors.session.held_calls import HeldCalls
+from nbstage.actors.session.session_calls import (
     connected_answer,
     session_answer,
+    session_event,
+    target_of,
     unreachable_now,
 )
-from nbstage.actors.session.sessions import SessionState, Target
+from nbstage.actors.session.session_model import Session, SessionState, Target
 from nbstage.actors.session.tool_handlers import (
     SESSION_TOOLS,
     ToolContext,
-    absolute,
     list_active_notebooks,
 )
+from nbstage.actors.session.tool_runs import Ask, Done, step, tool_context
 from nbstage.actors.session.watch_loop import WatchLoop
 from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
@@ -111,19 +114,10 @@ class SessionManager(NbActor):
         self.config: SessionConfig | None = None
         self.supervisor: ActorAddress | None = None
         self.daemon = DaemonRequests()
-        self.baseline_version: str | None = None
         self.state = SessionState()
         self.book = CallBook()
         self.watch: ActorAddress | None = None
-        self.deferred: list[tuple[ToolCallRequested, tools.ToolSpec, Any]] = []
-        """Session tool calls that arrived while a rejoin was under way."""
-        self.awaiting_first_link = False
-        self.link_confirmed = False
-        """Whether the current link's identity answer came back. Until it has, sessions may
-        still name a daemon that restarted, so calls wait (SPEC §7: no stale handle)."""
-        self.before_link: list[ToolCallRequested] = []
-        """Calls held until the link answers: the first link while a daemon starts, or
-        any new link until its identity shows which daemon it reached."""
+        self.held = HeldCalls()
         self.snapshot = stale_reads.Snapshot()
 
     def handlers(self) -> dict[Key, Callable[..., None]]:
@@ -132,9 +126,7 @@ class SessionManager(NbActor):
             ChildActorExited: self._child_exited,
             DaemonIncarnationSeen: self._incarnation_reported,
             DaemonWentAway: self._daemon_went_away,
-            DaemonVersionChanged: lambda msg, sender: self._hand_off(
-                msg.from_version, msg.to_version
-            ),
+            DaemonVersionChanged: self._version_reported,
             DaemonLinkClosed: self._link_lost,
             DaemonLinkRefused: self._link_lost,
             DaemonFrameArrived: self._frame_arrived,
@@ -143,7 +135,7 @@ class SessionManager(NbActor):
             StopSessionManager: lambda msg, sender: self.daemon.close(),
             ActorExitRequest: self._exit,
             wakeup(RetryLink): self._retry_link,
-            wakeup(RetryRecovery): lambda due: self._decide(sessions.RecoveryDue()),
+            wakeup(RetryRecovery): lambda due: self._decide(events.RecoveryDue()),
             wakeup(FirstLinkOverdue): lambda due: self._first_link_settled(),
             wakeup(DeferredExpired): self._deferred_expired,
             finished(FiguresWritten): self._figures_written,
@@ -156,12 +148,12 @@ class SessionManager(NbActor):
         self.supervisor = sender
         self.edge = sender
         if msg.autostart:
-            self.awaiting_first_link = True
+            self.held.awaiting_first_link = True
             self.wakeupAfter(FIRST_LINK_LIMIT, payload=FirstLinkOverdue())
         if msg.rejoin_target:
             # The restart target enters the session model at once, so a disconnect that
             # arrives before the daemon's first answer cancels it like any other rejoin.
-            self.state = replace(self.state, recovery=self._target_of(msg.rejoin_target))
+            self.state = replace(self.state, recovery=target_of(msg.rejoin_target, msg.cwd))
         ready = SessionManagerReady(os.getpid(), msg.generation, tools.builtin_tool_list())
         self.send(sender, ready)
         self._connect()
@@ -193,7 +185,7 @@ class SessionManager(NbActor):
 
     def _connect(self) -> None:
         self.daemon.connect(self._tell_edge, self.config.socket_path, self.myAddress)
-        self.link_confirmed = False
+        self.held.confirmed = False
         self.daemon.send(GetIdentity(), self._on_identity)
 
     def _tell_edge(self, message: object) -> None:
@@ -204,9 +196,7 @@ class SessionManager(NbActor):
             self._connect()
 
     def _deferred_expired(self, due: DeferredExpired) -> None:
-        expired = [d for d in self.deferred if d[0].call_id == due.call_id]
-        self.deferred = [d for d in self.deferred if d[0].call_id != due.call_id]
-        for msg, _spec, _args in expired:
+        for msg in self.held.expire(due.call_id):
             self._finish(msg.call_id, tool_error(UNREACHABLE))
 
     def _on_identity(self, reply: DaemonIdentity | DaemonFailure) -> None:
@@ -214,39 +204,32 @@ class SessionManager(NbActor):
         the watch loop's first heartbeat (which reports the same incarnation later)."""
         if isinstance(reply, DaemonFailure):
             if self.daemon.link is not None:
-                self.link_confirmed = True
+                self.held.confirmed = True
             self._release_held_calls()
             return
         if self._version_changed(reply.version):
             return
-        self.link_confirmed = True
+        self.held.confirmed = True
         self._incarnation_seen(reply.incarnation)
         self._first_link_settled()
 
     def _first_link_settled(self) -> None:
         """The first link answered (or the wait is over): the calls held for it run now."""
-        self.awaiting_first_link = False
+        self.held.awaiting_first_link = False
         self._release_held_calls()
 
     def _release_held_calls(self) -> None:
-        held, self.before_link = self.before_link, []
-        for msg in held:
+        for msg in self.held.release():
             self._tool_call(msg, self.supervisor)
 
     def _version_changed(self, version: str) -> bool:
-        """Check a live daemon's version against this process's baseline, handing off if
-        it differs. The first version seen, by the link or the watch loop, is the baseline
-        (the watch loop may start late and first see an already upgraded daemon)."""
-        self.baseline_version, handoff = reconcile.against_baseline(self.baseline_version, version)
+        """Check a live daemon's version against this process's first, handing off if
+        it differs."""
+        handoff = self.held.version_seen(version)
         if handoff is None:
             return False
         self._hand_off(handoff.from_version, handoff.to_version)
         return True
-
-    def _target_of(self, value: str) -> Target:
-        if value.endswith(".ipynb") or "/" in value:
-            return Target(path=absolute(value, self.config.cwd))
-        return Target(notebook_id=value)
 
     # --- what the watch loop reports ------------------------------------------------------
 
@@ -260,7 +243,7 @@ class SessionManager(NbActor):
     def _incarnation_seen(self, incarnation: tuple[Any, ...]) -> None:
         if incarnation == self.state.incarnation:
             return
-        self._decide(sessions.IncarnationSeen(incarnation, None))
+        self._decide(events.IncarnationSeen(incarnation, None))
 
     def _version_reported(self, msg: DaemonVersionChanged, sender: ActorAddress) -> None:
         self._hand_off(msg.from_version, msg.to_version)
@@ -279,10 +262,10 @@ class SessionManager(NbActor):
             return
         level = logging.INFO if isinstance(msg, DaemonLinkRefused) else logging.WARNING
         log.log(level, "daemon link %s: %s", type(msg).__name__, msg.reason)
-        self.link_confirmed = False
-        if not self.awaiting_first_link:
+        self.held.confirmed = False
+        if not self.held.awaiting_first_link:
             self._release_held_calls()
-        retry = FIRST_LINK_RETRY if self.awaiting_first_link else LINK_RETRY
+        retry = FIRST_LINK_RETRY if self.held.awaiting_first_link else LINK_RETRY
         self.wakeupAfter(retry, payload=RetryLink())
 
     def _frame_arrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
@@ -294,60 +277,34 @@ class SessionManager(NbActor):
     # --- tool calls -----------------------------------------------------------------------
 
     def _tool_call(self, msg: ToolCallRequested, sender: ActorAddress) -> None:
-        if self.awaiting_first_link:
-            self.before_link.append(msg)
+        if self.held.hold_for_first_link(msg):
             return
         spec = tools.TOOLS_BY_NAME.get(msg.name)
         try:
             args = spec.parse(msg.arguments)
         except NbstageError as exc:
-            self._finish(
-                msg.call_id, tool_error(f"Invalid arguments for {msg.name}: {exc.message}")
-            )
+            message = f"Invalid arguments for {msg.name}: {exc.message}"
+            self._finish(msg.call_id, tool_error(message))
             return
         self.book.open(msg.call_id, msg.name)
-        match msg.name:
-            case ToolName.CONNECT_NOTEBOOK:
-                self._connect_notebook(msg.call_id, args)
-            case ToolName.CREATE_NOTEBOOK:
-                self.book.requested_runtimes[msg.call_id] = args.runtime
-                create = {
-                    "runtime": args.runtime,
-                    "ephemeral": args.ephemeral,
-                    "key": msg.idempotency_key,
-                }
-                create["working_dir"] = absolute(args.working_dir or ".", self.config.cwd)
-                self._decide(sessions.ConnectRequested(msg.call_id, Target(create=create)))
-            case ToolName.DISCONNECT_NOTEBOOK:
-                self._decide(sessions.DisconnectRequested(msg.call_id, args.notebook_id))
-            case ToolName.LIST_ACTIVE_NOTEBOOKS:
-                self._projection_read(msg.call_id, list_active_notebooks, self._context(msg), args)
-            case _:
-                self._session_tool(msg, spec, args)
-
-    def _connect_notebook(self, call_id: str, args: tools.ConnectArgs) -> None:
-        if (args.path is None) == (args.notebook_id is None):
-            self._finish(call_id, tool_error("Give exactly one of path and notebook_id."))
-            return
-        if args.path is not None:
-            target = Target(path=absolute(args.path, self.config.cwd))
+        if msg.name == ToolName.CREATE_NOTEBOOK:
+            self.book.requested_runtimes[msg.call_id] = args.runtime
+        cwd = self.config.cwd
+        event = session_event(msg.name, msg.call_id, msg.idempotency_key, args, cwd)
+        if isinstance(event, str):
+            self._finish(msg.call_id, tool_error(event))
+        elif event is not None:
+            self._decide(event)
+        elif msg.name == ToolName.LIST_ACTIVE_NOTEBOOKS:
+            self._projection_read(msg.call_id, list_active_notebooks, self._context(msg), args)
         else:
-            target = Target(notebook_id=args.notebook_id)
-        self._decide(sessions.ConnectRequested(call_id, target))
-
-    def _rejoining(self) -> bool:
-        pending = self.state.pending
-        first_rejoin = self.state.recovery is not None and self.state.incarnation is None
-        return first_rejoin or (pending is not None and pending.background)
+            self._session_tool(msg, spec, args)
 
     def _session_tool(self, msg: ToolCallRequested, spec: tools.ToolSpec, args: Any) -> None:
-        if self.daemon.link is not None and not self.link_confirmed:
-            # A new link may reach a restarted daemon: the session's handle is used only
-            # once the link's identity has shown which daemon it is (and dropped a stale one).
-            self.before_link.append(msg)
+        if self.held.hold_until_confirmed(msg, self.daemon.link is not None):
             return
-        if self.state.active is None and self._rejoining():
-            self.deferred.append((msg, spec, args))
+        if self.state.active is None and sessions.rejoining(self.state):
+            self.held.defer(msg, spec, args)
             self.wakeupAfter(DEFERRAL_LIMIT, payload=DeferredExpired(msg.call_id))
             return
         if self.state.active is None:
@@ -373,15 +330,7 @@ class SessionManager(NbActor):
         self._run(call_id, tool(ctx, args))
 
     def _context(self, msg: ToolCallRequested) -> ToolContext:
-        active = self.state.active
-        return ToolContext(
-            notebook_id=active.notebook_id if active else "",
-            key=msg.idempotency_key,
-            cwd=self.config.cwd,
-            active_id=active.notebook_id if active else None,
-            parked_ids=tuple(s.notebook_id for s in self.state.parked),
-            figures=self._figures(),
-        )
+        return tool_context(self.state, msg.idempotency_key, self.config.cwd, self._figures())
 
     def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
         """Advance a handler until it waits on the daemon or finishes."""
@@ -390,28 +339,21 @@ class SessionManager(NbActor):
             self.book.cancel(call_id)
             handler.close()
             return
-        failed = isinstance(reply, DaemonFailure)
         reread = self.book.rereads.get(call_id)
-        if failed and reply.code == ErrorCode.DAEMON_UNREACHABLE and reread is not None:
+        if (
+            isinstance(reply, DaemonFailure)
+            and reply.code == ErrorCode.DAEMON_UNREACHABLE
+            and reread
+        ):
             handler.close()
             self._finish(call_id, stale_reads.stale_answer(self.snapshot, reread()))
             return
-        try:
-            request = handler.throw(reply) if failed else handler.send(reply)
-        except StopIteration as done:
-            self._finish(call_id, done.value)
-            return
-        except DaemonFailure as exc:
-            next_call = NEXT_CALLS.get(exc.code)
-            self._finish(call_id, tool_error(exc.message, {"code": exc.code}, next_call))
-            return
-        except Exception:
-            log.exception("tool %s failed", self.book.names.get(call_id))
-            self._finish(call_id, tool_error("Internal error in nbstage; see its logs."))
-            return
-        self.daemon.send(
-            request, lambda answer: self._run(call_id, handler, answer, request), call_id
-        )
+        match step(handler, reply, self.book.names.get(call_id)):
+            case Done(result):
+                self._finish(call_id, result)
+            case Ask(request):
+                resume = lambda answer: self._run(call_id, handler, answer, request)  # noqa: E731
+                self.daemon.send(request, resume, call_id)
 
     def _observe(self, reply: object, asked: object) -> None:
         """A save the daemon confirmed moves the session's best target and the supervisor's
@@ -420,7 +362,7 @@ class SessionManager(NbActor):
         if asked is not None and not isinstance(reply, DaemonFailure):
             self.snapshot = stale_reads.record(self.snapshot, asked, reply, time.time())
         if isinstance(reply, NotebookSaved):
-            self._decide(sessions.SessionSaved(reply.notebook_id, reply.path))
+            self._decide(events.SessionSaved(reply.notebook_id, reply.path))
             self._target_changed(TargetChange.SAVED, reply.notebook_id, reply.path)
 
     def _target_changed(self, change: TargetChange, notebook_id: str, path: str | None) -> None:
@@ -458,7 +400,7 @@ class SessionManager(NbActor):
 
     def _call_cancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.book.cancel(msg.call_id)
-        self.before_link = [held for held in self.before_link if held.call_id != msg.call_id]
+        self.held.cancel(msg.call_id)
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -480,21 +422,22 @@ class SessionManager(NbActor):
             )
         for action in actions:
             match action:
-                case sessions.Join(activation_id, target):
+                case events.Join(activation_id, target):
                     self._join(activation_id, target)
-                case sessions.Leave(notebook_id, peer_id):
+                case events.Leave(notebook_id, peer_id):
                     self.daemon.send(LeaveRoom(notebook_id, peer_id), lambda _answer: None)
-                case sessions.Answer(call_id, result):
+                case events.Answer(call_id, result):
                     self._answer_session_call(call_id, result)
-                case sessions.Refuse(call_id, message):
+                case events.Refuse(call_id, message):
                     self._finish(call_id, tool_error(message))
-                case sessions.TellNextResult(notice):
+                case events.TellNextResult(notice):
                     self.book.next_result.append(notice)
-                case sessions.RetryRecoveryLater(after):
+                case events.RetryRecoveryLater(after):
                     self.wakeupAfter(timedelta(seconds=after), payload=RetryRecovery())
-        if self.deferred and (self.state.active is not None or not self._rejoining()):
-            deferred, self.deferred = self.deferred, []
-            for msg, spec, args in deferred:
+        if self.held.deferred and (
+            self.state.active is not None or not sessions.rejoining(self.state)
+        ):
+            for msg, spec, args in self.held.release_deferred():
                 self._session_tool(msg, spec, args)
 
     def _join(self, activation_id: int, target: Target) -> None:
@@ -510,12 +453,10 @@ class SessionManager(NbActor):
     def _joined(self, activation_id: int, reply: NotebookJoined | DaemonFailure) -> None:
         if isinstance(reply, DaemonFailure):
             unavailable = reply.code in (ErrorCode.NOTEBOOK_UNAVAILABLE, ErrorCode.NOT_FOUND)
-            self._decide(sessions.JoinFailed(activation_id, reply.message, unavailable))
+            self._decide(events.JoinFailed(activation_id, reply.message, unavailable))
             return
-        session = sessions.Session(
-            reply.notebook_id, reply.path, reply.peer_id, self.state.incarnation
-        )
-        self._decide(sessions.JoinSucceeded(activation_id, session, to_wire(reply)))
+        session = Session(reply.notebook_id, reply.path, reply.peer_id, self.state.incarnation)
+        self._decide(events.JoinSucceeded(activation_id, session, to_wire(reply)))
 
     def _answer_session_call(self, call_id: str, result: dict[str, Any]) -> None:
         runtime = self.book.requested_runtimes.pop(call_id, None)

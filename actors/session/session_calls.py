@@ -1,12 +1,15 @@
-"""What the session tools answer (connect_notebook, create_notebook,
-disconnect_notebook) once the session model has decided, and the words of the
-SessionManager's refusals. Pure: facts in, result and restart-target change out."""
+"""The session tools (connect_notebook, create_notebook, disconnect_notebook) against the
+session model: the event a call asks it for, and what the call answers once it has
+decided; also the words of the SessionManager's refusals. Pure: facts in, events,
+results and restart-target changes out."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nbstage.actors.session.tool_handlers import environment_fields
+from nbstage.actors.session.session_events import ConnectRequested, DisconnectRequested
+from nbstage.actors.session.session_model import Target
+from nbstage.actors.session.tool_handlers import absolute, environment_fields
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.words import plural
@@ -36,6 +39,34 @@ def unreachable_now(access: tools.Access) -> str:
         f"The notebook daemon is unreachable, so {DEGRADED[access]} right now. "
         "nbstage is reconnecting and will rejoin this notebook; try again shortly."
     )
+
+
+def target_of(value: str, cwd: str) -> Target:
+    """A restart target as the session model's Target: a path, else a notebook id."""
+    if value.endswith(".ipynb") or "/" in value:
+        return Target(path=absolute(value, cwd))
+    return Target(notebook_id=value)
+
+
+def session_event(
+    name: ToolName, call_id: str, key: str, args: Any, cwd: str
+) -> ConnectRequested | DisconnectRequested | str | None:
+    """The session model's event for a session call, the refusal of its arguments, or
+    None for a call that is not a session call."""
+    match name:
+        case ToolName.CONNECT_NOTEBOOK:
+            if (args.path is None) == (args.notebook_id is None):
+                return "Give exactly one of path and notebook_id."
+            if args.path is not None:
+                return ConnectRequested(call_id, Target(path=absolute(args.path, cwd)))
+            return ConnectRequested(call_id, Target(notebook_id=args.notebook_id))
+        case ToolName.CREATE_NOTEBOOK:
+            create = {"runtime": args.runtime, "ephemeral": args.ephemeral, "key": key}
+            create["working_dir"] = absolute(args.working_dir or ".", cwd)
+            return ConnectRequested(call_id, Target(create=create))
+        case ToolName.DISCONNECT_NOTEBOOK:
+            return DisconnectRequested(call_id, args.notebook_id)
+    return None
 
 
 @frozen
