@@ -7,12 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbstage.actors.session.session_events import ConnectRequested, DisconnectRequested
-from nbstage.actors.session.session_model import Target
+from nbstage.actors.session.daemon_link import DaemonFailure
+from nbstage.actors.session.session_events import (
+    ConnectRequested,
+    DisconnectRequested,
+    JoinFailed,
+    JoinSucceeded,
+)
+from nbstage.actors.session.session_model import Session, Target
 from nbstage.actors.session.tool_handlers import absolute, environment_fields
+from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.words import plural
+from nbstage.protocol.daemon.replies import NotebookJoined, RoomDescribed
+from nbstage.protocol.daemon.requests import AttachNotebook, CreateNotebook, OpenNotebook
 from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import tool_result
@@ -67,6 +76,27 @@ def session_event(
         case ToolName.DISCONNECT_NOTEBOOK:
             return DisconnectRequested(call_id, args.notebook_id)
     return None
+
+
+def join_request(target: Target, label: str) -> CreateNotebook | OpenNotebook | AttachNotebook:
+    """The daemon request that carries out the session model's Join."""
+    if target.create is not None:
+        return CreateNotebook(**target.create, peer_label=label)
+    if target.path is not None:
+        return OpenNotebook(target.path, label)
+    assert target.notebook_id is not None
+    return AttachNotebook(target.notebook_id, label)
+
+
+def join_outcome(
+    activation_id: int, reply: NotebookJoined | DaemonFailure, incarnation: tuple[Any, ...] | None
+) -> JoinSucceeded | JoinFailed:
+    """The daemon's answer to a join, as the session model's event."""
+    if isinstance(reply, DaemonFailure):
+        unavailable = reply.code in (ErrorCode.NOTEBOOK_UNAVAILABLE, ErrorCode.NOT_FOUND)
+        return JoinFailed(activation_id, reply.message, unavailable)
+    session = Session(reply.notebook_id, reply.path, reply.peer_id, incarnation)
+    return JoinSucceeded(activation_id, session, to_wire(reply))
 
 
 @frozen
@@ -124,3 +154,14 @@ def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     if structured["env_source"]:
         kernel += f" in the {structured['env_source']} environment"
     return structured, f"({cells}, kernel {kernel})."
+
+
+def already_connected(result: dict[str, Any], room: RoomDescribed) -> SessionAnswer:
+    """Connecting to the active notebook joins nothing; its facts come from the room."""
+    facts = {
+        "cell_count": room.cell_count,
+        "kernel_status": room.kernel_status,
+        "runtime": room.runtime,
+        "kernel_refused": room.kernel_refused,
+    }
+    return connected_answer({**result, **facts}, "Already connected to")

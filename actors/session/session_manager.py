@@ -32,13 +32,15 @@ from nbstage.actors.session.daemon_link import (
 from nbstage.actors.session.daemon_requests import UNREACHABLE, DaemonRequests
 from nbstage.actors.session.held_calls import HeldCalls
 from nbstage.actors.session.session_calls import (
-    connected_answer,
+    already_connected,
+    join_outcome,
+    join_request,
     session_answer,
     session_event,
     target_of,
     unreachable_now,
 )
-from nbstage.actors.session.session_model import Session, SessionState, Target
+from nbstage.actors.session.session_model import SessionState, Target
 from nbstage.actors.session.tool_handlers import (
     SESSION_TOOLS,
     ToolContext,
@@ -46,7 +48,6 @@ from nbstage.actors.session.tool_handlers import (
 )
 from nbstage.actors.session.tool_runs import Ask, Done, step, tool_context
 from nbstage.actors.session.watch_loop import WatchLoop
-from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.notices import with_notices
@@ -57,12 +58,9 @@ from nbstage.protocol.daemon.replies import (
     RoomDescribed,
 )
 from nbstage.protocol.daemon.requests import (
-    AttachNotebook,
-    CreateNotebook,
     DescribeRoom,
     GetIdentity,
     LeaveRoom,
-    OpenNotebook,
 )
 from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.tool_names import ToolName
@@ -352,8 +350,10 @@ class SessionManager(NbActor):
             case Done(result):
                 self._finish(call_id, result)
             case Ask(request):
-                resume = lambda answer: self._run(call_id, handler, answer, request)  # noqa: E731
-                self.daemon.send(request, resume, call_id)
+                self.daemon.send(request, self._resume(call_id, handler, request), call_id)
+
+    def _resume(self, call_id: str, handler: Any, request: object) -> Callable[[Any], None]:
+        return lambda answer: self._run(call_id, handler, answer, request)
 
     def _observe(self, reply: object, asked: object) -> None:
         """A save the daemon confirmed moves the session's best target and the supervisor's
@@ -441,22 +441,11 @@ class SessionManager(NbActor):
                 self._session_tool(msg, spec, args)
 
     def _join(self, activation_id: int, target: Target) -> None:
-        label = self.config.label
-        if target.create is not None:
-            request = CreateNotebook(**target.create, peer_label=label)
-        elif target.path is not None:
-            request = OpenNotebook(target.path, label)
-        else:
-            request = AttachNotebook(target.notebook_id, label)
+        request = join_request(target, self.config.label)
         self.daemon.send(request, lambda reply: self._joined(activation_id, reply), NEXT_RESULT)
 
     def _joined(self, activation_id: int, reply: NotebookJoined | DaemonFailure) -> None:
-        if isinstance(reply, DaemonFailure):
-            unavailable = reply.code in (ErrorCode.NOTEBOOK_UNAVAILABLE, ErrorCode.NOT_FOUND)
-            self._decide(events.JoinFailed(activation_id, reply.message, unavailable))
-            return
-        session = Session(reply.notebook_id, reply.path, reply.peer_id, self.state.incarnation)
-        self._decide(events.JoinSucceeded(activation_id, session, to_wire(reply)))
+        self._decide(join_outcome(activation_id, reply, self.state.incarnation))
 
     def _answer_session_call(self, call_id: str, result: dict[str, Any]) -> None:
         runtime = self.book.requested_runtimes.pop(call_id, None)
@@ -468,19 +457,11 @@ class SessionManager(NbActor):
         self._finish(call_id, answer.result)
 
     def _answer_already_connected(self, call_id: str, result: dict[str, Any]) -> None:
-        """Connecting to the active notebook joins nothing; its facts come from the room."""
-
         def answer(room: RoomDescribed | DaemonFailure) -> None:
             if isinstance(room, DaemonFailure):
                 self._finish(call_id, tool_error(room.message, {"code": room.code}))
                 return
-            facts = {
-                "cell_count": room.cell_count,
-                "kernel_status": room.kernel_status,
-                "runtime": room.runtime,
-                "kernel_refused": room.kernel_refused,
-            }
-            connected = connected_answer({**result, **facts}, "Already connected to")
+            connected = already_connected(result, room)
             self._target_changed(connected.change, connected.notebook_id, connected.path)
             self._finish(call_id, connected.result)
 
