@@ -28,16 +28,11 @@ from thespian.actors import ActorAddress
 from nbstage.actors.common.base import Key, NbActor, wakeup
 from nbstage.actors.proxy import restart_notices, restart_policy, restart_target
 from nbstage.actors.proxy.child_slot import ChildSlot, session_config
-from nbstage.actors.proxy.tool_calls import (
-    PendingCall,
-    argument_refusal,
-    id_key,
-    malformed,
-    requeue,
-)
+from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
+from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, with_notices
-from nbstage.protocol.mcp import jsonrpc, tools
+from nbstage.protocol.mcp import jsonrpc
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
 from nbstage.protocol.mcp.versions import decorate_result, is_modern_version
@@ -95,8 +90,7 @@ class ProxySupervisor(NbActor):
         self.restart = restart_policy.RestartState()
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
-        self.tools: list[dict[str, Any]] = []
-        self.cached_tools: list[dict[str, Any]] = []
+        self.tools = ToolList()
         self.banner: tuple[Notice, ...] = ()
         self.draining = False
         """stdin has ended: the process stops once the calls in flight are answered."""
@@ -129,8 +123,7 @@ class ProxySupervisor(NbActor):
         self.edge = sender
         self.server_info = {"name": "nbstage", "version": VERSION}
         self.target = restart_target.RestartTarget(msg.rejoin_target, None)
-        self.cached_tools = msg.cached_tools
-        self.tools = self.cached_tools or tools.builtin_tool_list()
+        self.tools.start(msg.cached_tools)
         if msg.no_daemon is None:
             self._start_child()
 
@@ -166,7 +159,7 @@ class ProxySupervisor(NbActor):
         if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
-            result = self._decorate({"tools": self.tools}, msg.version, "tools/list")
+            result = self._decorate({"tools": self.tools.tools}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
         else:
             self._tool_call(request, msg)
@@ -175,26 +168,19 @@ class ProxySupervisor(NbActor):
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        error = malformed(request)
-        if error is not None:
-            self._send_mcp(error)
+        call = admit(request, self.entrypoint, dispatch.version, dispatch.progress_token)
+        if isinstance(call, jsonrpc.ErrorResponse):
+            self._send_mcp(call)
             return
-        name = ToolName(request.params["name"])
-        arguments = request.params.get("arguments")
-        refusal = argument_refusal(name, arguments)
-        if refusal is not None:
-            result = self._decorate(tool_error(refusal), dispatch.version, "tools/call")
+        if isinstance(call, str):
+            result = self._decorate(tool_error(call), dispatch.version, "tools/call")
             self._send_mcp(jsonrpc.Response(request.id, result))
             return
         call_id = id_key(request.id)
-        key = f"{self.entrypoint}:{call_id}"
-        call = PendingCall(
-            request.id, name, arguments, key, dispatch.version, dispatch.progress_token
-        )
         if self.config.no_daemon is not None:
             self._reply(call_id, call, tool_error(self.config.no_daemon))
             return
-        if name is ToolName.RECONNECT:
+        if call.name is ToolName.RECONNECT:
             self._reconnect(call_id, call)
             return
         if restart_policy.circuit_is_open(self.restart, time.monotonic()):
@@ -300,14 +286,9 @@ class ProxySupervisor(NbActor):
                 self._forward(call_id, call)
 
     def _refresh_tools(self, live: list[dict[str, Any]]) -> None:
-        """Adopt the child's tool list; persist it (never an empty one) and announce a change."""
-        if not live:
-            return
-        changed = live != self.tools
-        self.tools = live
-        if live != self.cached_tools:
+        recache, changed = self.tools.adopt(live)
+        if recache:
             self.send(self.edge, ToolCacheChanged(live))
-            self.cached_tools = live
         if changed:
             self.send(self.edge, ToolListChanged())
 

@@ -37,8 +37,11 @@ def id_key(request_id: Any) -> str:
     return f"{type(request_id).__name__}:{request_id}"
 
 
-def malformed(request: jsonrpc.Request) -> jsonrpc.ErrorResponse | None:
-    """The JSON-RPC error for params that name no catalogued tool, or None."""
+def admit(
+    request: jsonrpc.Request, entrypoint: str, version: str, progress_token: Any
+) -> PendingCall | jsonrpc.ErrorResponse | str:
+    """A ``tools/call`` as a call to hold, the JSON-RPC error for params that name no
+    catalogued tool, or the refusal of its arguments (a tool error)."""
     params = request.params or {}
     if not isinstance(params, dict):
         message = "tools/call params must be an object"
@@ -47,7 +50,13 @@ def malformed(request: jsonrpc.Request) -> jsonrpc.ErrorResponse | None:
     if not isinstance(asked, str) or asked not in CATALOGUED:
         message = f"Unknown tool: {asked}"
         return jsonrpc.ErrorResponse(request.id, jsonrpc.INVALID_PARAMS, message)
-    return None
+    name = ToolName(asked)
+    arguments = params.get("arguments")
+    refusal = argument_refusal(name, arguments)
+    if refusal is not None:
+        return refusal
+    key = f"{entrypoint}:{id_key(request.id)}"
+    return PendingCall(request.id, name, arguments, key, version, progress_token)
 
 
 def argument_refusal(name: ToolName, arguments: object) -> str | None:

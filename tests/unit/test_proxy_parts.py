@@ -1,6 +1,7 @@
-"""The ProxySupervisor's pure parts as tables: the requeue rule for calls on a child that
-died (tool_calls.requeue), the restart banner (restart_notices.banner), and the child
-slot's generations."""
+"""The ProxySupervisor's pure parts as tables: what a tools/call is admitted as
+(tool_calls.admit), the requeue rule for calls on a child that died (tool_calls.requeue),
+the restart banner (restart_notices.banner), the child slot's generations and the tool
+list's changes."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pytest
 from nbstage.actors.proxy import restart_notices
 from nbstage.actors.proxy.child_slot import ChildSlot
 from nbstage.actors.proxy.restart_policy import RestartState
-from nbstage.actors.proxy.tool_calls import PendingCall, requeue
+from nbstage.actors.proxy.tool_calls import PendingCall, admit, requeue
+from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
+from nbstage.protocol.mcp import jsonrpc, tools
 from nbstage.protocol.mcp.tool_names import ToolName
 
 
@@ -70,3 +73,41 @@ def test_each_start_is_a_new_generation_neither_configured_nor_ready() -> None:
     assert (slot.live, slot.ready, slot.configured, slot.warming) == (2, False, False, False)
     assert slot.stop() == 2
     assert slot.stop() is None
+
+
+def nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("params", "outcome"),
+    [
+        ({"name": "get_all_cells", "arguments": {}}, PendingCall),
+        ([1, 2], jsonrpc.ErrorResponse),
+        ({"name": "no_such_tool"}, jsonrpc.ErrorResponse),
+        ({"name": 7}, jsonrpc.ErrorResponse),
+        ({"name": "get_all_cells", "arguments": nested(tools.MAX_ARGUMENT_DEPTH + 1)}, str),
+        ({"name": "reconnect", "arguments": {"unknown": 1}}, str),
+    ],
+)
+def test_what_a_tools_call_is_admitted_as(params: object, outcome: type) -> None:
+    admitted = admit(jsonrpc.Request(5, "tools/call", params), "e1", "2025-11-25", "tok")
+    assert isinstance(admitted, outcome)
+    if isinstance(admitted, PendingCall):
+        assert (admitted.key, admitted.progress_token) == ("e1:int:5", "tok")
+
+
+def test_the_tool_list_adopts_a_live_list_and_says_what_to_persist_and_announce() -> None:
+    listing = ToolList()
+    listing.start([])
+    assert listing.tools == tools.builtin_tool_list()
+    live = [{"name": "a"}]
+    assert listing.adopt([]) == (False, False)
+    assert listing.adopt(live) == (True, True)
+    assert listing.adopt(live) == (False, False)
+    cached = ToolList()
+    cached.start(live)
+    assert cached.adopt(live) == (False, False)
