@@ -2,8 +2,10 @@
 
 It owns the session state (decided by sessions.py), runs tool handlers against
 the daemon over its own DaemonLink, and answers the ProxySupervisor with
-finished tool results. Waiting is a table of pending replies keyed by daemon
-request id, never a blocked mailbox.
+finished tool results. Its parts: the requests waiting on the daemon, keyed by
+request id, never a blocked mailbox (daemon_requests.py); the open calls and the
+notices their results carry (call_book.py); the calls held back until the link or a
+rejoin can serve them (held_calls.py).
 """
 
 from __future__ import annotations
