@@ -73,12 +73,14 @@ class Daemon(NbActor):
             msgs.PathBound: self._on_path_bound,
             msgs.PathReleased: lambda m, s: rooms.release(m.notebook_id, m.path),
             ChildActorExited: self._on_child_actor_exited,
-            request(asks.OpenNotebook): self._open,
-            request(asks.AttachNotebook): self._attach,
-            request(asks.CreateNotebook): self._create,
+            request(asks.OpenNotebook): self._admission,
+            request(asks.AttachNotebook): self._admission,
+            request(asks.CreateNotebook): self._admission,
             request(asks.EvictRoom): self._evict,
             request(asks.RunReaper): self._run_reaper,
-            request(asks.CollectEnvironments): self._collect_environments,
+            request(asks.CollectEnvironments): lambda o, r: self._sweep_environments(
+                o, max(0.0, r.older_than_secs)
+            ),
             request(asks.ListRooms): lambda o, r: self.answer(o, room_answers.rooms_listed(rooms)),
             request(asks.GetStatus): lambda o, r: self.answer(o, room_answers.room_counts(rooms)),
             request(asks.GetActorTree): lambda o, r: self.answer(
@@ -122,10 +124,6 @@ class Daemon(NbActor):
         if stopping is not None and stopping.finish_now():
             self.offload(due.RegistryClosed(), self.registry.close, "registry")
 
-    def _refuse_while_stopping(self) -> None:
-        if self.waits.stopping is not None:
-            raise admitting.shutting_down()
-
     # --- the reaper and the environment sweep ---------------------------------------------
 
     def _reap_due(self, reap: due.ReapDue) -> None:
@@ -161,9 +159,6 @@ class Daemon(NbActor):
         work = sweep_work(self.config.state_dir, in_use, older_than)
         self.offload(due.EnvironmentsSwept(origin, in_use), work, LANE)
 
-    def _collect_environments(self, origin: Origin, req: asks.CollectEnvironments) -> None:
-        self._sweep_environments(origin, max(0.0, req.older_than_secs))
-
     def _environments_swept(self, done: BlockingWorkDone) -> None:
         origin, outcome = done.token.origin, sweep_outcome(done, done.token.kept)
         self._tell([(origin, outcome)] if origin is not None else [])
@@ -177,17 +172,11 @@ class Daemon(NbActor):
             return
         super().receiveMsg_ClientRequest(msg, sender)
 
-    def _open(self, origin: Origin, req: asks.OpenNotebook) -> None:
-        self._refuse_while_stopping()
-        self._admit(self.admitting.open(origin, req, self.registry))
-
-    def _attach(self, origin: Origin, req: asks.AttachNotebook) -> None:
-        self._refuse_while_stopping()
-        self._admit(self.admitting.attach(origin, req, self.registry))
-
-    def _create(self, origin: Origin, req: asks.CreateNotebook) -> None:
-        self._refuse_while_stopping()
-        self._admit(self.admitting.create(origin, req))
+    def _admission(self, origin: Origin, req: Any) -> None:
+        """An open, attach or create; none is admitted once the daemon stops."""
+        if self.waits.stopping is not None:
+            raise admitting.shutting_down()
+        self._admit(self.admitting.admit(origin, req, self.registry))
 
     def _admit(self, steps: list[admitting.Step]) -> None:
         """Carry out what admitting.py settled on, in order."""

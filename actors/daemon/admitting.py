@@ -13,16 +13,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from nbstage.actors.daemon.admission import (
-    Admission,
-    AttachFacts,
-    JoinResident,
-    Refuse,
-    StartNewRoom,
-    admit_attach,
-    admit_open,
-    refuse_beyond_limits,
-)
+from nbstage.actors.daemon import admission as decide
+from nbstage.actors.daemon.admission import Admission, JoinResident, Refuse, StartNewRoom
 from nbstage.actors.daemon.create_keys import CreateKeys, JoinMade, WaitForFirst
 from nbstage.actors.daemon.notebook.notebook_files import absolute_notebook_path
 from nbstage.actors.daemon.registry import Registry
@@ -78,21 +70,36 @@ class Admitting:
         self._settings = settings
         self.create_keys: CreateKeys[tuple[Origin, CreateNotebook]] = CreateKeys()
 
+    def admit(
+        self,
+        origin: Origin,
+        req: OpenNotebook | AttachNotebook | CreateNotebook,
+        registry: Registry,
+    ) -> list[Step]:
+        match req:
+            case OpenNotebook():
+                return self.open(origin, req, registry)
+            case AttachNotebook():
+                return self.attach(origin, req, registry)
+        return self.create(origin, req)
+
     def open(self, origin: Origin, req: OpenNotebook, registry: Registry) -> list[Step]:
         path = absolute_notebook_path(req.path)
         registered = registry.id_for(path)
         fresh = str(uuid.uuid4())
-        admission = admit_open(self._rooms.by_path, path, Path(path).is_file(), registered, fresh)
+        admission = decide.admit_open(
+            self._rooms.by_path, path, Path(path).is_file(), registered, fresh
+        )
         return self._admitted(origin, admission, RoomWish(req.peer_label))
 
     def attach(self, origin: Origin, req: AttachNotebook, registry: Registry) -> list[Step]:
         resident = req.notebook_id in self._rooms
         bound = registry.path_for(req.notebook_id)
         untitled = None if resident else registry.load_untitled(req.notebook_id)
-        facts = AttachFacts(
+        facts = decide.AttachFacts(
             bound, bound is not None and Path(bound).is_file(), untitled is not None
         )
-        admission = admit_attach(self._rooms.rooms, req.notebook_id, facts)
+        admission = decide.admit_attach(self._rooms.rooms, req.notebook_id, facts)
         return self._admitted(origin, admission, RoomWish(req.peer_label, content=untitled))
 
     def create(self, origin: Origin, req: CreateNotebook) -> list[Step]:
@@ -156,7 +163,7 @@ class Admitting:
         raise AssertionError(admission)
 
     def _refuse_beyond_limits(self, origin: Origin) -> None:
-        refusal = refuse_beyond_limits(
+        refusal = decide.refuse_beyond_limits(
             len(self._rooms),
             self._rooms.started_by(origin.conn),
             self._settings.max_rooms,
