@@ -27,6 +27,7 @@ from nbstage.actors.daemon.room.actions import (
     SaveFile,
     Send,
     SetOutputs,
+    SettleClose,
     Started,
     StartKernelChild,
     TruncateJournal,
@@ -344,10 +345,10 @@ def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("restart", "closing", "wanted"),
     [
-        (False, False, [Answer]),
-        (False, True, [Answer]),  # the edit is durable: it is answered even while closing
-        (True, True, [Fail]),  # the kernel is not restarted into a closing room
-        (True, False, [DetachKernel, WantKernel]),  # answered once the new kernel is up
+        (False, False, [Answer, SettleClose]),
+        (False, True, [Answer, SettleClose]),  # the edit is durable: answered even while closing
+        (True, True, [Fail, SettleClose]),  # the kernel is not restarted into a closing room
+        (True, False, [DetachKernel, WantKernel, SettleClose]),  # answered once the kernel is up
     ],
 )
 def test_what_follows_a_recorded_dependency_edit(
@@ -371,7 +372,8 @@ def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
     calls.start(start_for(tmp_path))
     env.jobs = 1
     token = DependenciesPrepared(origin(1), None, "restart", 0.0)
-    [refused] = calls.prepared(BlockingWorkDone(token), {}, closing=True)
+    [refused, settle] = calls.prepared(BlockingWorkDone(token), {}, closing=True)
+    assert settle == SettleClose()
     assert isinstance(refused, Fail)
     assert refused.error.code is ErrorCode.SHUTTING_DOWN
     assert env.jobs == 0

@@ -122,6 +122,11 @@ class FinishClose:
 
 
 @frozen
+class SettleClose:
+    """Work the close waited for is over: the close is reported once nothing is left."""
+
+
+@frozen
 class FirstFlushed:
     """A new persisted notebook's untitled row is written (or not): the start goes on."""
 
@@ -167,6 +172,7 @@ Action = (
     | Persist
     | SaveFile
     | FinishClose
+    | SettleClose
     | FirstFlushed
     | BindPath
     | TruncateJournal

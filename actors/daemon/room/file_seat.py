@@ -40,6 +40,7 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon.replies import NotebookSaved
+from nbstage.protocol.daemon.requests import SaveNotebook
 from nbstage.protocol.daemon_actors.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.daemon_actors.room_followups import (
     AutosaveDue,
@@ -67,6 +68,9 @@ class FileSeat:
         self.notices = notices
         self.config: StartRoom | None = None
         self.daemon: Any = None
+        self.path: str | None = None
+        """The room's file; None for an untitled notebook."""
+        self.ephemeral = True
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
@@ -93,6 +97,16 @@ class FileSeat:
 
     def start(self, config: StartRoom, daemon: Any = None) -> None:
         self.config, self.daemon = config, daemon
+        self.path, self.ephemeral = config.path, config.ephemeral
+
+    @property
+    def journalled(self) -> bool:
+        """Ephemeral rooms stay in memory only; every other room journals its edits."""
+        return not (self.ephemeral and self.path is None)
+
+    def bind(self, path: str) -> None:
+        """The notebook now lives at ``path`` (a save to a new path was recorded)."""
+        self.path, self.ephemeral = path, False
 
     @property
     def registry_file(self) -> Path:
@@ -115,8 +129,10 @@ class FileSeat:
 
     # --- autosave -------------------------------------------------------------------------
 
-    def edited(self) -> Wake:
+    def edited(self) -> list[Wake]:
         """Schedule an autosave: about ``delay`` after the last edit, at most ``max_delay``."""
+        if not self.journalled:
+            return []
         now = time.monotonic()
         if self.first_unsaved_at is None:
             self.first_unsaved_at = now
@@ -124,7 +140,10 @@ class FileSeat:
         deadline = self.first_unsaved_at + settings.autosave_max_delay_secs
         delay = max(0.0, min(settings.autosave_delay_secs, deadline - now))
         self.autosave_generation += 1
-        return Wake(delay, AutosaveDue(self.autosave_generation))
+        return [Wake(delay, AutosaveDue(self.autosave_generation))]
+
+    def autosave_due(self, due: AutosaveDue) -> list[Action]:
+        return [Persist(SavePurpose.AUTOSAVE)] if due.generation == self.autosave_generation else []
 
     def saved_up_to(self, revision: int, current: int) -> None:
         self.saved_revision = max(self.saved_revision, revision)
@@ -138,6 +157,24 @@ class FileSeat:
         return purpose is not SavePurpose.AUTOSAVE or self.disk_problem is None
 
     # --- saves ----------------------------------------------------------------------------
+
+    def persist(self, doc: Document, purpose: SavePurpose, seq: int) -> list[Action]:
+        """Save unsaved edits; a close with nothing to save is finished at once."""
+        if self.journalled and self.wants_save(doc.revision, purpose):
+            if self.path is not None:
+                return [SaveFile(None, purpose)]
+            return [self.flush_untitled(doc, purpose, seq)]
+        return [FinishClose(True)] if purpose is SavePurpose.CLOSE else []
+
+    def save_request(self, origin: Origin, req: SaveNotebook) -> list[Action]:
+        """save_notebook: to a new path (claimed first), or to the room's own file."""
+        if req.path is not None:
+            return [self.claim(origin, req.path, req.overwrite)]
+        if self.path is None:
+            raise NbstageError(
+                ErrorCode.NO_PATH, "This notebook has no file yet. Call save_notebook with a path."
+            )
+        return [SaveFile(None, SavePurpose.REQUEST, origin)]
 
     def save(
         self,

@@ -45,8 +45,12 @@ from nbstage.protocol.daemon.replies import (
 )
 from nbstage.protocol.daemon_actors.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.daemon_actors.kernels import (
+    ExecutionFinished,
+    ExecutionsCancelled,
+    ExecutionStarted,
     ExecutionStatus,
     InterruptKernelNow,
+    KernelRestarted,
     KernelState,
     OutputsArrived,
     RestartKernelNow,
@@ -109,6 +113,10 @@ class KernelSeat:
                     actions.append(DetachKernel("keep-alive expired"))
         return actions
 
+    def keep_alive_expired(self, msg: KeepAliveExpired) -> list[Action]:
+        busy = bool(self.book.live_ids())
+        return self.decide(lifetime.keep_alive_expired, self.life, msg.generation, busy)
+
     def want(self) -> list[Action]:
         return self.decide(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
 
@@ -142,6 +150,12 @@ class KernelSeat:
         self.pid = pid
         if actor_pid is not None:
             self.actor_pid = actor_pid
+
+    def restarted(self, msg: KernelRestarted, sender: Any, env: Any) -> list[Action]:
+        if not self.is_current(sender):
+            return []
+        self.up(msg.pid)
+        return [*self.answer_restarts(env), ReportStatus()]
 
     def answer_restarts(self, env: Any) -> list[Action]:
         """The kernel is up: restarts, and dependency changes that restarted it, are done."""
@@ -311,6 +325,28 @@ class KernelSeat:
             return record.execution_id, []
         run = Send(self.address, RunCode(record.execution_id, source))
         return record.execution_id, [SetOutputs(cell_id, [], None), run]
+
+    def execution_started(self, msg: ExecutionStarted, sender: Any) -> list[Action]:
+        if self.is_current(sender) and self.book.started(msg.execution_id):
+            self.state = KernelState.BUSY
+        return []
+
+    def execution_finished(self, msg: ExecutionFinished, sender: Any) -> list[Action]:
+        todo = self.finish(msg.execution_id, msg.status, msg.execution_count, msg.error)
+        if self.is_current(sender):
+            self.state = KernelState.IDLE
+        return todo
+
+    def executions_cancelled(self, msg: ExecutionsCancelled) -> list[Action]:
+        todo: list[Action] = []
+        for execution_id in msg.execution_ids:
+            todo += self.finish(execution_id, msg.status, error=msg.reason)
+        return todo
+
+    def execution_recorded(self, done: BlockingWorkDone) -> list[Action]:
+        if not done.ok:
+            log.error("could not record execution %s: %s", done.token.execution_id, done.error)
+        return []
 
     def outputs(self, msg: OutputsArrived) -> list[Action]:
         book = self.book

@@ -1,15 +1,10 @@
-"""Who is in a Room, and how its closing stands: plain state the Room keeps beside the
-document (views.py reads it for the Daemon and for describe_room)."""
+"""Who is in a Room: plain state the Room keeps beside the document (views.py reads it
+for the Daemon and for describe_room)."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
-
-from nbstage.protocol.common.errors import ErrorCode, NbstageError
-from nbstage.protocol.daemon.replies import KeptRoom
-from nbstage.protocol.daemon_actors.rooms import RoomClosed
 
 
 class Peers:
@@ -41,19 +36,3 @@ class Peers:
         if not self.labels:
             self.idle_since = time.monotonic()
         return label, None if conn in self.conns.values() else conn
-
-
-class Closing:
-    def __init__(self) -> None:
-        self.by: Any = None
-        """Who asked this room to close; from then on it acknowledges no mutation."""
-        self.kept: KeptRoom | None = None
-        """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
-        self.report: RoomClosed | None = None
-        """The close's outcome, held until the seat's kernels have stopped."""
-
-
-def closing_error(outcome: str) -> NbstageError:
-    return NbstageError(
-        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
-    )

@@ -20,8 +20,8 @@ def facts(room: Any) -> dict[str, Any]:
     """The NotebookFacts fields, shared by NotebookJoined and RoomDescribed."""
     return {
         "notebook_id": room.notebook_id,
-        "path": room.path,
-        "ephemeral": room.ephemeral,
+        "path": room.file.path,
+        "ephemeral": room.file.ephemeral,
         "runtime": room.env.kernel_name,
         "kernel_refused": room.env.kernel_refused,
         "cell_count": len(room.doc.cells),
@@ -34,8 +34,8 @@ def status(room: Any) -> RoomStatus:
     seat, env = room.seat, room.env
     return RoomStatus(
         room.notebook_id,
-        room.path,
-        room.ephemeral,
+        room.file.path,
+        room.file.ephemeral,
         tuple(room.peers.labels.items()),
         seat.state,
         seat.pid,
