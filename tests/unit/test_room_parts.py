@@ -276,25 +276,25 @@ def test_saves_wait_their_turn_and_a_close_is_a_persist(tmp_path: Path) -> None:
     assert seat.next_job() is None
 
 
-def seat_with(tmp_path: Path) -> KernelSeat:
-    seat = KernelSeat()
+def seat_with(tmp_path: Path, env: EnvironmentSeat | None = None) -> KernelSeat:
+    seat = KernelSeat(env or EnvironmentSeat())
     seat.start(start_for(tmp_path), has_runtime=True)
     return seat
 
 
 def test_how_an_execution_is_answered(tmp_path: Path) -> None:
-    seat, asker = seat_with(tmp_path), origin(1)
-    record, _ = seat.book.queue("c1")
-    [live] = seat.answer_execution(asker, record.execution_id, 0)
+    runs, asker = seat_with(tmp_path).runs, origin(1)
+    record, _ = runs.book.queue("c1")
+    [live] = runs.answer_execution(asker, record.execution_id, 0)
     assert isinstance(live, Offload)
     assert live.token == LiveExecutionRecorded(record.execution_id, asker)
-    [wait] = seat.answer_execution(asker, record.execution_id, 5)
+    [wait] = runs.answer_execution(asker, record.execution_id, 5)
     assert wait == Wake(5, WaitExpired(record.execution_id, asker))
-    seat.book.finish(record.execution_id, ExecutionStatus.DONE, 1)
-    [done] = seat.answer_execution(asker, record.execution_id, 5)
+    runs.book.finish(record.execution_id, ExecutionStatus.DONE, 1)
+    [done] = runs.answer_execution(asker, record.execution_id, 5)
     assert isinstance(done, Answer)
     assert done.origin == asker
-    [stored] = seat.answer_execution(asker, "gone", 0)
+    [stored] = runs.answer_execution(asker, "gone", 0)
     assert isinstance(stored, Offload)
     assert stored.token == StoredExecutionRead("gone", asker)
 
@@ -303,40 +303,38 @@ def test_the_latch_stops_the_child_once_and_forgets_it(tmp_path: Path) -> None:
     seat = seat_with(tmp_path)
     seat.seated("kernel-address")
     assert seat.state is KernelState.STARTING
-    env = EnvironmentSeat()
-    detached = seat.detach("stopped", env)
+    detached = seat.detach("stopped")
     assert detached == [Send("kernel-address", ShutdownKernel()), ReportStatus()]
     assert seat.address is None
     assert seat.stopping == ["kernel-address"]
-    assert seat.detach("stopped", env) == [ReportStatus()]
+    assert seat.detach("stopped") == [ReportStatus()]
     assert not seat.is_current("kernel-address")
 
 
 def test_a_run_clears_the_cell_once_and_a_finish_writes_it_back(tmp_path: Path) -> None:
-    seat = seat_with(tmp_path)
-    seat.seated("kernel")
-    execution_id, start = seat.run("c1", "1 + 1")
+    runs = seat_with(tmp_path).runs
+    execution_id, start = runs.run("c1", "1 + 1", "kernel")
     assert start[0] == SetOutputs("c1", [], None)
     assert start[1] == Send("kernel", RunCode(execution_id, "1 + 1"))
-    assert seat.run("c1", "1 + 1") == (execution_id, [])  # joins the run under way
-    finished = seat.finish(execution_id, ExecutionStatus.DONE, 4)
+    assert runs.run("c1", "1 + 1", "kernel") == (execution_id, [])  # joins the run under way
+    finished = runs.finish(execution_id, ExecutionStatus.DONE, 4)
     assert finished[0] == SetOutputs("c1", [], 4)
     assert isinstance(finished[-1], Edited)
-    assert seat.finish(execution_id, ExecutionStatus.DONE, 4) == []  # already settled
+    assert runs.finish(execution_id, ExecutionStatus.DONE, 4) == []  # already settled
 
 
 def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
-    seat, env = seat_with(tmp_path), EnvironmentSeat()
+    seat = seat_with(tmp_path)
     seat.pending_restart = [origin(1), origin(2)]
     seat.up(pid=42)
-    answers = seat.answer_restarts(env)
+    answers = seat.answer_restarts()
     assert [(a.origin, a.reply) for a in answers] == [
         (origin(1), RestartCompleted(42)),
         (origin(2), RestartCompleted(42)),
     ]
-    assert seat.answer_restarts(env) == []
+    assert seat.answer_restarts() == []
     seat.pending_restart = [origin(3)]
-    [failed] = seat.fail_restarts(env)
+    [failed] = seat.fail_restarts()
     assert isinstance(failed, Fail)
     assert failed.origin == origin(3)
     assert seat.pending_restart == []
@@ -387,12 +385,12 @@ def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
     ],
 )
 def test_how_a_restart_goes(tmp_path: Path, state: KernelState, wanted: list[type]) -> None:
-    seat = seat_with(tmp_path)
-    seat.seated("kernel")
-    seat.state = state
     env = EnvironmentSeat()
     env.kernel_name = "python3"
-    todo = seat.restart(origin(1), env)
+    seat = seat_with(tmp_path, env)
+    seat.seated("kernel")
+    seat.state = state
+    todo = seat.restart(origin(1))
     if state is KernelState.DEAD:
         todo = [action for action in todo if not isinstance(action, Send)]
     assert [type(action) for action in todo] == wanted
@@ -402,10 +400,10 @@ def test_how_a_restart_goes(tmp_path: Path, state: KernelState, wanted: list[typ
 def test_a_restart_without_a_kernel_runtime_is_refused_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
-    seat = KernelSeat()
+    seat = KernelSeat(EnvironmentSeat())
     seat.start(start_for(tmp_path), has_runtime=False)
     with pytest.raises(NbstageError):
-        seat.restart(origin(1), EnvironmentSeat())
+        seat.restart(origin(1))
     assert seat.pending_restart == []
 
 

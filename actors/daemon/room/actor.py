@@ -28,6 +28,7 @@ from nbstage.actors.daemon.room import actions, edits, lifetime, opening, views
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
+from nbstage.actors.daemon.room.execution_calls import code_cell
 from nbstage.actors.daemon.room.file_seat import FileSeat
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.kernel_seat import KernelSeat
@@ -62,13 +63,13 @@ class Room(NbActor):
         self.env = EnvironmentSeat()
         self.journal = Journalling()
         self.deps = DependencyCalls(self.env, self.journal, self.notices)
-        self.seat = KernelSeat()
+        self.seat = KernelSeat(self.env)
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
         self.opening = Opening()
 
     def handlers(self):
-        k, f = kernels, followups
+        k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
         return {
             rooms.StartRoom: self._on_start_room,
             rooms.JoinRoom: self._on_join_room,
@@ -78,43 +79,35 @@ class Room(NbActor):
             rooms.PathRefused: lambda msg, _: self.act(self.file.refused(msg)),
             rooms.PathRecorded: self._on_path_recorded,
             edge.ClientRequest: self._on_client_request,
-            f.KeepAliveExpired: self._to(self.seat.keep_alive_expired),
+            f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._on_kernel_ready,
-            k.KernelFailed: lambda m, s: self.act(*self.seat.failed(s, m.message, self.env)),
-            k.KernelDied: lambda m, s: self.act(*self.seat.died(s, m.pid, self.env)),
+            k.KernelFailed: self._to(seat.failed),
+            k.KernelDied: self._to(seat.died),
             k.KernelStopped: self._on_kernel_stopped,
             ChildActorExited: self._on_child_actor_exited,
             k.KernelInterrupted: lambda m, _: self.answer(m.origin, replies.InterruptSent()),
-            k.KernelRestarted: lambda m, s: self.act(*self.seat.restarted(m, s, self.env)),
-            k.ExecutionStarted: lambda m, s: self.act(*self.seat.execution_started(m, s)),
+            k.KernelRestarted: self._to(seat.restarted),
+            k.ExecutionStarted: self._to(seat.execution_started),
             k.OutputsArrived: self._on_outputs_arrived,
-            k.ExecutionFinished: lambda m, s: self.act(*self.seat.execution_finished(m, s)),
-            k.ExecutionsCancelled: self._to(self.seat.executions_cancelled),
+            k.ExecutionFinished: self._to(seat.execution_finished),
+            k.ExecutionsCancelled: self._to(runs.cancelled),
             **{request(kind): self._mutation(edit) for kind, edit in edits.EDITS.items()},
-            request(requests.LeaveRoom): self._leave,
-            request(requests.GetCell): self._get_cell,
-            request(requests.GetCells): self._get_cells,
-            request(requests.SaveNotebook): self._once(
-                lambda o, req: self.act(*self.file.save_request(o, req))
-            ),
-            request(requests.ExecuteCell): self._execute,
-            request(requests.GetExecution): lambda o, req: self.act(
-                *self.seat.answer_execution(o, req.execution_id, req.wait_secs)
-            ),
-            request(requests.InterruptKernel): self._once(
-                lambda o, _: self.act(self.seat.interrupt(o))
-            ),
-            request(requests.RestartKernel): self._once(self._restart),
-            request(requests.ManageDependencies): self._once(self._manage_dependencies),
-            request(requests.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
-            request(requests.ShutdownKernelNow): lambda o, _: self.act(
-                *self.seat.shut_down(o, self.env)
-            ),
+            request(r.LeaveRoom): self._leave,
+            request(r.GetCell): lambda o, req: self.answer(o, views.cell(self, req)),
+            request(r.GetCells): lambda o, req: self.answer(o, views.cells(self, req)),
+            request(r.SaveNotebook): self._once(self._to(self.file.save_request)),
+            request(r.ExecuteCell): self._execute,
+            request(r.GetExecution): self._to(runs.get),
+            request(r.InterruptKernel): self._once(self._to(seat.interrupt)),
+            request(r.RestartKernel): self._once(self._restart),
+            request(r.ManageDependencies): self._once(self._manage_dependencies),
+            request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
+            request(r.ShutdownKernelNow): self._to(seat.shut_down),
             finished(f.SaveFinished): self._save_finished,
             finished(f.FileLooked): self._file_looked,
-            finished(f.ExecutionRecorded): self._to(self.seat.execution_recorded),
-            finished(f.LiveExecutionRecorded): self._to(self.seat.live_recorded),
-            finished(f.StoredExecutionRead): lambda d: self.act(self.seat.stored_read(d)),
+            finished(f.ExecutionRecorded): self._to(runs.recorded),
+            finished(f.LiveExecutionRecorded): self._to(runs.live_recorded),
+            finished(f.StoredExecutionRead): self._to(runs.stored_read),
             finished(f.KernelspecsRead): self._kernelspecs_read,
             finished(f.StaleTempsSwept): lambda done: opening.swept(done, self.file.path),
             finished(f.NotebookFileRead): self._notebook_file_read,
@@ -129,19 +122,19 @@ class Room(NbActor):
             finished(f.ProjectTrustRecorded): lambda d: self.act(
                 *self.deps.project_trust_recorded(d, self.file.path)
             ),
-            progress(f.DependenciesPrepared): lambda t, line: self.act(
-                *self.deps.progressed(t, line)
-            ),
+            progress(f.DependenciesPrepared): self._to(self.deps.progressed),
             wakeup(f.AutosaveDue): self._to(self.file.autosave_due),
-            wakeup(f.KeepAliveExpired): self._to(self.seat.keep_alive_expired),
-            wakeup(f.FileCheckDue): self._file_check_due,
-            wakeup(f.WaitExpired): self._to(self.seat.wait_expired),
+            wakeup(f.KeepAliveExpired): self._to(seat.keep_alive_expired),
+            wakeup(f.FileCheckDue): lambda due: self.act(
+                *self.file.check_due(due, bool(self.peers), self.close.asked)
+            ),
+            wakeup(f.WaitExpired): self._to(runs.wait_expired),
         }
 
-    def _to(self, decide: Callable[[Any], list[actions.Action]]) -> Callable[..., None]:
-        """A handler that hands its message (a sender aside), payload or finished work to
-        a part, and carries out what the part returns."""
-        return lambda msg, *_: self.act(*decide(msg))
+    def _to(self, decide: Callable[..., list[actions.Action]]) -> Callable[..., None]:
+        """A handler that hands what it gets (a message and its sender, a request, finished
+        work, a timer's payload) to a part, and carries out what the part returns."""
+        return lambda *args: self.act(*decide(*args))
 
     def act(self, *todo: actions.Action) -> None:
         """Carry out what a part asked for (room/actions.py), in order."""
@@ -158,7 +151,7 @@ class Room(NbActor):
             a.Answer: lambda x: self.answer(x.origin, x.reply),
             a.Fail: lambda x: self.fail(x.origin, x.error),
             a.StartKernelChild: lambda x: self._start_kernel(),
-            a.DetachKernel: lambda x: self.act(*self.seat.detach(x.reason, self.env)),
+            a.DetachKernel: lambda x: self.act(*self.seat.detach(x.reason)),
             a.WantKernel: lambda x: self.act(*self.seat.want()),
             a.Persist: lambda x: self.act(
                 *self.file.persist(self.doc, x.purpose, self.journal.seq)
@@ -167,10 +160,10 @@ class Room(NbActor):
             a.FinishClose: lambda x: self.act(*self.close.finish(x.saved, x.error)),
             a.SettleClose: lambda x: self.act(*self.close.settle()),
             a.FirstFlushed: lambda x: self._first_flushed(x.error),
-            a.BindPath: lambda x: self._bind_path(x.path),
+            a.BindPath: lambda x: self.act(*self.file.bind(x.path, bool(self.peers))),
             a.TruncateJournal: lambda x: self.act(self.journal.truncate(x.seq)),
             a.ReportStatus: lambda x: self._report_status(),
-            a.ReadKernelspecs: lambda x: self._read_kernelspecs(x.restart),
+            a.ReadKernelspecs: lambda x: self.act(opening.read_kernelspecs(self.file, x.restart)),
             a.ReadJournal: lambda x: self.act(self.journal.read()),
             a.FlushFirst: lambda x: self.act(self.file.first_flush(self.doc, self.journal.seq)),
             a.Started: lambda x: self._started(x.joins),
@@ -209,7 +202,9 @@ class Room(NbActor):
 
     def _start_failed(self, error: NbstageError) -> None:
         self.opening.error = error
-        self.send(self.daemon, rooms.RoomStartFailed(self.notebook_id, error.code, error.message))
+        self.send(
+            self.daemon, rooms.RoomStartFailed(self.config.notebook_id, error.code, error.message)
+        )
         self._fail_held_joins(error)
 
     def _fail_held_joins(self, error: NbstageError) -> None:
@@ -222,7 +217,7 @@ class Room(NbActor):
         self.act(*self.opening.loaded(self.config, self.file.journalled, self.file.lane))
 
     def _started(self, joins: list[rooms.JoinRoom] = ()) -> None:
-        self.send(self.daemon, rooms.RoomStarted(self.notebook_id, os.getpid()))
+        self.send(self.daemon, rooms.RoomStarted(self.config.notebook_id, os.getpid()))
         self._report_status()
         for join in joins:
             self._on_join_room(join, self.daemon)
@@ -234,9 +229,6 @@ class Room(NbActor):
             self._start_failed(save_error(error))
         else:
             self._started(self.opening.release())
-
-    def _read_kernelspecs(self, restart: Origin | None = None) -> None:
-        self.act(opening.read_kernelspecs(self.file.registry_file, self.file.path, restart))
 
     def _kernelspecs_read(self, done: BlockingWorkDone) -> None:
         fits = opening.choose(done, self.env, self.doc.metadata)
@@ -267,10 +259,6 @@ class Room(NbActor):
         self._started(joins)
         if (restored := self.journal.restored_notice(self.file.path)) is not None:
             self.notices.post(restored)
-
-    @property
-    def notebook_id(self) -> str:
-        return self.config.notebook_id
 
     # --- peers ----------------------------------------------------------------------------
 
@@ -316,7 +304,7 @@ class Room(NbActor):
         self.send(self.daemon, views.status(self))
 
     def _event(self, kind: edge.EventKind, detail: dict[str, Any]) -> None:
-        self.send(self.edge, edge.RoomEventOccurred(kind, self.notebook_id, detail))
+        self.send(self.edge, edge.RoomEventOccurred(kind, self.config.notebook_id, detail))
 
     def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
@@ -331,18 +319,6 @@ class Room(NbActor):
             self.act(actions.Persist(SavePurpose.CLOSE))
 
     # --- reads and edits ------------------------------------------------------------------
-
-    def _get_cell(self, origin: Origin, req: requests.GetCell) -> None:
-        self.answer(origin, replies.CellShown(self.doc.cell(req.cell_id).view()))
-
-    def _get_cells(self, origin: Origin, req: requests.GetCells) -> None:
-        total = len(self.doc.cells)
-        if req.format is requests.CellsFormat.SUMMARY:
-            summaries = self.doc.summaries(req.start, req.count)
-            self.answer(origin, replies.CellsSummarized(summaries, total))
-        else:
-            cells = self.doc.cells_json(req.start, req.count, req.include_outputs)
-            self.answer(origin, replies.CellsShown(cells, total))
 
     def _mutation(self, apply: Callable[[Document, Any], Any]) -> Callable[[Origin, Any], None]:
         """Wrap an edit (edits.py) so a repeated idempotency key returns the first result
@@ -427,20 +403,15 @@ class Room(NbActor):
             self.act(*self.file.settled(done, self.doc.revision))
         self._next_file_job()
 
-    def _bind_path(self, path: str) -> None:
-        self.file.bind(path)
-        self._arm_file_check()
-        self._report_status()
-
     def _on_path_recorded(self, msg: rooms.PathRecorded, sender: ActorAddress) -> None:
         """An open or a save to a new path is answered once the Daemon holds the binding on
         disk; a binding that could not be written is logged and the answer goes out."""
         if msg.problem is not None:
-            log.error("%s at %s: %s", self.notebook_id, msg.path, msg.problem)
+            log.error("%s at %s: %s", self.config.notebook_id, msg.path, msg.problem)
         if msg.origin is None:
             self._start_read_done()
         else:
-            self.answer(msg.origin, replies.NotebookSaved(self.notebook_id, msg.path))
+            self.answer(msg.origin, replies.NotebookSaved(self.config.notebook_id, msg.path))
 
     def _next_file_job(self) -> None:
         while (job := self.file.next_job()) is not None:
@@ -449,11 +420,8 @@ class Room(NbActor):
     def _arm_file_check(self) -> None:
         self.act(*self.file.arm_check(self.file.path, bool(self.peers)))
 
-    def _file_check_due(self, due: followups.FileCheckDue) -> None:
-        self.act(*self.file.check_due(due, self.file.path, bool(self.peers), self.close.asked))
-
     def _file_looked(self, done: BlockingWorkDone) -> None:
-        seen = self.file.looked(done, self.file.path)
+        seen = self.file.looked(done)
         if seen is not None:
             self._file_changed(seen)
             if self.file.autosave_resumes(self.doc.revision):
@@ -476,7 +444,7 @@ class Room(NbActor):
 
     def _start_kernel(self) -> None:
         self.seat.seated(self.createActor(Kernel))
-        start = self.seat.start_message(self.file.path, self.doc.metadata, self.env)
+        start = self.seat.start_message(self.file.path, self.doc.metadata)
         self.send(self.seat.address, start)
 
     def _on_kernel_ready(self, msg: kernels.KernelReady, sender: ActorAddress) -> None:
@@ -484,12 +452,12 @@ class Room(NbActor):
             self.seat.up(msg.pid, msg.actor_pid)
             self.env.running = msg.environment
             self.act(*self.deps.project_reported(self.file.path))
-            self.act(*self.seat.answer_restarts(self.env), actions.ReportStatus())
+            self.act(*self.seat.answer_restarts(), actions.ReportStatus())
 
     def _on_kernel_stopped(self, msg: kernels.KernelStopped, sender: ActorAddress) -> None:
         self.send(sender, ActorExitRequest())
         if msg.pid is not None:
-            self.send(self.edge, edge.KernelProcessEnded(self.notebook_id, msg.pid))
+            self.send(self.edge, edge.KernelProcessEnded(self.config.notebook_id, msg.pid))
         self.seat.gone(sender)
         self.act(*self.close.settle())
 
@@ -498,36 +466,29 @@ class Room(NbActor):
         self.act(*self.close.settle(), *self.seat.actor_exited(msg.childAddress))
 
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
-        key = scoped_key(req)
+        """A repeated key answers for the first run; a new run may start the kernel first."""
+        key, runs = scoped_key(req), self.seat.runs
         if self.once.known(key):
             known = self.once.first_answer(key)["execution_id"]
-            self.act(*self.seat.answer_execution(origin, known, req.wait_secs))
+            self.act(*runs.answer_execution(origin, known, req.wait_secs))
             return
         self.close.refuse("the cell was not run")
-        cell = self.doc.cell(req.cell_id)
-        if cell.cell_type != "code":
-            raise NbstageError(
-                ErrorCode.BAD_REQUEST, f"Cell {cell.id} is {cell.cell_type}, not code."
-            )
-        self._require_kernel()
-        execution_id, start = self.seat.run(cell.id, cell.source)
-        self.once.remember(key, {"execution_id": execution_id})
-        self.act(*start, *self.seat.answer_execution(origin, execution_id, req.wait_secs))
-
-    def _require_kernel(self) -> None:
-        self.env.refuse_without_kernelspec(self.seat.life.has_runtime)
+        cell = code_cell(self.doc, req.cell_id)
         self.act(*self.seat.require())
+        execution_id, start = runs.run(cell.id, cell.source, self.seat.address)
+        self.once.remember(key, {"execution_id": execution_id})
+        self.act(*start, *runs.answer_execution(origin, execution_id, req.wait_secs))
 
     def _on_outputs_arrived(self, msg: kernels.OutputsArrived, sender: ActorAddress) -> None:
         if not self.close.asked:
-            self.act(*self.seat.outputs(msg))
+            self.act(*self.seat.runs.outputs(msg))
 
     def _restart(self, origin: Origin, req: requests.RestartKernel | None) -> None:
         """A room whose notebook fits no kernelspec reads them again first: one may be new."""
         if self.env.kernel_refused is not None:
-            self._read_kernelspecs(origin)
+            self.act(actions.ReadKernelspecs(origin))
         else:
-            self.act(*self.seat.restart(origin, self.env))
+            self.act(*self.seat.restart(origin))
 
     # --- dependencies (room/dependency_calls.py) ------------------------------------------
 
@@ -536,7 +497,7 @@ class Room(NbActor):
         if req.apply is requests.ApplyDependencies.NONE:
             self._commit_dependencies(origin, plan, None)
         else:
-            self._require_kernel()
+            self.act(*self.seat.require())
             self.act(self.deps.prepare(origin, req, plan))
 
     def _dependencies_prepared(self, done: BlockingWorkDone) -> None:

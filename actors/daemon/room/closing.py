@@ -43,9 +43,9 @@ class Closing:
 
     def begin(self, reason: str) -> list[Action]:
         """The kernel goes and restarts waiting for it fail; the Room then saves."""
-        todo = self.seat.fail_restarts(self.env, closing_error("the kernel was not restarted"))
+        todo = self.seat.fail_restarts(closing_error("the kernel was not restarted"))
         if self.seat.address is not None:
-            todo += self.seat.detach(reason, self.env)
+            todo += self.seat.detach(reason)
             self.seat.release()
         return todo
 
@@ -66,7 +66,7 @@ class Closing:
         report, self.report = self.report, None
         return [Send(self.by, report)]
 
-    def reopen(self, msg: ReopenRoom) -> list[Action]:
+    def reopen(self, msg: ReopenRoom, sender: Any) -> list[Action]:
         self.by, self.kept = None, msg.kept
         return []
 

@@ -28,6 +28,7 @@ from nbstage.actors.daemon.room.actions import (
     FirstFlushed,
     Offload,
     Persist,
+    ReportStatus,
     SaveFile,
     Send,
     TruncateJournal,
@@ -104,9 +105,10 @@ class FileSeat:
         """Ephemeral rooms stay in memory only; every other room journals its edits."""
         return not (self.ephemeral and self.path is None)
 
-    def bind(self, path: str) -> None:
+    def bind(self, path: str, has_peers: bool) -> list[Action]:
         """The notebook now lives at ``path`` (a save to a new path was recorded)."""
         self.path, self.ephemeral = path, False
+        return [*self.arm_check(path, has_peers), ReportStatus()]
 
     @property
     def registry_file(self) -> Path:
@@ -347,9 +349,8 @@ class FileSeat:
         self.check_generation += 1
         return [Wake(every, FileCheckDue(self.check_generation))]
 
-    def check_due(
-        self, due: FileCheckDue, path: str | None, has_peers: bool, closing: bool
-    ) -> list[Action]:
+    def check_due(self, due: FileCheckDue, has_peers: bool, closing: bool) -> list[Action]:
+        path = self.path
         if due.generation != self.check_generation:
             return []
         self.check_armed = False
@@ -357,12 +358,12 @@ class FileSeat:
             return self.arm_check(path, has_peers)
         return [self.look(path)] if path is not None and has_peers else []
 
-    def looked(self, done: BlockingWorkDone, path: str | None) -> FileOnDisk | None:
+    def looked(self, done: BlockingWorkDone) -> FileOnDisk | None:
         """A look came back: what the file holds, if it changed and is still the room's."""
         self.busy = False
         if not done.ok:
             log.warning("could not look at %s: %s", done.token.path, done.error)
-        elif done.result is not None and done.token.path == path:
+        elif done.result is not None and done.token.path == self.path:
             return done.result
         return None
 

@@ -147,9 +147,10 @@ def swept(done: BlockingWorkDone, path: str) -> None:
         log.info("removed %d temp file(s) that killed saves left beside %s", done.result, path)
 
 
-def read_kernelspecs(registry: Path, path: str | None, restart: Origin | None) -> Offload:
-    """At the start, the trusted dependency sets of the notebook's path come too."""
-    path = path if restart is None else None
+def read_kernelspecs(file: Any, restart: Origin | None) -> Offload:
+    """At the start, the trusted dependency sets of the notebook's path (``file``, the
+    room's file part) come too."""
+    registry, path = file.registry_file, file.path if restart is None else None
 
     def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
         from nbstage.actors.daemon.kernel.kernel_backend import installed_kernelspecs
