@@ -175,7 +175,7 @@ def test_when_the_file_part_wants_a_save(
 ) -> None:
     seat = FileSeat(NoticeBoard())
     seat.start(start_for(tmp_path))
-    seat.disk_problem = problem
+    seat.disk.problem = problem
     assert seat.wants_save(revision, purpose) is wanted
 
 
@@ -205,9 +205,9 @@ def test_a_file_gone_from_disk_is_said_once_and_autosave_waits_for_an_edit(
     notices.follow(1)
     seat = FileSeat(notices)
     seat.start(start_for(tmp_path))
-    seat.disk_stamp = DiskStamp(1, 2, 3, 4)
+    seat.disk.stamp = DiskStamp(1, 2, 3, 4)
     assert seat.changed(FileOnDisk(None, None), "/a.ipynb", {}) == (None, False)
-    assert seat.missing
+    assert seat.disk.missing
     assert seat.autosave_generation == 1
     seat.changed(FileOnDisk(None, None), "/a.ipynb", {})
     assert len(notices.take(1)) == 1
@@ -228,7 +228,7 @@ def test_how_a_save_goes_on_after_the_file_changed_under_it(
 ) -> None:
     seat = FileSeat(NoticeBoard())
     seat.start(start_for(tmp_path))
-    seat.disk_problem, seat.missing = problem, missing
+    seat.disk.problem, seat.disk.missing = problem, missing
     token = SaveFinished("/a.ipynb", 1, purpose, origin(1), 0)
     assert seat.again(token) == wanted
 
@@ -236,7 +236,7 @@ def test_how_a_save_goes_on_after_the_file_changed_under_it(
 def test_a_close_over_a_file_that_is_no_notebook_finishes_unsaved(tmp_path: Path) -> None:
     seat = FileSeat(NoticeBoard())
     seat.start(start_for(tmp_path))
-    seat.disk_problem = "not a notebook"
+    seat.disk.problem = "not a notebook"
     [finish] = seat.again(SaveFinished("/a.ipynb", 1, SavePurpose.CLOSE, None, 0))
     assert isinstance(finish, FinishClose)
     assert not finish.saved

@@ -196,7 +196,7 @@ class Room(NbActor):
         elif not done.ok:
             self._start_failed(opening.read_error(done))
         else:
-            self.doc, self.file.disk_stamp, self.file.disk_base = done.result
+            self.doc, self.file.disk.stamp, self.file.disk.base = done.result
             self._loaded()
             self._start_read_done()
 

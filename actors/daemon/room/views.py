@@ -54,7 +54,7 @@ def status(room: Any) -> RoomStatus:
 
 def described(room: Any) -> RoomDescribed:
     life, seat = room.seat.life, room.seat
-    unsaved = room.doc.revision != room.file.saved_revision or room.file.missing
+    unsaved = room.doc.revision != room.file.saved_revision or room.file.disk.missing
     attached = life.kernel_attached
     return RoomDescribed(
         **facts(room),
