@@ -62,6 +62,20 @@ class DetachKernel:
 
 
 @frozen
+class EndChild:
+    """A Kernel child said it stopped: the Room ends its actor (only an actor can)."""
+
+    child: Any
+
+
+@frozen
+class Restart:
+    """Restart the kernel for ``origin`` now (the kernelspecs it waited for are read)."""
+
+    origin: Origin
+
+
+@frozen
 class ReadKernelspecs:
     """Read the installed kernelspecs (and, at the start, the trusted dependency sets);
     ``restart`` is the restart_kernel call that waits for them, if any."""
@@ -77,6 +91,35 @@ class ReadJournal:
 @frozen
 class FlushFirst:
     """Write a new persisted notebook's untitled row before anyone joins it."""
+
+
+@frozen
+class Loaded:
+    """The document is loaded (from the file: with the file's stamp and notebook as read);
+    the start goes on with the reads that follow."""
+
+    doc: Any
+    stamp: Any = None
+    base: dict | None = None
+
+
+@frozen
+class StartFailed:
+    """The room could not open: the Daemon is told, and the joins held are refused."""
+
+    error: NbstageError
+
+
+@frozen
+class RefuseHeld:
+    """Refuse the joins held for the start (the room is closing)."""
+
+    error: NbstageError
+
+
+@frozen
+class ReadDone:
+    """One read the start waits for came back: joins are let in after the last."""
 
 
 @frozen
@@ -153,6 +196,25 @@ class Edited:
 
 
 @frozen
+class Merged:
+    """The file changed from outside: the document takes ``notebook`` (None: the merge left
+    it as it was); with ``holds_all``, the file holds every edit, so none is unsaved."""
+
+    notebook: dict | None
+    holds_all: bool
+
+
+@frozen
+class ResumeAutosave:
+    """After a merge: unsaved edits are saved again once the file is a notebook again."""
+
+
+@frozen
+class NextFileJob:
+    """Start the saves and looks waiting for the one that just came back."""
+
+
+@frozen
 class SetOutputs:
     """Write an execution's outputs (and, once finished, its count) into the document."""
 
@@ -169,6 +231,8 @@ Action = (
     | Fail
     | StartKernelChild
     | DetachKernel
+    | EndChild
+    | Restart
     | Persist
     | SaveFile
     | FinishClose
@@ -177,11 +241,18 @@ Action = (
     | BindPath
     | TruncateJournal
     | SetOutputs
+    | Merged
+    | ResumeAutosave
+    | NextFileJob
     | Edited
     | WantKernel
     | ReportStatus
     | ReadKernelspecs
     | ReadJournal
     | FlushFirst
+    | Loaded
+    | StartFailed
+    | RefuseHeld
+    | ReadDone
     | Started
 )

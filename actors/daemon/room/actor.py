@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 from functools import cached_property
 from typing import Any
@@ -77,18 +76,18 @@ class Room(NbActor):
             rooms.ReopenRoom: self._to(self.close.reopen),
             rooms.PathClaimed: lambda msg, _: self.act(self.file.claimed(msg)),
             rooms.PathRefused: lambda msg, _: self.act(self.file.refused(msg)),
-            rooms.PathRecorded: self._on_path_recorded,
+            rooms.PathRecorded: self._to(self.file.path_recorded),
             edge.ClientRequest: self._on_client_request,
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._on_kernel_ready,
             k.KernelFailed: self._to(seat.failed),
             k.KernelDied: self._to(seat.died),
-            k.KernelStopped: self._on_kernel_stopped,
-            ChildActorExited: self._on_child_actor_exited,
+            k.KernelStopped: self._to(seat.stopped),
+            ChildActorExited: self._to(seat.exited),
             k.KernelInterrupted: lambda m, _: self.answer(m.origin, replies.InterruptSent()),
             k.KernelRestarted: self._to(seat.restarted),
             k.ExecutionStarted: self._to(seat.execution_started),
-            k.OutputsArrived: self._on_outputs_arrived,
+            k.OutputsArrived: lambda m, _: self.act(*runs.outputs(m, self.close.asked)),
             k.ExecutionFinished: self._to(seat.execution_finished),
             k.ExecutionsCancelled: self._to(runs.cancelled),
             **{request(kind): self._mutation(edit) for kind, edit in edits.EDITS.items()},
@@ -103,16 +102,24 @@ class Room(NbActor):
             request(r.ManageDependencies): self._once(self._manage_dependencies),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
-            finished(f.SaveFinished): self._save_finished,
-            finished(f.FileLooked): self._file_looked,
+            finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
+            finished(f.FileLooked): lambda d: self.act(
+                *self.file.look_returned(d, self.doc, bool(self.peers))
+            ),
             finished(f.ExecutionRecorded): self._to(runs.recorded),
             finished(f.LiveExecutionRecorded): self._to(runs.live_recorded),
             finished(f.StoredExecutionRead): self._to(runs.stored_read),
-            finished(f.KernelspecsRead): self._kernelspecs_read,
+            finished(f.KernelspecsRead): lambda d: self.act(
+                *self.opening.kernelspecs_read(d, seat, self.doc.metadata)
+            ),
             finished(f.StaleTempsSwept): lambda done: opening.swept(done, self.file.path),
-            finished(f.NotebookFileRead): self._notebook_file_read,
+            finished(f.NotebookFileRead): lambda d: self.act(
+                *self.opening.file_read(d, self.close.asked)
+            ),
             finished(f.JournalAppended): self._to(self.journal.appended),
-            finished(f.JournalRead): self._journal_read,
+            finished(f.JournalRead): lambda d: self.act(
+                *self.journal.replayed(d, self.doc, self.file.path is None)
+            ),
             finished(f.JournalTruncated): self._to(self.journal.truncated),
             finished(f.JournalClosed): self._to(self.journal.closed),
             finished(f.DependenciesPrepared): self._dependencies_prepared,
@@ -152,6 +159,8 @@ class Room(NbActor):
             a.Fail: lambda x: self.fail(x.origin, x.error),
             a.StartKernelChild: lambda x: self._start_kernel(),
             a.DetachKernel: lambda x: self.act(*self.seat.detach(x.reason)),
+            a.EndChild: lambda x: self.send(x.child, ActorExitRequest()),
+            a.Restart: lambda x: self.guarded(x.origin, self._restart, None),
             a.WantKernel: lambda x: self.act(*self.seat.want()),
             a.Persist: lambda x: self.act(
                 *self.file.persist(self.doc, x.purpose, self.journal.seq)
@@ -166,9 +175,16 @@ class Room(NbActor):
             a.ReadKernelspecs: lambda x: self.act(opening.read_kernelspecs(self.file, x.restart)),
             a.ReadJournal: lambda x: self.act(self.journal.read()),
             a.FlushFirst: lambda x: self.act(self.file.first_flush(self.doc, self.journal.seq)),
+            a.Loaded: self._loaded,
+            a.StartFailed: lambda x: self._start_failed(x.error),
+            a.RefuseHeld: lambda x: self._fail_held_joins(x.error),
+            a.ReadDone: lambda x: self.act(*self.opening.read_done()),
             a.Started: lambda x: self._started(x.joins),
             a.Edited: lambda x: self.act(*self.file.edited()),
             a.SetOutputs: self._set_outputs,
+            a.Merged: self._take_merge,
+            a.ResumeAutosave: lambda x: self.act(*self.file.resumed(self.doc.revision)),
+            a.NextFileJob: lambda x: self._next_file_job(),
         }
 
     # --- opening (room/opening.py) --------------------------------------------------------
@@ -180,31 +196,19 @@ class Room(NbActor):
         self.file.start(msg, sender)
         self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
-        if (read := self.opening.start(msg, self.file.lane)) is not None:
-            self.act(read)
-            return
-        try:
-            self.doc = opening.load(msg)
-        except NbstageError as exc:
-            self._start_failed(exc)
-            return
-        self._loaded()
+        self.act(*self.opening.start(msg, self.file.lane))
 
-    def _notebook_file_read(self, done: BlockingWorkDone) -> None:
-        if self.close.asked:
-            self._fail_held_joins(closing_error("nobody joined it"))
-        elif not done.ok:
-            self._start_failed(opening.read_error(done))
-        else:
-            self.doc, self.file.disk.stamp, self.file.disk.base = done.result
-            self._loaded()
-            self._start_read_done()
+    def _loaded(self, loaded: actions.Loaded) -> None:
+        self.doc = loaded.doc
+        if loaded.stamp is not None:
+            self.file.disk.stamp, self.file.disk.base = loaded.stamp, loaded.base
+        self.file.saved_revision = self.doc.revision
+        self.act(*self.opening.loaded(self.config, self.file.journalled, self.file.lane))
 
     def _start_failed(self, error: NbstageError) -> None:
         self.opening.error = error
-        self.send(
-            self.daemon, rooms.RoomStartFailed(self.config.notebook_id, error.code, error.message)
-        )
+        failed = rooms.RoomStartFailed(self.config.notebook_id, error.code, error.message)
+        self.send(self.daemon, failed)
         self._fail_held_joins(error)
 
     def _fail_held_joins(self, error: NbstageError) -> None:
@@ -212,15 +216,15 @@ class Room(NbActor):
             self.peers.saw(join.join_seq)
             self.fail(join.origin, error)
 
-    def _loaded(self) -> None:
-        self.file.saved_revision = self.doc.revision
-        self.act(*self.opening.loaded(self.config, self.file.journalled, self.file.lane))
-
-    def _started(self, joins: list[rooms.JoinRoom] = ()) -> None:
+    def _started(self, joins: tuple[rooms.JoinRoom, ...]) -> None:
+        """The Daemon hears of it first, then the joins held come in; edits the journal
+        gave back are said to them."""
         self.send(self.daemon, rooms.RoomStarted(self.config.notebook_id, os.getpid()))
         self._report_status()
         for join in joins:
             self._on_join_room(join, self.daemon)
+        if (restored := self.journal.restored_notice(self.file.path)) is not None:
+            self.notices.post(restored)
 
     def _first_flushed(self, error: BaseException | None) -> None:
         """A new persisted notebook exists once its untitled row is durable; joins wait."""
@@ -228,37 +232,7 @@ class Room(NbActor):
             self.doc = None
             self._start_failed(save_error(error))
         else:
-            self._started(self.opening.release())
-
-    def _kernelspecs_read(self, done: BlockingWorkDone) -> None:
-        fits = opening.choose(done, self.env, self.doc.metadata)
-        self.seat.life = replace(self.seat.life, has_runtime=fits)
-        restart = done.token.restart
-        if restart is None:
-            self._start_read_done()
-            return
-        self._report_status()
-        if fits:
-            self.guarded(restart, self._restart, None)
-        else:
-            self.fail(restart, NbstageError(ErrorCode.UNKNOWN_RUNTIME, self.env.kernel_refused))
-
-    def _journal_read(self, done: BlockingWorkDone) -> None:
-        """Edits acknowledged after the last save come back; a file-backed room counts them
-        as unsaved and writes them with its next save, through the checked save."""
-        changed, work = self.journal.replay(done, self.doc)
-        self.act(*work)
-        if changed and self.file.path is None:
-            self.act(*self.file.edited())
-        self._start_read_done()
-
-    def _start_read_done(self) -> None:
-        joins = self.opening.read_done()
-        if joins is None:
-            return
-        self._started(joins)
-        if (restored := self.journal.restored_notice(self.file.path)) is not None:
-            self.notices.post(restored)
+            self._started(tuple(self.opening.release()))
 
     # --- peers ----------------------------------------------------------------------------
 
@@ -338,8 +312,7 @@ class Room(NbActor):
                 self.once.remember(key, result)
                 self.answer(origin, result)
                 return
-            if key is not None:
-                self.once.begin(key, origin)
+            self.once.begin(key, origin)
             self.act(self.journal.append(record, origin, result))
 
         return handle
@@ -354,11 +327,9 @@ class Room(NbActor):
             if self._answered_before(origin, key):
                 return
             self.close.refuse("nothing was done")
-            if self.once.wait_if_under_way(key, origin):
-                return
-            if key is not None:
+            if not self.once.wait_if_under_way(key, origin):
                 self.once.begin(key, origin)
-            start(origin, req)
+                start(origin, req)
 
         return handle
 
@@ -394,25 +365,6 @@ class Room(NbActor):
         own, seq = self.file.path, self.journal.seq
         self.act(*self.file.save(self.doc, path, purpose, origin, seq, own, trusted))
 
-    def _save_finished(self, done: BlockingWorkDone) -> None:
-        seen = self.file.finished(done)
-        if seen is not None:
-            self._file_changed(seen)
-            self.act(*self.file.again(done.token))
-        else:
-            self.act(*self.file.settled(done, self.doc.revision))
-        self._next_file_job()
-
-    def _on_path_recorded(self, msg: rooms.PathRecorded, sender: ActorAddress) -> None:
-        """An open or a save to a new path is answered once the Daemon holds the binding on
-        disk; a binding that could not be written is logged and the answer goes out."""
-        if msg.problem is not None:
-            log.error("%s at %s: %s", self.config.notebook_id, msg.path, msg.problem)
-        if msg.origin is None:
-            self._start_read_done()
-        else:
-            self.answer(msg.origin, replies.NotebookSaved(self.config.notebook_id, msg.path))
-
     def _next_file_job(self) -> None:
         while (job := self.file.next_job()) is not None:
             self.act(job)
@@ -420,23 +372,13 @@ class Room(NbActor):
     def _arm_file_check(self) -> None:
         self.act(*self.file.arm_check(self.file.path, bool(self.peers)))
 
-    def _file_looked(self, done: BlockingWorkDone) -> None:
-        seen = self.file.looked(done)
-        if seen is not None:
-            self._file_changed(seen)
-            if self.file.autosave_resumes(self.doc.revision):
-                self.act(*self.file.edited())
-        self._arm_file_check()
-        self._next_file_job()
-
-    def _file_changed(self, seen: followups.FileOnDisk) -> None:
-        """What the file holds now: the file part merges it; the document takes the merge."""
-        merged, holds_all = self.file.changed(seen, self.file.path, self.doc.to_json())
-        if merged is not None:
-            fresh = Document.from_json(merged)
+    def _take_merge(self, merged: actions.Merged) -> None:
+        """The file part merged what the file holds now; the document takes the merge."""
+        if merged.notebook is not None:
+            fresh = Document.from_json(merged.notebook)
             self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
             self.doc.revision += 1
-        if holds_all:
+        if merged.holds_all:
             self.file.saved_up_to(self.doc.revision, self.doc.revision)
             self.act(*self.journal.truncate_all())
 
@@ -454,17 +396,6 @@ class Room(NbActor):
             self.act(*self.deps.project_reported(self.file.path))
             self.act(*self.seat.answer_restarts(), actions.ReportStatus())
 
-    def _on_kernel_stopped(self, msg: kernels.KernelStopped, sender: ActorAddress) -> None:
-        self.send(sender, ActorExitRequest())
-        if msg.pid is not None:
-            self.send(self.edge, edge.KernelProcessEnded(self.config.notebook_id, msg.pid))
-        self.seat.gone(sender)
-        self.act(*self.close.settle())
-
-    def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
-        self.seat.gone(msg.childAddress)
-        self.act(*self.close.settle(), *self.seat.actor_exited(msg.childAddress))
-
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         """A repeated key answers for the first run; a new run may start the kernel first."""
         key, runs = scoped_key(req), self.seat.runs
@@ -478,10 +409,6 @@ class Room(NbActor):
         execution_id, start = runs.run(cell.id, cell.source, self.seat.address)
         self.once.remember(key, {"execution_id": execution_id})
         self.act(*start, *runs.answer_execution(origin, execution_id, req.wait_secs))
-
-    def _on_outputs_arrived(self, msg: kernels.OutputsArrived, sender: ActorAddress) -> None:
-        if not self.close.asked:
-            self.act(*self.seat.runs.outputs(msg))
 
     def _restart(self, origin: Origin, req: requests.RestartKernel | None) -> None:
         """A room whose notebook fits no kernelspec reads them again first: one may be new."""

@@ -134,7 +134,10 @@ class ExecutionCalls:
             log.error("could not record execution %s: %s", done.token.execution_id, done.error)
         return []
 
-    def outputs(self, msg: OutputsArrived) -> list[Action]:
+    def outputs(self, msg: OutputsArrived, closing: bool = False) -> list[Action]:
+        """Outputs that arrive once the room is closing are not written."""
+        if closing:
+            return []
         book = self.book
         record = book.add_outputs(msg.execution_id, msg.outputs, msg.replace, msg.dropped, msg.tail)
         return [] if record is None else [SetOutputs(record.cell_id, record.outputs, None)]

@@ -26,9 +26,13 @@ from nbstage.actors.daemon.room.actions import (
     Fail,
     FinishClose,
     FirstFlushed,
+    Merged,
+    NextFileJob,
     Offload,
     Persist,
+    ReadDone,
     ReportStatus,
+    ResumeAutosave,
     SaveFile,
     Send,
     TruncateJournal,
@@ -54,6 +58,7 @@ from nbstage.protocol.daemon_actors.rooms import (
     ClaimPath,
     PathBound,
     PathClaimed,
+    PathRecorded,
     PathRefused,
     PathReleased,
     StartRoom,
@@ -249,12 +254,29 @@ class FileSeat:
         self.claims[origin] = (given, overwrite)
         return Send(self.daemon, ClaimPath(self.config.notebook_id, target, origin))
 
+    def path_recorded(self, msg: PathRecorded, sender: Any) -> list[Action]:
+        """An open or a save to a new path is answered once the Daemon holds the binding on
+        disk; a binding that could not be written is logged and the answer goes out."""
+        if msg.problem is not None:
+            log.error("%s at %s: %s", self.config.notebook_id, msg.path, msg.problem)
+        if msg.origin is None:
+            return [ReadDone()]
+        return [Answer(msg.origin, NotebookSaved(self.config.notebook_id, msg.path))]
+
     def claimed(self, msg: PathClaimed) -> SaveFile:
         return SaveFile(msg.path, SavePurpose.NEW_PATH, msg.origin)
 
     def refused(self, msg: PathRefused) -> Fail:
         self.claims.pop(msg.origin, None)
         return Fail(msg.origin, NbstageError(msg.code, msg.message))
+
+    def save_returned(self, done: BlockingWorkDone, doc: Document) -> list[Action]:
+        """What follows a save; when the file changed from outside instead, the merge,
+        then the save again from there."""
+        seen = self.finished(done)
+        if seen is None:
+            return [*self.settled(done, doc.revision), NextFileJob()]
+        return [self.merge(seen, doc), *self.again(done.token), NextFileJob()]
 
     def finished(self, done: BlockingWorkDone) -> FileOnDisk | None:
         """A save came back; what the file held instead, when it changed from outside and
@@ -340,6 +362,17 @@ class FileSeat:
         elif done.result is not None and done.token.path == self.path:
             return done.result
         return None
+
+    def look_returned(self, done: BlockingWorkDone, doc: Document, has_peers: bool) -> list[Action]:
+        seen = self.looked(done)
+        merged = [] if seen is None else [self.merge(seen, doc), ResumeAutosave()]
+        return [*merged, *self.arm_check(self.path, has_peers), NextFileJob()]
+
+    def merge(self, seen: FileOnDisk, doc: Document) -> Merged:
+        return Merged(*self.changed(seen, self.path, doc.to_json()))
+
+    def resumed(self, revision: int) -> list[Wake]:
+        return self.edited() if self.autosave_resumes(revision) else []
 
     def autosave_resumes(self, revision: int) -> bool:
         """After a look: unsaved edits are saved again once the file is a notebook again."""

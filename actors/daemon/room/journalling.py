@@ -18,7 +18,14 @@ import orjson
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.notebook.journal_store import JournalStore
-from nbstage.actors.daemon.room.actions import Action, Answer, Offload, SettleClose
+from nbstage.actors.daemon.room.actions import (
+    Action,
+    Answer,
+    Edited,
+    Offload,
+    ReadDone,
+    SettleClose,
+)
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors.edge import Origin
@@ -117,6 +124,12 @@ class Journalling:
         doc.revision += 1
         self.restored = replay.applied
         return True, []
+
+    def replayed(self, done: BlockingWorkDone, doc: Document, untitled: bool) -> list[Action]:
+        """Edits acknowledged after the last save come back; a file-backed room counts them
+        as unsaved and writes them with its next save, through the checked save."""
+        changed, work = self.replay(done, doc)
+        return [*work, *([Edited()] if changed and untitled else []), ReadDone()]
 
     def truncate(self, upto: int) -> Offload:
         store, notebook_id = self.store, self.notebook_id

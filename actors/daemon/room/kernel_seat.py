@@ -19,9 +19,11 @@ from nbstage.actors.daemon.room.actions import (
     Action,
     Answer,
     DetachKernel,
+    EndChild,
     Fail,
     ReportStatus,
     Send,
+    SettleClose,
     StartKernelChild,
     Wake,
 )
@@ -30,7 +32,12 @@ from nbstage.actors.daemon.room.execution_calls import ExecutionCalls
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.replies import KernelShutDown, RestartCompleted
 from nbstage.protocol.daemon.requests import InterruptKernel, ShutdownKernelNow
-from nbstage.protocol.daemon_actors.edge import EventKind, Origin, RoomEventOccurred
+from nbstage.protocol.daemon_actors.edge import (
+    EventKind,
+    KernelProcessEnded,
+    Origin,
+    RoomEventOccurred,
+)
 from nbstage.protocol.daemon_actors.kernels import (
     ExecutionFinished,
     ExecutionStarted,
@@ -40,6 +47,7 @@ from nbstage.protocol.daemon_actors.kernels import (
     KernelFailed,
     KernelRestarted,
     KernelState,
+    KernelStopped,
     RestartKernelNow,
     ShutdownKernel,
     StartKernel,
@@ -175,6 +183,18 @@ class KernelSeat:
 
     def gone(self, address: Any) -> None:
         self.stopping = [kernel for kernel in self.stopping if kernel != address]
+
+    def stopped(self, msg: KernelStopped, sender: Any) -> list[Action]:
+        """A child told to shut down did: its actor ends, its process is reported gone."""
+        self.gone(sender)
+        ended = KernelProcessEnded(self.config.notebook_id, msg.pid)
+        reported = [Send(self.config.edge, ended)] if msg.pid is not None else []
+        return [EndChild(sender), *reported, SettleClose()]
+
+    def exited(self, msg: Any, sender: Any) -> list[Action]:
+        """thespian's ChildActorExited: a child's actor is gone, let go or not."""
+        self.gone(msg.childAddress)
+        return [SettleClose(), *self.actor_exited(msg.childAddress)]
 
     def ended(self, problem: str) -> None:
         self.state = KernelState.DEAD
