@@ -76,6 +76,20 @@ class Restart:
 
 
 @frozen
+class ProjectReported:
+    """The kernel is up: what its project says (a refusal, a lock newly trusted) is heard."""
+
+
+@frozen
+class CommitDependencies:
+    """Make manage_dependencies' edit (``plan``), then trust and record it."""
+
+    origin: Origin
+    plan: Any
+    applied: Any = None
+
+
+@frozen
 class ReadKernelspecs:
     """Read the installed kernelspecs (and, at the start, the trusted dependency sets);
     ``restart`` is the restart_kernel call that waits for them, if any."""
@@ -232,6 +246,8 @@ Action = (
     | StartKernelChild
     | DetachKernel
     | EndChild
+    | ProjectReported
+    | CommitDependencies
     | Restart
     | Persist
     | SaveFile

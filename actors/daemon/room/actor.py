@@ -37,7 +37,6 @@ from nbstage.actors.daemon.room.opening import Opening
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.room_support import save_error, scoped_key
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
-from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon import replies, requests
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
@@ -79,7 +78,7 @@ class Room(NbActor):
             rooms.PathRecorded: self._to(self.file.path_recorded),
             edge.ClientRequest: self._on_client_request,
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
-            k.KernelReady: self._on_kernel_ready,
+            k.KernelReady: self._to(seat.ready),
             k.KernelFailed: self._to(seat.failed),
             k.KernelDied: self._to(seat.died),
             k.KernelStopped: self._to(seat.stopped),
@@ -98,7 +97,7 @@ class Room(NbActor):
             request(r.ExecuteCell): self._execute,
             request(r.GetExecution): self._to(runs.get),
             request(r.InterruptKernel): self._once(self._to(seat.interrupt)),
-            request(r.RestartKernel): self._once(self._restart),
+            request(r.RestartKernel): self._once(self._to(seat.restart)),
             request(r.ManageDependencies): self._once(self._manage_dependencies),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
@@ -122,7 +121,9 @@ class Room(NbActor):
             ),
             finished(f.JournalTruncated): self._to(self.journal.truncated),
             finished(f.JournalClosed): self._to(self.journal.closed),
-            finished(f.DependenciesPrepared): self._dependencies_prepared,
+            finished(f.DependenciesPrepared): lambda d: self.act(
+                *self.deps.prepared(d, self.doc.metadata, self.close.asked)
+            ),
             finished(f.DependenciesRecorded): lambda d: self.act(
                 *self.deps.recorded(d, self.close.asked)
             ),
@@ -160,7 +161,9 @@ class Room(NbActor):
             a.StartKernelChild: lambda x: self._start_kernel(),
             a.DetachKernel: lambda x: self.act(*self.seat.detach(x.reason)),
             a.EndChild: lambda x: self.send(x.child, ActorExitRequest()),
-            a.Restart: lambda x: self.guarded(x.origin, self._restart, None),
+            a.Restart: lambda x: self.guarded(x.origin, self._to(self.seat.restart), None),
+            a.ProjectReported: lambda x: self.act(*self.deps.project_reported(self.file.path)),
+            a.CommitDependencies: self._commit_dependencies,
             a.WantKernel: lambda x: self.act(*self.seat.want()),
             a.Persist: lambda x: self.act(
                 *self.file.persist(self.doc, x.purpose, self.journal.seq)
@@ -286,11 +289,7 @@ class Room(NbActor):
         this room once it is closed, maybe before the start's reads come back."""
         self.close.by = sender
         self._fail_held_joins(closing_error("nobody joined it"))
-        self.act(*self.close.begin(msg.reason))
-        if self.doc is None:
-            self.act(actions.FinishClose(saved=True))
-        else:
-            self.act(actions.Persist(SavePurpose.CLOSE))
+        self.act(*self.close.begin(msg.reason, loaded=self.doc is not None))
 
     # --- reads and edits ------------------------------------------------------------------
 
@@ -389,13 +388,6 @@ class Room(NbActor):
         start = self.seat.start_message(self.file.path, self.doc.metadata)
         self.send(self.seat.address, start)
 
-    def _on_kernel_ready(self, msg: kernels.KernelReady, sender: ActorAddress) -> None:
-        if self.seat.is_current(sender):
-            self.seat.up(msg.pid, msg.actor_pid)
-            self.env.running = msg.environment
-            self.act(*self.deps.project_reported(self.file.path))
-            self.act(*self.seat.answer_restarts(), actions.ReportStatus())
-
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         """A repeated key answers for the first run; a new run may start the kernel first."""
         key, runs = scoped_key(req), self.seat.runs
@@ -410,38 +402,28 @@ class Room(NbActor):
         self.once.remember(key, {"execution_id": execution_id})
         self.act(*start, *runs.answer_execution(origin, execution_id, req.wait_secs))
 
-    def _restart(self, origin: Origin, req: requests.RestartKernel | None) -> None:
-        """A room whose notebook fits no kernelspec reads them again first: one may be new."""
-        if self.env.kernel_refused is not None:
-            self.act(actions.ReadKernelspecs(origin))
-        else:
-            self.act(*self.seat.restart(origin))
-
     # --- dependencies (room/dependency_calls.py) ------------------------------------------
 
     def _manage_dependencies(self, origin: Origin, req: requests.ManageDependencies) -> None:
         plan = self.deps.plan(req, self.doc.metadata)
         if req.apply is requests.ApplyDependencies.NONE:
-            self._commit_dependencies(origin, plan, None)
+            self.act(actions.CommitDependencies(origin, plan))
         else:
             self.act(*self.seat.require())
             self.act(self.deps.prepare(origin, req, plan))
 
-    def _dependencies_prepared(self, done: BlockingWorkDone) -> None:
-        origin, plan = done.token.origin, done.token.plan
-        outcome = self.deps.prepared(done, self.doc.metadata, self.close.asked)
-        if not isinstance(outcome, replies.DependenciesApplied):
-            self.act(*outcome)
-            return
+    def _commit_dependencies(self, commit: actions.CommitDependencies) -> None:
+        """The edit is one room mutation, refused while closing; the part trusts and
+        records it."""
         try:
-            self._commit_dependencies(origin, plan, outcome)
+            self._change_dependencies(commit.plan.edit)
+            path, journalled = self.file.path, self.file.journalled
+            self.act(self.deps.commit(commit.origin, commit.plan, commit.applied, path, journalled))
         except NbstageError as exc:
-            self.fail(origin, exc)
+            self.fail(commit.origin, exc)
 
-    def _commit_dependencies(self, origin: Origin, plan: Any, applied: Any) -> None:
-        """The edit is one room mutation; the part trusts and records it."""
-        if plan.edit.after != plan.edit.before:
+    def _change_dependencies(self, edit: Any) -> None:
+        if edit.after != edit.before:
             self.close.refuse("the dependencies were not changed")
-            self.doc.set_dependencies(plan.edit.after)
+            self.doc.set_dependencies(edit.after)
             self.act(*self.file.edited())
-        self.act(self.deps.commit(origin, plan, applied, self.file.path, self.file.journalled))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbstage.actors.daemon.room.actions import Action, Send
+from nbstage.actors.daemon.room.actions import Action, FinishClose, Persist, Send
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.file_seat import FileSeat
 from nbstage.actors.daemon.room.journalling import Journalling
@@ -14,6 +14,7 @@ from nbstage.actors.daemon.room.kernel_seat import KernelSeat
 from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.replies import KeptRoom
+from nbstage.protocol.daemon_actors.room_followups import SavePurpose
 from nbstage.protocol.daemon_actors.rooms import ReopenRoom, RoomClosed
 
 
@@ -41,13 +42,14 @@ class Closing:
         if self.by is not None:
             raise closing_error(outcome)
 
-    def begin(self, reason: str) -> list[Action]:
-        """The kernel goes and restarts waiting for it fail; the Room then saves."""
+    def begin(self, reason: str, loaded: bool) -> list[Action]:
+        """The kernel goes and restarts waiting for it fail; then what is unsaved is saved
+        (a room with no document has nothing to save)."""
         todo = self.seat.fail_restarts(closing_error("the kernel was not restarted"))
         if self.seat.address is not None:
             todo += self.seat.detach(reason)
             self.seat.release()
-        return todo
+        return [*todo, Persist(SavePurpose.CLOSE) if loaded else FinishClose(True)]
 
     def finish(self, saved: bool, error: BaseException | None) -> list[Action]:
         """The last flush is over: the report waits for whatever else is under way."""

@@ -18,6 +18,7 @@ from nbstage.actors.daemon.notebook.journal_store import JournalStore
 from nbstage.actors.daemon.room.actions import (
     Action,
     Answer,
+    CommitDependencies,
     DetachKernel,
     Fail,
     Offload,
@@ -85,10 +86,8 @@ class DependencyCalls:
         self.env.jobs += 1
         return Offload(token, work, reports=True)
 
-    def prepared(
-        self, done: BlockingWorkDone, metadata: dict, closing: bool
-    ) -> DependenciesApplied | list[Action]:
-        """The environment work came back: what to commit, or whom to refuse."""
+    def prepared(self, done: BlockingWorkDone, metadata: dict, closing: bool) -> list[Action]:
+        """The environment work came back: the edit to commit, or whom to refuse."""
         token: DependenciesPrepared = done.token
         self.env.jobs -= 1
         seconds = round(time.monotonic() - token.started, 3)
@@ -98,7 +97,8 @@ class DependencyCalls:
         refusal = refusal_after_work(done, metadata)
         if refusal is not None:
             return [Fail(token.origin, refusal)]
-        return DependenciesApplied(token.mode, True, seconds)
+        applied = DependenciesApplied(token.mode, True, seconds)
+        return [CommitDependencies(token.origin, token.plan, applied)]
 
     def commit(
         self,

@@ -21,6 +21,8 @@ from nbstage.actors.daemon.room.actions import (
     DetachKernel,
     EndChild,
     Fail,
+    ProjectReported,
+    ReadKernelspecs,
     ReportStatus,
     Send,
     SettleClose,
@@ -31,7 +33,7 @@ from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.execution_calls import ExecutionCalls
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.replies import KernelShutDown, RestartCompleted
-from nbstage.protocol.daemon.requests import InterruptKernel, ShutdownKernelNow
+from nbstage.protocol.daemon.requests import InterruptKernel, RestartKernel, ShutdownKernelNow
 from nbstage.protocol.daemon_actors.edge import (
     EventKind,
     KernelProcessEnded,
@@ -45,6 +47,7 @@ from nbstage.protocol.daemon_actors.kernels import (
     InterruptKernelNow,
     KernelDied,
     KernelFailed,
+    KernelReady,
     KernelRestarted,
     KernelState,
     KernelStopped,
@@ -130,6 +133,13 @@ class KernelSeat:
             dependencies.wanted_environment(deps, env.trusted, cwd),
             cfg.settings.output_limit_bytes,
         )
+
+    def ready(self, msg: KernelReady, sender: Any) -> list[Action]:
+        if not self.is_current(sender):
+            return []
+        self.up(msg.pid, msg.actor_pid)
+        self.env.running = msg.environment
+        return [ProjectReported(), *self.answer_restarts(), ReportStatus()]
 
     def up(self, pid: int, actor_pid: int | None = None) -> None:
         self.state = KernelState.IDLE
@@ -238,9 +248,12 @@ class KernelSeat:
             )
         return self.want() if self.address is None else []
 
-    def restart(self, origin: Origin) -> list[Action]:
+    def restart(self, origin: Origin, req: RestartKernel | None = None) -> list[Action]:
         """Restart in place, or (a kernel placed afresh, or none running) let the old one go
-        and start a new one; either way its runs end and ``origin`` waits for the kernel."""
+        and start a new one; either way its runs end and ``origin`` waits for the kernel.
+        A notebook that fit no kernelspec reads them again first: one may be new."""
+        if self.env.kernel_refused is not None:
+            return [ReadKernelspecs(origin)]
         self.env.refuse_without_kernelspec(self.life.has_runtime)
         if not self.life.has_runtime:
             raise NbstageError(ErrorCode.NO_KERNEL, "This notebook has no kernel runtime.")
