@@ -23,7 +23,7 @@ from nbstage.actors.common.base import NbActor, finished, progress, request, wak
 from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import actions, edits, lifetime, opening, views
+from nbstage.actors.daemon.room import actions, edits, opening, views
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -35,8 +35,8 @@ from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.once import OnceKeys
 from nbstage.actors.daemon.room.opening import Opening
 from nbstage.actors.daemon.room.peers import Peers
-from nbstage.actors.daemon.room.room_support import save_error, scoped_key
-from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.actors.daemon.room.room_support import scoped_key
+from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import replies, requests
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
@@ -55,9 +55,9 @@ class Room(NbActor):
         self.config: rooms.StartRoom | None = None
         self.daemon: ActorAddress | None = None
         self.doc: Document | None = None
-        self.peers = Peers()
-        self.once = OnceKeys()
         self.notices = NoticeBoard()
+        self.peers = Peers(self.notices)
+        self.once = OnceKeys()
         self.env = EnvironmentSeat()
         self.journal = Journalling()
         self.deps = DependencyCalls(self.env, self.journal, self.notices)
@@ -90,7 +90,7 @@ class Room(NbActor):
             k.ExecutionFinished: self._to(seat.execution_finished),
             k.ExecutionsCancelled: self._to(runs.cancelled),
             **{request(kind): self._mutation(edit) for kind, edit in edits.EDITS.items()},
-            request(r.LeaveRoom): self._leave,
+            request(r.LeaveRoom): lambda o, req: self.act(*self.peers.leave(o, req, seat)),
             request(r.GetCell): lambda o, req: self.answer(o, views.cell(self, req)),
             request(r.GetCells): lambda o, req: self.answer(o, views.cells(self, req)),
             request(r.SaveNotebook): self._once(self._to(self.file.save_request)),
@@ -98,7 +98,9 @@ class Room(NbActor):
             request(r.GetExecution): self._to(runs.get),
             request(r.InterruptKernel): self._once(self._to(seat.interrupt)),
             request(r.RestartKernel): self._once(self._to(seat.restart)),
-            request(r.ManageDependencies): self._once(self._manage_dependencies),
+            request(r.ManageDependencies): self._once(
+                lambda o, req: self.act(*self.deps.manage(o, req, self.doc.metadata, seat))
+            ),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
@@ -171,7 +173,7 @@ class Room(NbActor):
             a.SaveFile: lambda x: self._save_file(x.path or self.file.path, x.purpose, x.origin),
             a.FinishClose: lambda x: self.act(*self.close.finish(x.saved, x.error)),
             a.SettleClose: lambda x: self.act(*self.close.settle()),
-            a.FirstFlushed: lambda x: self._first_flushed(x.error),
+            a.FirstFlushed: lambda x: self.act(*self.opening.first_flushed(x.error)),
             a.BindPath: lambda x: self.act(*self.file.bind(x.path, bool(self.peers))),
             a.TruncateJournal: lambda x: self.act(self.journal.truncate(x.seq)),
             a.ReportStatus: lambda x: self._report_status(),
@@ -196,6 +198,7 @@ class Room(NbActor):
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.deps.start(msg)
+        self.peers.start(msg)
         self.file.start(msg, sender)
         self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
@@ -209,7 +212,7 @@ class Room(NbActor):
         self.act(*self.opening.loaded(self.config, self.file.journalled, self.file.lane))
 
     def _start_failed(self, error: NbstageError) -> None:
-        self.opening.error = error
+        self.doc, self.opening.error = None, error
         failed = rooms.RoomStartFailed(self.config.notebook_id, error.code, error.message)
         self.send(self.daemon, failed)
         self._fail_held_joins(error)
@@ -229,14 +232,6 @@ class Room(NbActor):
         if (restored := self.journal.restored_notice(self.file.path)) is not None:
             self.notices.post(restored)
 
-    def _first_flushed(self, error: BaseException | None) -> None:
-        """A new persisted notebook exists once its untitled row is durable; joins wait."""
-        if error is not None:
-            self.doc = None
-            self._start_failed(save_error(error))
-        else:
-            self._started(tuple(self.opening.release()))
-
     # --- peers ----------------------------------------------------------------------------
 
     def _on_join_room(self, msg: rooms.JoinRoom, sender: ActorAddress) -> None:
@@ -250,13 +245,11 @@ class Room(NbActor):
             self.fail(msg.origin, self.opening.unloaded_error())
             return
         peer_id = self.peers.join(msg.peer_label, msg.origin.conn)
-        self.notices.follow(msg.origin.conn)
-        self._arm_file_check()
-        self.act(*self.seat.decide(lifetime.peer_joined, self.seat.life))
+        self.act(*self.file.arm_check(self.file.path, True), *self.seat.peer_joined())
         joined = replies.NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
         self.answer(msg.origin, joined)
-        self._event(edge.EventKind.PEER_JOINED, {"peer_id": peer_id, "label": msg.peer_label})
-        self._report_status()
+        event = {"peer_id": peer_id, "label": msg.peer_label}
+        self.act(self.peers.event(edge.EventKind.PEER_JOINED, event), actions.ReportStatus())
 
     def _on_client_request(self, msg: edge.ClientRequest, sender: ActorAddress) -> None:
         """A request may name a starting room before anyone joined it (the operator's
@@ -266,22 +259,8 @@ class Room(NbActor):
         else:
             self.receiveMsg_ClientRequest(msg, sender)
 
-    def _leave(self, origin: Origin, req: requests.LeaveRoom) -> None:
-        if req.peer_id not in self.peers.labels:
-            raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
-        label, unfollowed = self.peers.leave(req.peer_id)
-        if unfollowed is not None:
-            self.notices.unfollow(unfollowed)
-        self.act(*self.seat.decide(lifetime.peer_left, self.seat.life))
-        self.answer(origin, replies.RoomLeft())
-        self._event(edge.EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
-        self._report_status()
-
     def _report_status(self) -> None:
         self.send(self.daemon, views.status(self))
-
-    def _event(self, kind: edge.EventKind, detail: dict[str, Any]) -> None:
-        self.send(self.edge, edge.RoomEventOccurred(kind, self.config.notebook_id, detail))
 
     def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
@@ -368,9 +347,6 @@ class Room(NbActor):
         while (job := self.file.next_job()) is not None:
             self.act(job)
 
-    def _arm_file_check(self) -> None:
-        self.act(*self.file.arm_check(self.file.path, bool(self.peers)))
-
     def _take_merge(self, merged: actions.Merged) -> None:
         """The file part merged what the file holds now; the document takes the merge."""
         if merged.notebook is not None:
@@ -403,14 +379,6 @@ class Room(NbActor):
         self.act(*start, *runs.answer_execution(origin, execution_id, req.wait_secs))
 
     # --- dependencies (room/dependency_calls.py) ------------------------------------------
-
-    def _manage_dependencies(self, origin: Origin, req: requests.ManageDependencies) -> None:
-        plan = self.deps.plan(req, self.doc.metadata)
-        if req.apply is requests.ApplyDependencies.NONE:
-            self.act(actions.CommitDependencies(origin, plan))
-        else:
-            self.act(*self.seat.require())
-            self.act(self.deps.prepare(origin, req, plan))
 
     def _commit_dependencies(self, commit: actions.CommitDependencies) -> None:
         """The edit is one room mutation, refused while closing; the part trusts and

@@ -72,6 +72,16 @@ class DependencyCalls:
             current, self.env.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
         )
 
+    def manage(
+        self, origin: Origin, req: ManageDependencies, metadata: dict, seat: Any
+    ) -> list[Action]:
+        """manage_dependencies: the edit alone, or first the environment work, which needs
+        the kernel (``seat``) to be possible."""
+        plan = self.plan(req, metadata)
+        if req.apply is ApplyDependencies.NONE:
+            return [CommitDependencies(origin, plan)]
+        return [*seat.require(), self.prepare(origin, req, plan)]
+
     def prepare(
         self, origin: Origin, req: ManageDependencies, plan: dependencies.DependencyPlan
     ) -> Offload:

@@ -106,6 +106,12 @@ class KernelSeat:
         busy = bool(self.runs.book.live_ids())
         return self.decide(lifetime.keep_alive_expired, self.life, msg.generation, busy)
 
+    def peer_joined(self) -> list[Action]:
+        return self.decide(lifetime.peer_joined, self.life)
+
+    def peer_left(self) -> list[Action]:
+        return self.decide(lifetime.peer_left, self.life)
+
     def want(self) -> list[Action]:
         return self.decide(lifetime.kernel_wanted, lifetime.kernel_released(self.life))
 

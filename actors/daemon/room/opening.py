@@ -32,6 +32,7 @@ from nbstage.actors.daemon.room.actions import (
 )
 from nbstage.actors.daemon.room.closing import closing_error
 from nbstage.actors.daemon.room.environment import EnvironmentSeat, trusted_for
+from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.edge import Origin
@@ -118,6 +119,12 @@ class Opening:
         """One read came back: the joins held are let in once it was the last."""
         self.reads -= 1
         return [] if self.reads > 0 else [Started(tuple(self.release()))]
+
+    def first_flushed(self, error: BaseException | None) -> list[Action]:
+        """A new persisted notebook exists once its untitled row is durable; joins wait."""
+        if error is not None:
+            return [StartFailed(save_error(error))]
+        return [Started(tuple(self.release()))]
 
     def unloaded_error(self) -> NbstageError:
         if self.error is not None:
