@@ -1,8 +1,9 @@
 """The Room's file part: its path, saves, autosave, and what follows a save.
 
 It owns the room's path, the one-at-a-time queue of saves and looks at the file, the
-claims of new paths, the autosave timer's generation and the registry connection; what
-the room knows of the file on disk, and the watch on it, is its ``disk`` (disk_watch.py).
+autosave timer's generation and the registry connection. What the room knows of the file
+on disk, and the watch on it, is its ``disk`` (disk_watch.py); saves to a new path are
+its ``new_paths`` (new_paths.py).
 It returns its work and timers as actions. It never changes the document: a merge with
 the disk comes back as the notebook the Room then takes (docs/notes/file-watch.md).
 """
@@ -16,13 +17,12 @@ from typing import Any
 
 import orjson
 
-from nbstage.actors.daemon.notebook import persistence, save_target
+from nbstage.actors.daemon.notebook import persistence
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.registry import Registry
 from nbstage.actors.daemon.room.actions import (
     Action,
     Answer,
-    BindPath,
     Fail,
     FinishClose,
     FirstFlushed,
@@ -30,7 +30,6 @@ from nbstage.actors.daemon.room.actions import (
     NextFileJob,
     Offload,
     Persist,
-    ReadDone,
     ReportStatus,
     ResumeAutosave,
     SaveFile,
@@ -39,7 +38,7 @@ from nbstage.actors.daemon.room.actions import (
     Wake,
 )
 from nbstage.actors.daemon.room.disk_watch import DiskWatch
-from nbstage.actors.daemon.room.environment import record_trust_after_save
+from nbstage.actors.daemon.room.new_paths import NewPaths
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
@@ -54,15 +53,7 @@ from nbstage.protocol.daemon_actors.room_followups import (
     SaveFinished,
     SavePurpose,
 )
-from nbstage.protocol.daemon_actors.rooms import (
-    ClaimPath,
-    PathBound,
-    PathClaimed,
-    PathRecorded,
-    PathRefused,
-    PathReleased,
-    StartRoom,
-)
+from nbstage.protocol.daemon_actors.rooms import StartRoom
 
 log = logging.getLogger("nbstage.room")
 
@@ -85,12 +76,12 @@ class FileSeat:
         self.queue: list[tuple[SavePurpose, str, Origin | None]] = []
         self.writing: dict | None = None
         """The notebook the save under way writes: the base once it is written."""
-        self.claims: dict[Origin, tuple[str, bool]] = {}
-        """A save to a new path → the path as asked (links unresolved) and its ``overwrite``."""
+        self.new_paths = NewPaths()
         self._registry: Registry | None = None
 
     def start(self, config: StartRoom, daemon: Any = None) -> None:
         self.config, self.daemon = config, daemon
+        self.new_paths.start(config, daemon)
         self.path, self.ephemeral = config.path, config.ephemeral
 
     @property
@@ -164,7 +155,7 @@ class FileSeat:
     def save_request(self, origin: Origin, req: SaveNotebook) -> list[Action]:
         """save_notebook: to a new path (claimed first), or to the room's own file."""
         if req.path is not None:
-            return [self.claim(origin, req.path, req.overwrite)]
+            return [self.new_paths.claim(origin, req.path, req.overwrite)]
         if self.path is None:
             raise NbstageError(
                 ErrorCode.NO_PATH, "This notebook has no file yet. Call save_notebook with a path."
@@ -194,19 +185,10 @@ class FileSeat:
         self.writing = doc.to_json()
         snapshot = orjson.dumps(self.writing)
         token = SaveFinished(path, doc.revision, purpose, origin, seq)
-        target, limit = Path(path), self.config.settings.max_file_bytes
         if purpose is SavePurpose.NEW_PATH:
-            given, overwrite = self.claims.pop(origin, (path, False))
-            where = self.registry_file
-
-            def save_there() -> Any:
-                saved = persistence.save_to_new_path(
-                    Path(given), target, snapshot, own, overwrite, limit
-                )
-                record_trust_after_save(where, path, trusted)
-                return saved
-
-            return [Offload(token, save_there, self.lane)]
+            write = self.new_paths.write(origin, path, snapshot, own, trusted)
+            return [Offload(token, write, self.lane)]
+        target, limit = Path(path), self.config.settings.max_file_bytes
         expected, explicit = self.disk.stamp, purpose is SavePurpose.REQUEST
         return [
             Offload(
@@ -241,34 +223,6 @@ class FileSeat:
         if purpose in (SavePurpose.AUTOSAVE, SavePurpose.CLOSE):
             return Persist(purpose)
         return SaveFile(path if purpose is SavePurpose.NEW_PATH else None, purpose, origin)
-
-    def claim(self, origin: Origin, path: str, overwrite: bool) -> Send:
-        """A save to a new path asks the Daemon for the path first (PathClaimed/Refused)."""
-        from nbstage.actors.daemon.notebook.notebook_files import absolute_notebook_path
-
-        target = absolute_notebook_path(path)
-        given = str(Path(path).expanduser())
-        refusal = save_target.path_refusal(given, target)
-        if refusal is not None:
-            raise refusal
-        self.claims[origin] = (given, overwrite)
-        return Send(self.daemon, ClaimPath(self.config.notebook_id, target, origin))
-
-    def path_recorded(self, msg: PathRecorded, sender: Any) -> list[Action]:
-        """An open or a save to a new path is answered once the Daemon holds the binding on
-        disk; a binding that could not be written is logged and the answer goes out."""
-        if msg.problem is not None:
-            log.error("%s at %s: %s", self.config.notebook_id, msg.path, msg.problem)
-        if msg.origin is None:
-            return [ReadDone()]
-        return [Answer(msg.origin, NotebookSaved(self.config.notebook_id, msg.path))]
-
-    def claimed(self, msg: PathClaimed) -> SaveFile:
-        return SaveFile(msg.path, SavePurpose.NEW_PATH, msg.origin)
-
-    def refused(self, msg: PathRefused) -> Fail:
-        self.claims.pop(msg.origin, None)
-        return Fail(msg.origin, NbstageError(msg.code, msg.message))
 
     def save_returned(self, done: BlockingWorkDone, doc: Document) -> list[Action]:
         """What follows a save; when the file changed from outside instead, the merge,
@@ -312,12 +266,8 @@ class FileSeat:
                 return [Answer(origin, NotebookSaved(notebook_id, token.path))]
             case SavePurpose.REQUEST:
                 return [Fail(origin, save_error(done.error))]
-            case SavePurpose.NEW_PATH if done.ok:
-                bound = PathBound(notebook_id, token.path, origin)
-                return [Send(self.daemon, bound), BindPath(token.path)]
             case SavePurpose.NEW_PATH:
-                released = PathReleased(notebook_id, token.path)
-                return [Send(self.daemon, released), Fail(origin, save_error(done.error))]
+                return self.new_paths.written(token, done)
             case SavePurpose.CLOSE:
                 return [FinishClose(done.ok, done.error)]
             case SavePurpose.FIRST:

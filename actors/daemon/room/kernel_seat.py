@@ -203,9 +203,10 @@ class KernelSeat:
     def stopped(self, msg: KernelStopped, sender: Any) -> list[Action]:
         """A child told to shut down did: its actor ends, its process is reported gone."""
         self.gone(sender)
-        ended = KernelProcessEnded(self.config.notebook_id, msg.pid)
-        reported = [Send(self.config.edge, ended)] if msg.pid is not None else []
-        return [EndChild(sender), *reported, SettleClose()]
+        if msg.pid is None:
+            return [EndChild(sender), SettleClose()]
+        ended = Send(self.config.edge, KernelProcessEnded(self.config.notebook_id, msg.pid))
+        return [EndChild(sender), ended, SettleClose()]
 
     def exited(self, msg: Any, sender: Any) -> list[Action]:
         """thespian's ChildActorExited: a child's actor is gone, let go or not."""
@@ -289,9 +290,8 @@ class KernelSeat:
     def restart_failure(self) -> NbstageError:
         return NbstageError(ErrorCode.KERNEL_DIED, f"{self.problem} Try restart again.")
 
-    # --- runs on the kernel (execution_calls.py) ------------------------------------------
-
     def execution_started(self, msg: ExecutionStarted, sender: Any) -> list[Action]:
+        """The current kernel is busy with a run (execution_calls.py keeps the runs)."""
         if self.is_current(sender) and self.runs.book.started(msg.execution_id):
             self.state = KernelState.BUSY
         return []
