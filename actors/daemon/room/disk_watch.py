@@ -14,30 +14,25 @@ from nbstage.actors.daemon.room.actions import Offload, Wake
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
-from nbstage.protocol.daemon_actors.room_followups import (
-    DiskStamp,
-    FileCheckDue,
-    FileLooked,
-    FileOnDisk,
-)
+from nbstage.protocol.daemon_actors import room_followups as followups
 
 
 class DiskWatch:
     def __init__(self, notices: NoticeBoard) -> None:
         self.notices = notices
-        self.stamp: DiskStamp | None = None
+        self.stamp: followups.DiskStamp | None = None
         """The file as this room last read or wrote it; None: the room knows it is gone."""
         self.base: dict | None = None
         """The notebook as last read from or written to the file: the merge's base."""
         self.problem: str | None = None
         """Why the file on disk is not a notebook; autosave is paused while it is set."""
-        self.bad_stamp: DiskStamp | None = None
+        self.bad_stamp: followups.DiskStamp | None = None
         self.missing = False
         """The file was deleted under the room; the next save writes it again."""
         self.check_generation = 0
         self.check_armed = False
 
-    def wrote(self, stamp: DiskStamp, notebook: dict) -> None:
+    def wrote(self, stamp: followups.DiskStamp, notebook: dict) -> None:
         self.stamp = stamp
         self.base = notebook
         self.missing = False
@@ -54,9 +49,9 @@ class DiskWatch:
             return []
         self.check_armed = True
         self.check_generation += 1
-        return [Wake(every, FileCheckDue(self.check_generation))]
+        return [Wake(every, followups.FileCheckDue(self.check_generation))]
 
-    def due(self, due: FileCheckDue) -> bool:
+    def due(self, due: followups.FileCheckDue) -> bool:
         """The timer that fired is the one armed last (it is no longer armed)."""
         if due.generation != self.check_generation:
             return False
@@ -69,10 +64,14 @@ class DiskWatch:
         if self.problem is not None:
             known += (self.bad_stamp,)
         return Offload(
-            FileLooked(path), lambda: persistence.look_at_file(Path(path), known, limit), lane
+            followups.FileLooked(path),
+            lambda: persistence.look_at_file(Path(path), known, limit),
+            lane,
         )
 
-    def changed(self, seen: FileOnDisk, path: str, ours: dict) -> tuple[dict | None, bool, bool]:
+    def changed(
+        self, seen: followups.FileOnDisk, path: str, ours: dict
+    ) -> tuple[dict | None, bool, bool]:
         """What the file holds now, seen by a look or a save: merged, or why not said.
         Returns the notebook the room should hold when a merge changed it, whether the
         file now holds all the room has (so nothing is unsaved), and whether it is gone."""
@@ -80,7 +79,7 @@ class DiskWatch:
             try:
                 disk = Document.from_json(seen.notebook).to_json()
             except NbstageError as exc:
-                seen = FileOnDisk(seen.stamp, None, f"{path}: {exc.message}")
+                seen = followups.FileOnDisk(seen.stamp, None, f"{path}: {exc.message}")
             else:
                 return (*self._merge(seen, disk, path, ours), False)
         if seen.stamp is None:
@@ -106,7 +105,7 @@ class DiskWatch:
         )
         return True
 
-    def _not_a_notebook(self, seen: FileOnDisk) -> None:
+    def _not_a_notebook(self, seen: followups.FileOnDisk) -> None:
         self.bad_stamp = seen.stamp
         self.problem = seen.problem
         self.notices.stand(
@@ -120,7 +119,7 @@ class DiskWatch:
         )
 
     def _merge(
-        self, seen: FileOnDisk, disk: dict, path: str, ours: dict
+        self, seen: followups.FileOnDisk, disk: dict, path: str, ours: dict
     ) -> tuple[dict | None, bool]:
         cells = seen.notebook["cells"]
         missing = {i for i, cell in enumerate(cells) if cell.get("id") is None}

@@ -25,33 +25,25 @@ from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import NotebookSaved
+from nbstage.protocol.daemon_actors import rooms
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import SaveFinished, SavePurpose
-from nbstage.protocol.daemon_actors.rooms import (
-    ClaimPath,
-    PathBound,
-    PathClaimed,
-    PathRecorded,
-    PathRefused,
-    PathReleased,
-    StartRoom,
-)
 
 log = logging.getLogger("nbstage.room")
 
 
 class NewPaths:
     def __init__(self) -> None:
-        self.config: StartRoom | None = None
+        self.config: rooms.StartRoom | None = None
         self.daemon: Any = None
         self.claims: dict[Origin, tuple[str, bool]] = {}
         """A save to a new path → the path as asked (links unresolved) and its ``overwrite``."""
 
-    def start(self, config: StartRoom, daemon: Any) -> None:
+    def start(self, config: rooms.StartRoom, daemon: Any) -> None:
         self.config, self.daemon = config, daemon
 
     def claim(self, origin: Origin, path: str, overwrite: bool) -> Send:
-        """A save to a new path asks the Daemon for the path first (PathClaimed/Refused)."""
+        """A save to a new path asks the Daemon for the path first (PathClaimed or PathRefused)."""
         from nbstage.actors.daemon.notebook.notebook_files import absolute_notebook_path
 
         target = absolute_notebook_path(path)
@@ -60,12 +52,12 @@ class NewPaths:
         if refusal is not None:
             raise refusal
         self.claims[origin] = (given, overwrite)
-        return Send(self.daemon, ClaimPath(self.config.notebook_id, target, origin))
+        return Send(self.daemon, rooms.ClaimPath(self.config.notebook_id, target, origin))
 
-    def claimed(self, msg: PathClaimed, sender: Any) -> list[Action]:
+    def claimed(self, msg: rooms.PathClaimed, sender: Any) -> list[Action]:
         return [SaveFile(msg.path, SavePurpose.NEW_PATH, msg.origin)]
 
-    def refused(self, msg: PathRefused, sender: Any) -> list[Action]:
+    def refused(self, msg: rooms.PathRefused, sender: Any) -> list[Action]:
         self.claims.pop(msg.origin, None)
         return [Fail(msg.origin, NbstageError(msg.code, msg.message))]
 
@@ -91,12 +83,12 @@ class NewPaths:
         """Written: the Daemon binds the path and the room takes it; else it lets it go."""
         notebook_id = self.config.notebook_id
         if done.ok:
-            bound = PathBound(notebook_id, token.path, token.origin)
+            bound = rooms.PathBound(notebook_id, token.path, token.origin)
             return [Send(self.daemon, bound), BindPath(token.path)]
-        released = PathReleased(notebook_id, token.path)
+        released = rooms.PathReleased(notebook_id, token.path)
         return [Send(self.daemon, released), Fail(token.origin, save_error(done.error))]
 
-    def recorded(self, msg: PathRecorded, sender: Any) -> list[Action]:
+    def recorded(self, msg: rooms.PathRecorded, sender: Any) -> list[Action]:
         """An open or a save to a new path is answered once the Daemon holds the binding on
         disk; a binding that could not be written is logged and the answer goes out."""
         if msg.problem is not None:
