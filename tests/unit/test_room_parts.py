@@ -19,21 +19,26 @@ from nbstage.actors.daemon.room.actions import (
     Fail,
     FinishClose,
     FlushFirst,
+    Loaded,
     Offload,
     Persist,
+    ReadDone,
     ReadJournal,
     ReadKernelspecs,
+    RefuseHeld,
     ReportStatus,
     SaveFile,
     Send,
     SetOutputs,
     SettleClose,
     Started,
+    StartFailed,
     StartKernelChild,
     TruncateJournal,
     Wake,
     WantKernel,
 )
+from nbstage.actors.daemon.room.closing import Closing
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.file_seat import FileSeat
@@ -60,12 +65,13 @@ from nbstage.protocol.daemon_actors.room_followups import (
     FileCheckDue,
     FileOnDisk,
     LiveExecutionRecorded,
+    NotebookFileRead,
     SaveFinished,
     SavePurpose,
     StoredExecutionRead,
     WaitExpired,
 )
-from nbstage.protocol.daemon_actors.rooms import RoomSource, StartRoom
+from nbstage.protocol.daemon_actors.rooms import RoomClosed, RoomSource, StartRoom
 
 ACTOR_MODULES = {"actor"}
 
@@ -430,3 +436,46 @@ def test_what_the_start_does_once_the_document_is_loaded(
     assert [type(action) for action in part.loaded(start, journalled, "lane")] == wanted
     assert part.reads == reads
     assert (part.held is not None) is (wanted[-1] is not Started)
+
+
+@pytest.mark.parametrize(
+    ("stopping", "journal_jobs", "env_jobs", "reported"),
+    [
+        ([], 0, 0, True),
+        (["kernel"], 0, 0, False),  # a kernel told to stop has not said it stopped
+        ([], 1, 0, False),  # journal work under way
+        ([], 0, 1, False),  # an environment build under way
+    ],
+)
+def test_the_close_is_reported_once_nothing_it_waits_for_is_under_way(
+    tmp_path: Path, stopping: list, journal_jobs: int, env_jobs: int, reported: bool
+) -> None:
+    env, journalling = EnvironmentSeat(), Journalling()
+    seat, file = KernelSeat(env), FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path), has_runtime=True)
+    file.start(start_for(tmp_path))
+    close = Closing(seat, journalling, env, file)
+    close.by = "daemon"
+    assert close.settle() == []  # nothing to report before the last flush is over
+    seat.stopping, journalling.jobs, env.jobs = stopping, journal_jobs, env_jobs
+    finished = close.finish(saved=True, error=None)
+    assert (Send("daemon", RoomClosed("nb", True, None)) in finished) is reported
+    seat.stopping, journalling.jobs, env.jobs = [], 0, 0
+    assert len(close.settle()) == (0 if reported else 1)  # reported once, when settled
+
+
+@pytest.mark.parametrize(
+    ("closing", "ok", "wanted"),
+    [
+        (True, True, [RefuseHeld]),  # the room closes before anyone joined it
+        (False, False, [StartFailed]),
+        (False, True, [Loaded, ReadDone]),
+    ],
+)
+def test_what_the_start_does_once_the_file_is_read(
+    closing: bool, ok: bool, wanted: list[type]
+) -> None:
+    done = BlockingWorkDone(
+        NotebookFileRead(), ("doc", "stamp", {}) if ok else None, None if ok else OSError("gone")
+    )
+    assert [type(action) for action in Opening().file_read(done, closing)] == wanted
