@@ -15,15 +15,15 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from nbstage.actors.session.daemon_link import DaemonFailure
-from nbstage.actors.session.rendering import (
-    TEXT_LIMIT,
+from nbstage.actors.session.cell_rendering import (
     render_cell,
     render_cells_json,
     render_cells_summary,
-    render_dependencies,
-    render_execution,
 )
+from nbstage.actors.session.daemon_link import DaemonFailure
+from nbstage.actors.session.dependency_rendering import render_dependencies
+from nbstage.actors.session.output_rendering import render_execution
+from nbstage.actors.session.text_forms import TEXT_LIMIT
 from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.frozen import frozen
