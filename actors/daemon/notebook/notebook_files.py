@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbstage.actors.daemon.notebook.document import fresh_cell_id, valid_cell_id
+from nbstage.actors.daemon.notebook.cell_model import fresh_cell_id, valid_cell_id
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.safe_files import (
     DEFAULT_MAX_FILE_BYTES,
