@@ -11,30 +11,23 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from nbstage.actors.session.cell_rendering import (
-    render_cell,
-    render_cells_json,
-    render_cells_summary,
-)
-from nbstage.actors.session.daemon_link import DaemonFailure
+from nbstage.actors.session.cell_reads import get_all_cells, get_cell
 from nbstage.actors.session.dependency_rendering import render_dependencies
-from nbstage.actors.session.output_rendering import render_execution
-from nbstage.actors.session.text_forms import TEXT_LIMIT
+from nbstage.actors.session.tool_context import (
+    PREVIEW,
+    Handler,
+    ToolContext,
+    rendered_execution,
+)
 from nbstage.protocol.common.codec import to_wire
-from nbstage.protocol.common.errors import ErrorCode
-from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon.dependency_modes import ApplyDependencies
-from nbstage.protocol.daemon.replies import ExecutionView
 from nbstage.protocol.daemon.requests import (
-    CellsFormat,
     CreateCell,
     DeleteCell,
     ExecuteCell,
-    GetCell,
     GetCells,
     GetExecution,
     InterruptKernel,
@@ -52,25 +45,6 @@ from nbstage.protocol.mcp.lifecycle import text_content, tool_result
 from nbstage.protocol.mcp.tool_names import ToolName
 
 
-@frozen
-class ToolContext:
-    notebook_id: str
-    key: str
-    cwd: str
-    active_id: str | None = None
-    parked_ids: tuple[str, ...] = ()
-    figures: str | None = None
-    """The folder attached images are also written to (figure_files.py); None: nowhere."""
-
-
-Handler = Generator[object, Any, dict[str, Any]]
-"""Yields requests, is sent their replies, returns the MCP tool result."""
-
-PREVIEW = TEXT_LIMIT - 512
-"""What each output text in a daemon reply is cut to unless full_output is asked for:
-within the rendering's own cap, so the daemon's note of what it cut is the one shown."""
-
-
 def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
     """A kernel's environment (an EnvironmentView on the wire) as tools show it."""
     environment = environment or {}
@@ -81,95 +55,12 @@ def absolute(path: str, cwd: str) -> str:
     return str((Path(cwd) / Path(path).expanduser()).resolve())
 
 
-def _rendered(ctx: ToolContext, execution: ExecutionView, full_output: bool = False):
-    return render_execution(to_wire(execution), full_output, figures=ctx.figures)
-
-
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
     reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
-    content, execution = _rendered(ctx, reply.execution)
+    content, execution = rendered_execution(ctx, reply.execution)
     return tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
     )
-
-
-def get_cell(ctx: ToolContext, args: tool_args.GetCellArgs) -> Handler:
-    preview = None if args.full_output else PREVIEW
-    reply = yield GetCell(ctx.notebook_id, args.cell_id, preview)
-    content, cell = render_cell(to_wire(reply.cell), args.full_output, figures=ctx.figures)
-    return tool_result({"cell": cell}, content=content)
-
-
-def get_all_cells(ctx: ToolContext, args: tool_args.GetAllCellsArgs) -> Handler:
-    if args.format is tool_args.AllCellsFormat.SUMMARY:
-        reply = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
-        text = render_cells_summary(reply.cells, reply.total)
-        return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
-    shown, total = yield from _cells_in_pages(ctx, args)
-    if args.format is tool_args.AllCellsFormat.JSON:
-        content, structured = render_cells_json(shown, total, figures=ctx.figures)
-        return tool_result(structured, content=content)
-    content: list[dict[str, Any]] = []
-    cells = []
-    for raw in shown:
-        cell_content, cell = render_cell({"cell_id": raw["id"], **raw}, figures=ctx.figures)
-        content += cell_content
-        cells.append(cell)
-    return tool_result({"cells": cells, "total": total}, content=content)
-
-
-def _cells_in_pages(
-    ctx: ToolContext, args: tool_args.GetAllCellsArgs
-) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
-    """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's
-    frame limit are fetched again in pages, halved until each fits; a single cell that
-    does not fit on its own fails with ``result_too_large``. The rich format's outputs
-    come as previews."""
-    preview = PREVIEW if args.format is tool_args.AllCellsFormat.RICH else None
-    try:
-        reply = yield GetCells(
-            ctx.notebook_id,
-            CellsFormat.JSON,
-            args.start,
-            args.count,
-            args.include_outputs,
-            preview,
-        )
-        return reply.cells, reply.total
-    except DaemonFailure as exc:
-        if exc.code != ErrorCode.RESULT_TOO_LARGE:
-            raise
-    summary = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
-    wanted = len(summary.cells)
-    cells: list[dict[str, Any]] = []
-    page = max(1, wanted // 2)
-    while len(cells) < wanted:
-        count = min(page, wanted - len(cells))
-        try:
-            reply = yield GetCells(
-                ctx.notebook_id,
-                CellsFormat.JSON,
-                args.start + len(cells),
-                count,
-                args.include_outputs,
-                preview,
-            )
-        except DaemonFailure as exc:
-            if exc.code != ErrorCode.RESULT_TOO_LARGE:
-                raise
-            if count == 1:
-                raise DaemonFailure(
-                    exc.code,
-                    f"Cell {args.start + len(cells)} alone is over the daemon's frame limit, so "
-                    "it cannot be sent whole. Ask with include_outputs=false, or read its "
-                    "outputs from the kernel.",
-                ) from None
-            page = max(1, count // 2)
-            continue
-        if not reply.cells:
-            break
-        cells += reply.cells
-    return cells, summary.total
 
 
 def create_cell(ctx: ToolContext, args: tool_args.CreateCellArgs) -> Handler:
@@ -224,14 +115,14 @@ def move_cell(ctx: ToolContext, args: tool_args.MoveCellArgs) -> Handler:
 
 def execute_cell(ctx: ToolContext, args: tool_args.ExecuteCellArgs) -> Handler:
     reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
-    content, execution = _rendered(ctx, reply.execution)
+    content, execution = rendered_execution(ctx, reply.execution)
     return tool_result({"execution": execution}, content=content)
 
 
 def get_results(ctx: ToolContext, args: tool_args.GetResultsArgs) -> Handler:
     preview = None if args.full_output else PREVIEW
     reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
-    content, execution = _rendered(ctx, reply.execution, args.full_output)
+    content, execution = rendered_execution(ctx, reply.execution, args.full_output)
     return tool_result({"execution": execution}, content=content)
 
 
@@ -249,7 +140,7 @@ def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
         reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
-        items, execution = _rendered(ctx, reply.execution)
+        items, execution = rendered_execution(ctx, reply.execution)
         content += items
         executions.append(execution)
     if not executions:

@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 
 from nbstage.actors.session import stale_reads
+from nbstage.actors.session.cell_reads import get_all_cells, get_cell
 from nbstage.actors.session.stale_reads import Seen, Snapshot, lookup, record, stale_answer
-from nbstage.actors.session.tool_handlers import (
-    ToolContext,
-    get_all_cells,
-    get_cell,
-    list_active_notebooks,
-)
+from nbstage.actors.session.tool_context import ToolContext
+from nbstage.actors.session.tool_handlers import list_active_notebooks
 from nbstage.protocol.daemon.replies import (
     CellShown,
     CellsShown,
