@@ -9,7 +9,6 @@ import re
 import nbformat
 import pytest
 
-from nbstage.actors.common.output_bounds import append_output
 from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
 from nbstage.actors.daemon.notebook.cell_model import Cell, source_preview
 from nbstage.actors.daemon.notebook.document import Document
@@ -465,56 +464,6 @@ def test_set_outputs_that_change_nothing_leave_the_revision():
     doc = doc_with(code("a", "", [stream("x")], 1))
     doc.set_outputs("a", [stream("x")], 1)
     assert doc.revision == 0
-
-
-@pytest.mark.parametrize(
-    ("existing", "appended", "expected"),
-    [
-        pytest.param(
-            [stream("a")], [stream("b")], [stream("ab")], id="stdout after stdout is merged"
-        ),
-        pytest.param(
-            [],
-            [stream("a"), stream("b"), stream("c")],
-            [stream("abc")],
-            id="streams in one batch are merged",
-        ),
-        pytest.param(
-            [stream("a")],
-            [stream("b", "stderr")],
-            [stream("a"), stream("b", "stderr")],
-            id="stderr after stdout stays separate",
-        ),
-        pytest.param(
-            [stream("a"), display("p")],
-            [stream("b")],
-            [stream("a"), display("p"), stream("b")],
-            id="a stream after a display output starts a new output",
-        ),
-        pytest.param(
-            [stream(["a\n", "b\n"])],
-            [stream(["c"])],
-            [stream("a\nb\nc")],
-            id="multiline list text is joined before merging",
-        ),
-        pytest.param(
-            [display("p")], [display("q")], [display("p"), display("q")], id="displays never merge"
-        ),
-    ],
-)
-def test_appended_streams_merge_like_jupyter(existing, appended, expected):
-    """What the executions book builds a cell's outputs with (output_bounds.append_output)."""
-    outputs = list(existing)
-    for output in appended:
-        append_output(outputs, output)
-    assert outputs == expected
-
-
-def test_a_merge_does_not_change_a_dict_handed_out_before():
-    before = stream("a")
-    outputs = [before]
-    append_output(outputs, stream("b"))
-    assert (before, outputs) == (stream("a"), [stream("ab")])
 
 
 @pytest.mark.parametrize(
