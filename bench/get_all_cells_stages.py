@@ -24,7 +24,7 @@ from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.daemon.frames import decode_body, encode_result_frame
 from nbstage.protocol.daemon.replies import CellsSummarized, decode_reply
 from nbstage.protocol.mcp.jsonrpc import encode_response
-from nbstage.protocol.mcp.tools import GetAllCellsArgs
+from nbstage.protocol.mcp.tool_args import GetAllCellsArgs
 
 CELLS = 1000
 

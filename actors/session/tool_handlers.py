@@ -11,29 +11,23 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from nbstage.actors.session.daemon_link import DaemonFailure
-from nbstage.actors.session.rendering import (
-    TEXT_LIMIT,
-    render_cell,
-    render_cells_json,
-    render_cells_summary,
-    render_dependencies,
-    render_execution,
+from nbstage.actors.session.cell_reads import get_all_cells, get_cell
+from nbstage.actors.session.dependency_rendering import render_dependencies
+from nbstage.actors.session.tool_context import (
+    PREVIEW,
+    Handler,
+    ToolContext,
+    rendered_execution,
 )
 from nbstage.protocol.common.codec import to_wire
-from nbstage.protocol.common.errors import ErrorCode
-from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.daemon.replies import ExecutionView
+from nbstage.protocol.daemon.dependency_modes import ApplyDependencies
 from nbstage.protocol.daemon.requests import (
-    CellsFormat,
     CreateCell,
     DeleteCell,
     ExecuteCell,
-    GetCell,
     GetCells,
     GetExecution,
     InterruptKernel,
@@ -46,28 +40,9 @@ from nbstage.protocol.daemon.requests import (
     SaveNotebook,
     SetCell,
 )
-from nbstage.protocol.mcp import tools
+from nbstage.protocol.mcp import tool_args
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import text_content, tool_result
-
-
-@frozen
-class ToolContext:
-    notebook_id: str
-    key: str
-    cwd: str
-    active_id: str | None = None
-    parked_ids: tuple[str, ...] = ()
-    figures: str | None = None
-    """The folder attached images are also written to (figure_files.py); None: nowhere."""
-
-
-Handler = Generator[object, Any, dict[str, Any]]
-"""Yields requests, is sent their replies, returns the MCP tool result."""
-
-PREVIEW = TEXT_LIMIT - 512
-"""What each output text in a daemon reply is cut to unless full_output is asked for:
-within the rendering's own cap, so the daemon's note of what it cut is the one shown."""
 
 
 def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
@@ -80,98 +55,15 @@ def absolute(path: str, cwd: str) -> str:
     return str((Path(cwd) / Path(path).expanduser()).resolve())
 
 
-def _rendered(ctx: ToolContext, execution: ExecutionView, full_output: bool = False):
-    return render_execution(to_wire(execution), full_output, figures=ctx.figures)
-
-
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
     reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
-    content, execution = _rendered(ctx, reply.execution)
+    content, execution = rendered_execution(ctx, reply.execution)
     return tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
     )
 
 
-def get_cell(ctx: ToolContext, args: tools.GetCellArgs) -> Handler:
-    preview = None if args.full_output else PREVIEW
-    reply = yield GetCell(ctx.notebook_id, args.cell_id, preview)
-    content, cell = render_cell(to_wire(reply.cell), args.full_output, figures=ctx.figures)
-    return tool_result({"cell": cell}, content=content)
-
-
-def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
-    if args.format is tools.AllCellsFormat.SUMMARY:
-        reply = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
-        text = render_cells_summary(reply.cells, reply.total)
-        return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
-    shown, total = yield from _cells_in_pages(ctx, args)
-    if args.format is tools.AllCellsFormat.JSON:
-        content, structured = render_cells_json(shown, total, figures=ctx.figures)
-        return tool_result(structured, content=content)
-    content: list[dict[str, Any]] = []
-    cells = []
-    for raw in shown:
-        cell_content, cell = render_cell({"cell_id": raw["id"], **raw}, figures=ctx.figures)
-        content += cell_content
-        cells.append(cell)
-    return tool_result({"cells": cells, "total": total}, content=content)
-
-
-def _cells_in_pages(
-    ctx: ToolContext, args: tools.GetAllCellsArgs
-) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
-    """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's
-    frame limit are fetched again in pages, halved until each fits; a single cell that
-    does not fit on its own fails with ``result_too_large``. The rich format's outputs
-    come as previews."""
-    preview = PREVIEW if args.format is tools.AllCellsFormat.RICH else None
-    try:
-        reply = yield GetCells(
-            ctx.notebook_id,
-            CellsFormat.JSON,
-            args.start,
-            args.count,
-            args.include_outputs,
-            preview,
-        )
-        return reply.cells, reply.total
-    except DaemonFailure as exc:
-        if exc.code != ErrorCode.RESULT_TOO_LARGE:
-            raise
-    summary = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
-    wanted = len(summary.cells)
-    cells: list[dict[str, Any]] = []
-    page = max(1, wanted // 2)
-    while len(cells) < wanted:
-        count = min(page, wanted - len(cells))
-        try:
-            reply = yield GetCells(
-                ctx.notebook_id,
-                CellsFormat.JSON,
-                args.start + len(cells),
-                count,
-                args.include_outputs,
-                preview,
-            )
-        except DaemonFailure as exc:
-            if exc.code != ErrorCode.RESULT_TOO_LARGE:
-                raise
-            if count == 1:
-                raise DaemonFailure(
-                    exc.code,
-                    f"Cell {args.start + len(cells)} alone is over the daemon's frame limit, so "
-                    "it cannot be sent whole. Ask with include_outputs=false, or read its "
-                    "outputs from the kernel.",
-                ) from None
-            page = max(1, count // 2)
-            continue
-        if not reply.cells:
-            break
-        cells += reply.cells
-    return cells, summary.total
-
-
-def create_cell(ctx: ToolContext, args: tools.CreateCellArgs) -> Handler:
+def create_cell(ctx: ToolContext, args: tool_args.CreateCellArgs) -> Handler:
     reply = yield CreateCell(ctx.notebook_id, args.source, args.cell_type, args.index, ctx.key)
     structured = {"cell_id": reply.cell_id, "index": reply.index}
     text = f"Created {args.cell_type} cell {reply.cell_id} at index {reply.index}."
@@ -180,7 +72,7 @@ def create_cell(ctx: ToolContext, args: tools.CreateCellArgs) -> Handler:
     return tool_result(structured, text=text)
 
 
-def set_cell(ctx: ToolContext, args: tools.SetCellArgs) -> Handler:
+def set_cell(ctx: ToolContext, args: tool_args.SetCellArgs) -> Handler:
     yield SetCell(ctx.notebook_id, args.cell_id, args.source, args.cell_type, ctx.key)
     return (yield from _after_edit(ctx, args, f"Updated cell {args.cell_id}."))
 
@@ -192,7 +84,7 @@ def _after_edit(ctx: ToolContext, args: Any, text: str) -> Handler:
     return tool_result(structured, text=text)
 
 
-def replace_match(ctx: ToolContext, args: tools.ReplaceMatchArgs) -> Handler:
+def replace_match(ctx: ToolContext, args: tool_args.ReplaceMatchArgs) -> Handler:
     yield ReplaceMatch(
         ctx.notebook_id,
         args.cell_id,
@@ -205,36 +97,36 @@ def replace_match(ctx: ToolContext, args: tools.ReplaceMatchArgs) -> Handler:
     return (yield from _after_edit(ctx, args, f"Replaced the match in cell {args.cell_id}."))
 
 
-def replace_regex(ctx: ToolContext, args: tools.ReplaceRegexArgs) -> Handler:
+def replace_regex(ctx: ToolContext, args: tool_args.ReplaceRegexArgs) -> Handler:
     yield ReplaceRegex(ctx.notebook_id, args.cell_id, args.pattern, args.content, ctx.key)
     return (yield from _after_edit(ctx, args, f"Replaced the match in cell {args.cell_id}."))
 
 
-def delete_cell(ctx: ToolContext, args: tools.CellIdArgs) -> Handler:
+def delete_cell(ctx: ToolContext, args: tool_args.CellIdArgs) -> Handler:
     reply = yield DeleteCell(ctx.notebook_id, args.cell_id, ctx.key)
     return tool_result({"deleted": reply.deleted}, text=f"Deleted cell {reply.deleted}.")
 
 
-def move_cell(ctx: ToolContext, args: tools.MoveCellArgs) -> Handler:
+def move_cell(ctx: ToolContext, args: tool_args.MoveCellArgs) -> Handler:
     reply = yield MoveCell(ctx.notebook_id, args.cell_id, args.after_cell_id, ctx.key)
     structured = {"cell_id": reply.cell_id, "index": reply.index}
     return tool_result(structured, text=f"Moved cell {reply.cell_id} to index {reply.index}.")
 
 
-def execute_cell(ctx: ToolContext, args: tools.ExecuteCellArgs) -> Handler:
+def execute_cell(ctx: ToolContext, args: tool_args.ExecuteCellArgs) -> Handler:
     reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
-    content, execution = _rendered(ctx, reply.execution)
+    content, execution = rendered_execution(ctx, reply.execution)
     return tool_result({"execution": execution}, content=content)
 
 
-def get_results(ctx: ToolContext, args: tools.GetResultsArgs) -> Handler:
+def get_results(ctx: ToolContext, args: tool_args.GetResultsArgs) -> Handler:
     preview = None if args.full_output else PREVIEW
     reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
-    content, execution = _rendered(ctx, reply.execution, args.full_output)
+    content, execution = rendered_execution(ctx, reply.execution, args.full_output)
     return tool_result({"execution": execution}, content=content)
 
 
-def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
+def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
     deadline = time.monotonic() + args.timeout_secs
     summary = yield GetCells(ctx.notebook_id)
     execution_ids = []
@@ -248,7 +140,7 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
         reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
-        items, execution = _rendered(ctx, reply.execution)
+        items, execution = rendered_execution(ctx, reply.execution)
         content += items
         executions.append(execution)
     if not executions:
@@ -256,17 +148,17 @@ def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
     return tool_result({"executions": executions}, content=content)
 
 
-def interrupt_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
+def interrupt_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
     yield InterruptKernel(ctx.notebook_id, ctx.key)
     return tool_result({"interrupted": True}, text="Interrupt sent to the kernel.")
 
 
-def restart_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
+def restart_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
     yield RestartKernel(ctx.notebook_id, ctx.key)
     return tool_result({"restarted": True}, text="The kernel restarted; its variables are gone.")
 
 
-def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) -> Handler:
+def manage_dependencies(ctx: ToolContext, args: tool_args.ManageDependenciesArgs) -> Handler:
     reply = yield ManageDependencies(
         ctx.notebook_id,
         args.add,
@@ -283,7 +175,7 @@ def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) ->
         "fingerprint": result["after"]["fingerprint"],
         "trust": result["trust"],
     }
-    if args.add or args.remove or args.trust or args.apply is not tools.ApplyDependencies.NONE:
+    if args.add or args.remove or args.trust or args.apply is not ApplyDependencies.NONE:
         edit = {k: result[k] for k in ("added", "removed") if k in result}
         before, after = result["before"]["dependencies"], state["dependencies"]
         state = {"before": before, "after": after, **edit, **state}
@@ -294,7 +186,7 @@ def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) ->
     return tool_result(state, text=render_dependencies(state))
 
 
-def save_notebook(ctx: ToolContext, args: tools.SaveArgs) -> Handler:
+def save_notebook(ctx: ToolContext, args: tool_args.SaveArgs) -> Handler:
     """The path goes to the daemon joined to the working dir but with its links unresolved:
     the daemon resolves them once and checks both the path and its target."""
     path = os.path.join(ctx.cwd, os.path.expanduser(args.path)) if args.path else None
@@ -306,7 +198,7 @@ def save_notebook(ctx: ToolContext, args: tools.SaveArgs) -> Handler:
     return tool_result(structured, text=text)
 
 
-def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
+def list_active_notebooks(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
     reply = yield ListRooms()
     notebooks = [
         {

@@ -14,7 +14,7 @@ from typing import Any
 from nbstage.actors.session.daemon_link import DaemonFailure
 from nbstage.actors.session.session_calls import NEXT_CALLS
 from nbstage.actors.session.session_model import SessionState
-from nbstage.actors.session.tool_handlers import ToolContext
+from nbstage.actors.session.tool_context import ToolContext
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.mcp.tool_results import tool_error
 

@@ -1,7 +1,7 @@
-"""Counts in the words people read them in: ``1 cell``, ``2 cells``."""
+"""Counts in the words people read them in: ``1 cell``, ``2 cells``, ``1,234 bytes``."""
 
 from __future__ import annotations
 
 
 def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

@@ -6,7 +6,7 @@ everything an agent acts on, and this is its contract. Every result may also car
 ``as_of``. A failed call (``isError``) has ``error`` (its message), and ``code`` and
 ``next_call`` where there are some, instead of the tool's own fields: each schema takes
 either. Objects stay open to fields added later; unions are ``anyOf``, never a ``type``
-array, as for the input schemas (tools.py).
+array, as for the input schemas (argument_decoding.py).
 """
 
 from __future__ import annotations

@@ -1,26 +1,41 @@
-"""The MCP tool catalogue: each tool's arguments, schema, hints and access need.
-
-Every tool's arguments are a frozen dataclass. The same class gives the JSON
-schema that ``tools/list`` publishes and validates incoming arguments (through
-the codec), so the two cannot drift apart.
+"""The MCP tool catalogue: each tool's name, title, description, arguments, hints and
+access need. The arguments' classes are ``tool_args``; how a call's arguments are read
+and their schema written is ``argument_decoding``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import types
-import typing
-from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
-from nbstage.protocol.common.codec import from_wire
-from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.common.paths import check_paths
-from nbstage.protocol.daemon.dependency_modes import ApplyDependencies
+from nbstage.protocol.mcp.argument_decoding import (
+    MAX_ARGUMENT_DEPTH as MAX_ARGUMENT_DEPTH,
+)
+from nbstage.protocol.mcp.argument_decoding import decode_arguments, input_schema
+from nbstage.protocol.mcp.argument_decoding import (
+    nested_deeper_than as nested_deeper_than,
+)
 from nbstage.protocol.mcp.output_schemas import output_schema
+from nbstage.protocol.mcp.tool_args import (
+    CellIdArgs,
+    ConnectArgs,
+    CreateArgs,
+    CreateCellArgs,
+    DisconnectArgs,
+    ExecuteCellArgs,
+    GetAllCellsArgs,
+    GetCellArgs,
+    GetResultsArgs,
+    ManageDependenciesArgs,
+    MoveCellArgs,
+    NoArgs,
+    ReplaceMatchArgs,
+    ReplaceRegexArgs,
+    RunAllArgs,
+    SaveArgs,
+    SetCellArgs,
+)
 
 
 class Access(StrEnum):
@@ -33,166 +48,6 @@ class Access(StrEnum):
     KERNEL_CONTROL = "kernel_control"
     RUNTIME_READ = "runtime_read"
     EXECUTE = "execute"
-
-
-def arg(description: str, default: Any = dataclasses.MISSING) -> Any:
-    return field(default=default, metadata=described(description))
-
-
-def described(description: str) -> dict[str, str]:
-    """Field metadata for an argument whose default ``arg`` cannot give (a list, an enum)."""
-    return {"description": description}
-
-
-@frozen
-class NoArgs:
-    pass
-
-
-@frozen
-class ConnectArgs:
-    path: str | None = arg("Path of an .ipynb file to open (relative to the server's cwd).", None)
-    notebook_id: str | None = arg("UUID of a notebook the daemon knows.", None)
-
-
-@frozen
-class CreateArgs:
-    runtime: str = arg(
-        'Kernel runtime: an installed kernelspec\'s name, or a language such as "python".',
-        "python",
-    )
-    working_dir: str | None = arg("Directory the kernel starts in (default: server cwd).", None)
-    ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
-
-
-@frozen
-class SaveArgs:
-    path: str | None = arg(
-        "Where to save; required for a notebook that has no file yet. A relative path is "
-        "taken from the server's working directory.",
-        None,
-    )
-    overwrite: bool = arg(
-        "Replace an existing notebook at path that is not this one's file. A file that is "
-        "not a notebook is never replaced.",
-        False,
-    )
-
-
-@frozen
-class DisconnectArgs:
-    notebook_id: str | None = arg("Which notebook to leave (default: the active one).", None)
-
-
-@frozen
-class GetCellArgs:
-    cell_id: str = arg("The cell's id.")
-    full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
-
-
-class AllCellsFormat(StrEnum):
-    SUMMARY = "summary"
-    JSON = "json"
-    RICH = "rich"
-
-
-@frozen
-class GetAllCellsArgs:
-    format: AllCellsFormat = arg(
-        '"summary" (one line per cell), "json" or "rich".', AllCellsFormat.SUMMARY
-    )
-    start: int = arg("Index of the first cell.", 0)
-    count: int | None = arg("How many cells (default: all).", None)
-    include_outputs: bool = arg("Include outputs in json/rich formats.", False)
-
-
-@frozen
-class CreateCellArgs:
-    source: str = arg("The cell's source.", "")
-    cell_type: str = arg('"code", "markdown" or "raw".', "code")
-    index: int | None = arg("Position to insert at (default: append).", None)
-    and_run: bool = arg("Execute the new cell right away.", False)
-    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
-
-
-@frozen
-class SetCellArgs:
-    cell_id: str = arg("The cell's id.")
-    source: str | None = arg("New source.", None)
-    cell_type: str | None = arg("New type.", None)
-    and_run: bool = arg("Execute the cell after the change.", False)
-    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
-
-
-@frozen
-class CellIdArgs:
-    cell_id: str = arg("The cell's id.")
-
-
-@frozen
-class MoveCellArgs:
-    cell_id: str = arg("The cell's id.")
-    after_cell_id: str | None = arg("Put it after this cell; null moves it to the front.", None)
-
-
-@frozen
-class ExecuteCellArgs:
-    cell_id: str = arg("The cell's id.")
-    timeout_secs: float = arg("Wait this long; a longer run answers 'running'.", 30.0)
-
-
-@frozen
-class RunAllArgs:
-    timeout_secs: float = arg("Total time to wait for all cells.", 300.0)
-    wait: bool = arg("Wait for the runs; false answers as soon as they are queued.", True)
-
-
-@frozen
-class GetResultsArgs:
-    execution_id: str = arg("The execution's id, from execute_cell or run_all_cells.")
-    full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
-
-
-@frozen
-class ReplaceMatchArgs:
-    cell_id: str = arg("The cell's id.")
-    match: str = arg("Literal text to replace; it must occur exactly once.")
-    content: str = arg("The replacement text.")
-    context_before: str | None = arg("Text that must come right before the match.", None)
-    context_after: str | None = arg("Text that must come right after the match.", None)
-    and_run: bool = arg("Execute the cell after the change.", False)
-    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
-
-
-@frozen
-class ReplaceRegexArgs:
-    cell_id: str = arg("The cell's id.")
-    pattern: str = arg("Python regular expression (MULTILINE); exactly one match.")
-    content: str = arg(r"Replacement; \1 and \g<name> refer to groups.")
-    and_run: bool = arg("Execute the cell after the change.", False)
-    timeout_secs: float = arg("How long to wait for the run before answering.", 30.0)
-
-
-@frozen
-class ManageDependenciesArgs:
-    add: list[str] = field(
-        default_factory=list, metadata=described('PEP 508 requirements to add, e.g. "pandas>=2".')
-    )
-    remove: list[str] = field(
-        default_factory=list, metadata=described("Packages to remove, by name.")
-    )
-    trust: bool = arg("Approve the notebook's dependencies, so its kernel may use them.", False)
-    dependency_fingerprint: str | None = arg(
-        "The fingerprint you last saw; the call is refused if the dependencies changed since.",
-        None,
-    )
-    apply: ApplyDependencies = field(
-        default=ApplyDependencies.NONE,
-        metadata=described(
-            "none: only edit the notebook. sync: install into the running kernel. restart: "
-            "build the environment and restart the kernel into it."
-        ),
-    )
 
 
 @frozen
@@ -208,18 +63,7 @@ class ToolSpec:
 
     def parse(self, arguments: object) -> Any:
         """Validate arguments; unknown names and wrong types are errors naming the argument."""
-        arguments = {} if arguments is None else arguments
-        if not isinstance(arguments, dict):
-            raise NbstageError(ErrorCode.BAD_REQUEST, "arguments must be an object")
-        known = {f.name for f in dataclasses.fields(self.args)}
-        unknown = sorted(set(arguments) - known)
-        if unknown:
-            raise NbstageError(
-                ErrorCode.BAD_REQUEST,
-                f"unknown argument {unknown[0]!r} for {self.name}; "
-                f"it takes {', '.join(sorted(known)) or 'no arguments'}",
-            )
-        return check_paths(from_wire(self.args, arguments))
+        return decode_arguments(self.name, self.args, arguments)
 
     def to_mcp(self) -> dict[str, Any]:
         return {
@@ -238,50 +82,8 @@ class ToolSpec:
         }
 
 
-def _schema_of(hint: Any) -> dict[str, Any]:
-    """The JSON schema of one argument type.
-
-    A union is ``anyOf`` its arms, ``{"type": "null"}`` last for an optional one; never
-    a ``type`` array, which single-type dialects (Gemini function declarations, the
-    MCP Inspector's strict check) refuse.
-    """
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        arms = typing.get_args(hint)
-        schemas = [_schema_of(a) for a in arms if a is not type(None)]
-        if type(None) in arms:
-            schemas.append({"type": "null"})
-        return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return {"type": "string", "enum": [member.value for member in hint]}
-    if origin is list:
-        return {"type": "array", "items": _schema_of(typing.get_args(hint)[0])}
-    names = {str: "string", bool: "boolean", int: "integer", float: "number"}
-    return {"type": names[hint]}
-
-
-def input_schema(args: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(args)
-    properties, required = {}, []
-    for f in dataclasses.fields(args):
-        prop = {**_schema_of(hints[f.name]), "description": f.metadata.get("description", "")}
-        if f.default_factory is not dataclasses.MISSING:
-            prop["default"] = f.default_factory()
-        elif f.default is dataclasses.MISSING:
-            required.append(f.name)
-        elif isinstance(f.default, enum.Enum):
-            prop["default"] = f.default.value
-        elif f.default is not None:
-            prop["default"] = f.default
-        properties[f.name] = prop
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    schema["additionalProperties"] = False
-    return schema
-
-
 A = Access
+
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "list_active_notebooks",
@@ -439,6 +241,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         A.DOCUMENT_MUTATION,
     ),
 )
+
 RECONNECT = ToolSpec(
     "reconnect",
     "Reconnect",
@@ -448,25 +251,6 @@ RECONNECT = ToolSpec(
 )
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in (*TOOLS, RECONNECT)}
-
-MAX_ARGUMENT_DEPTH = 64
-"""No tool takes arguments nested deeper; the frames to the session child could not
-carry arguments nested past about 250 levels."""
-
-
-def nested_deeper_than(value: object, limit: int) -> bool:
-    """Whether lists and objects inside ``value`` go more than ``limit`` levels deep."""
-    level = [value]
-    for _ in range(limit + 1):
-        level = [
-            child
-            for item in level
-            if isinstance(item, dict | list)
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-        if not level:
-            return False
-    return True
 
 
 def builtin_tool_list() -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors.daemon.notebook import notebook_files
+from nbstage.actors.daemon.notebook import atomic_writes
 from nbstage.entrypoints.control.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
@@ -132,7 +132,7 @@ def test_a_room_that_opens_removes_the_temp_files_killed_saves_left(
     notebook.write_text(
         nbformat.writes(nbformat.v4.new_notebook(metadata={"kernelspec": NO_KERNEL}))
     )
-    long_ago = time.time() - notebook_files.STALE_TEMP_SECS - 60
+    long_ago = time.time() - atomic_writes.STALE_TEMP_SECS - 60
     stale = tmp_path / f".{notebook.name}.0123456789ab.tmp"
     stale.write_text("a save killed in the middle")
     os.utime(stale, (long_ago, long_ago))

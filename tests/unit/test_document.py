@@ -10,7 +10,8 @@ import nbformat
 import pytest
 
 from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
-from nbstage.actors.daemon.notebook.document import Cell, Document, source_preview
+from nbstage.actors.daemon.notebook.cell_model import Cell, source_preview
+from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.notebook.pattern_bounds import MAX_PATTERN_WEIGHT, pattern_weight
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.replies import CellSummary, CellView
@@ -466,84 +467,10 @@ def test_set_outputs_that_change_nothing_leave_the_revision():
 
 
 @pytest.mark.parametrize(
-    ("existing", "appended", "expected"),
-    [
-        pytest.param(
-            [stream("a")], [stream("b")], [stream("ab")], id="stdout after stdout is merged"
-        ),
-        pytest.param(
-            [],
-            [stream("a"), stream("b"), stream("c")],
-            [stream("abc")],
-            id="streams in one batch are merged",
-        ),
-        pytest.param(
-            [stream("a")],
-            [stream("b", "stderr")],
-            [stream("a"), stream("b", "stderr")],
-            id="stderr after stdout stays separate",
-        ),
-        pytest.param(
-            [stream("a"), display("p")],
-            [stream("b")],
-            [stream("a"), display("p"), stream("b")],
-            id="a stream after a display output starts a new output",
-        ),
-        pytest.param(
-            [stream(["a\n", "b\n"])],
-            [stream(["c"])],
-            [stream("a\nb\nc")],
-            id="multiline list text is joined before merging",
-        ),
-        pytest.param(
-            [display("p")], [display("q")], [display("p"), display("q")], id="displays never merge"
-        ),
-    ],
-)
-def test_append_outputs_merges_streams_like_jupyter(existing, appended, expected):
-    doc = doc_with(code("a", "", list(existing)))
-    doc.append_outputs("a", appended)
-    assert doc.cells[0].outputs == expected
-    assert doc.revision == 1
-
-
-def test_a_merge_does_not_change_a_dict_handed_out_before():
-    doc = doc_with(code("a", "", [stream("a")]))
-    before = doc.to_json()
-    doc.append_outputs("a", [stream("b")])
-    assert before["cells"][0]["outputs"] == [stream("a")]
-
-
-def test_appending_nothing_leaves_the_revision():
-    doc = doc_with(code("a"))
-    doc.append_outputs("a", [])
-    assert doc.revision == 0
-
-
-def test_clear_outputs_drops_outputs_and_execution_count():
-    doc = doc_with(code("a", "1", [display("1")], 4))
-    doc.clear_outputs("a")
-    assert (doc.cells[0].outputs, doc.cells[0].execution_count, doc.revision) == ([], None, 1)
-    doc.clear_outputs("a")
-    assert doc.revision == 1
-
-
-def test_clearing_a_markdown_cell_is_a_no_op():
-    doc = doc_with(markdown("m", "# t"))
-    doc.clear_outputs("m")
-    assert doc.revision == 0
-
-
-@pytest.mark.parametrize(
     ("call", "error"),
     [
         pytest.param(
             lambda d: d.set_outputs("m", [], None), ErrorCode.BAD_CELL_TYPE, id="set on markdown"
-        ),
-        pytest.param(
-            lambda d: d.append_outputs("m", [stream("x")]),
-            ErrorCode.BAD_CELL_TYPE,
-            id="append to markdown",
         ),
         pytest.param(
             lambda d: d.set_outputs("gone", [], 1),
@@ -551,7 +478,7 @@ def test_clearing_a_markdown_cell_is_a_no_op():
             id="set on a gone cell",
         ),
         pytest.param(
-            lambda d: d.append_outputs("c", [{"text": "x"}]),
+            lambda d: d.set_outputs("c", [{"text": "x"}], None),
             ErrorCode.BAD_REQUEST,
             id="an output without output_type",
         ),
@@ -703,13 +630,12 @@ def test_an_empty_document_is_a_valid_notebook(kernelspec, metadata):
 def test_a_document_with_every_kind_of_cell_is_a_valid_notebook():
     doc = Document.empty()
     a, _ = doc.create_cell("print(1)")
-    doc.append_outputs(a.id, [stream("1\n"), display("x")])
-    doc.set_outputs(a.id, doc.cell(a.id).outputs, 1)
+    doc.set_outputs(a.id, [stream("1\n"), display("x")], 1)
     doc.create_cell("# Title", "markdown")
     doc.create_cell("raw text", "raw")
     doc.cells.append(markdown("img", "![p](attachment:p.png)", {"p.png": {"image/png": "AA=="}}))
     error = {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}
-    doc.append_outputs(doc.create_cell("1/0")[0].id, [error])
+    doc.set_outputs(doc.create_cell("1/0")[0].id, [error], None)
     nb = doc.to_json()
     assert_valid(nb)
     assert "outputs" not in nb["cells"][1]

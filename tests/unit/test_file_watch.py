@@ -10,11 +10,8 @@ import nbformat
 import pytest
 
 from nbstage.actors.daemon.notebook import persistence
-from nbstage.actors.daemon.notebook.notebook_files import (
-    load_notebook_stamped,
-    read_on_disk,
-    stamp_of,
-)
+from nbstage.actors.daemon.notebook.atomic_writes import stamp_of
+from nbstage.actors.daemon.notebook.notebook_files import load_notebook_stamped, read_on_disk
 from nbstage.actors.daemon.room import Room
 from nbstage.protocol.common.offload import BlockingWorkRequested
 from nbstage.protocol.common.settings import Settings

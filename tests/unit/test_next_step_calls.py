@@ -5,8 +5,9 @@ on a call, not on a paraphrase of one.
 The check reads the product's string literals (f-strings with their fields as ``{}``, or
 as the module's string constant a field names),
 finds each next-step phrase, and requires a tool call, ``name(``, after it in the same
-text. "Try again" asks for the same call once more, so it names none. Tool descriptions
-(protocol/mcp/tools.py) say what a tool does, not what to do after an error.
+text. "Try again" asks for the same call once more, so it names none. Tool and argument
+descriptions (protocol/mcp/tools.py, tool_args.py) say what a tool does, not what to do
+after an error.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("actors", "entrypoints", "protocol")
-DESCRIPTIONS = ROOT / "protocol" / "mcp" / "tools.py"
+DESCRIPTIONS = {ROOT / "protocol" / "mcp" / name for name in ("tools.py", "tool_args.py")}
 TOOLS = "|".join(sorted({*TOOLS_BY_NAME, "reconnect"}, key=len, reverse=True))
 
 NEXT_STEP = re.compile(
@@ -95,7 +96,7 @@ def test_every_next_step_in_the_product_names_its_call() -> None:
         f"{path.relative_to(ROOT)}:{found}"
         for folder in PRODUCT
         for path in sorted((ROOT / folder).rglob("*.py"))
-        if path != DESCRIPTIONS
+        if path not in DESCRIPTIONS
         for found in steps_without_a_call(path.read_text())
     ]
     assert missing == []

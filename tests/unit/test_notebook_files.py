@@ -10,14 +10,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors.daemon.notebook import notebook_files
+from nbstage.actors.daemon.notebook import atomic_writes
+from nbstage.actors.daemon.notebook.atomic_writes import write_atomic
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.notebook.notebook_files import (
     canonical_path,
     load_notebook,
     save_notebook,
     serialize_notebook,
-    write_atomic,
 )
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 
@@ -318,7 +318,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path, monkeypat
 
 def test_a_failed_directory_fsync_is_reported_after_the_rename(tmp_path, monkeypatch):
     path = tmp_path / "a.ipynb"
-    monkeypatch.setattr(notebook_files, "_fsync_directory", fail)
+    monkeypatch.setattr(atomic_writes, "_fsync_directory", fail)
     with pytest.raises(NbstageError) as info:
         write_atomic(path, b"new")
     assert info.value.code == ErrorCode.SAVE_FAILED
@@ -381,7 +381,7 @@ def test_only_old_temp_files_of_this_notebooks_saves_are_swept(tmp_path: Path) -
     notebook = tmp_path / "nb.ipynb"
     notebook.write_text("{}")
     now = 1_000_000.0
-    old, young = now - notebook_files.STALE_TEMP_SECS - 1, now - 60
+    old, young = now - atomic_writes.STALE_TEMP_SECS - 1, now - 60
 
     def made(name: str, mtime: float) -> Path:
         path = tmp_path / name
@@ -398,7 +398,7 @@ def test_only_old_temp_files_of_this_notebooks_saves_are_swept(tmp_path: Path) -
         made("nb.ipynb.0123456789ab.tmp", old),
     ]
     (tmp_path / ".nb.ipynb.aaaaaaaaaaaa.tmp").mkdir()
-    assert notebook_files.sweep_stale_temps(notebook, now) == 1
+    assert atomic_writes.sweep_stale_temps(notebook, now) == 1
     assert not stale.exists()
     assert all(path.exists() for path in kept)
     assert notebook.read_text() == "{}"
@@ -406,8 +406,8 @@ def test_only_old_temp_files_of_this_notebooks_saves_are_swept(tmp_path: Path) -
 
 
 def test_a_save_names_its_temp_file_as_the_sweep_expects(tmp_path: Path) -> None:
-    name = notebook_files._temp_name(tmp_path / "nb.ipynb")
+    name = atomic_writes._temp_name(tmp_path / "nb.ipynb")
     made = tmp_path / name
     made.write_text("partial")
-    stale = notebook_files.STALE_TEMP_SECS + made.stat().st_mtime + 1
-    assert notebook_files.sweep_stale_temps(tmp_path / "nb.ipynb", stale) == 1
+    stale = atomic_writes.STALE_TEMP_SECS + made.stat().st_mtime + 1
+    assert atomic_writes.sweep_stale_temps(tmp_path / "nb.ipynb", stale) == 1

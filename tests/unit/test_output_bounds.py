@@ -10,6 +10,7 @@ import pytest
 from nbstage.actors.common.output_bounds import (
     NOTICE_STREAM,
     KeptOutputs,
+    append_output,
     cut_text,
     output_size,
     preview_outputs,
@@ -225,3 +226,53 @@ def test_a_preview_cuts_an_error_to_about_its_cap():
     assert output_size(shown) < 2500
     assert shown["traceback"][0] == "frame 0"
     assert shown["traceback"][-1] == "frame 4999"
+
+
+@pytest.mark.parametrize(
+    ("existing", "appended", "expected"),
+    [
+        pytest.param([out("a")], [out("b")], [out("ab")], id="stdout after stdout is merged"),
+        pytest.param(
+            [],
+            [out("a"), out("b"), out("c")],
+            [out("abc")],
+            id="streams in one batch are merged",
+        ),
+        pytest.param(
+            [out("a")],
+            [out("b", "stderr")],
+            [out("a"), out("b", "stderr")],
+            id="stderr after stdout stays separate",
+        ),
+        pytest.param(
+            [out("a"), display({"text/plain": "p"})],
+            [out("b")],
+            [out("a"), display({"text/plain": "p"}), out("b")],
+            id="a stream after a display output starts a new output",
+        ),
+        pytest.param(
+            [out(["a\n", "b\n"])],
+            [out(["c"])],
+            [out("a\nb\nc")],
+            id="multiline list text is joined before merging",
+        ),
+        pytest.param(
+            [display({"text/plain": "p"})],
+            [display({"text/plain": "q"})],
+            [display({"text/plain": "p"}), display({"text/plain": "q"})],
+            id="displays never merge",
+        ),
+    ],
+)
+def test_appended_streams_merge_like_jupyter(existing, appended, expected):
+    outputs = list(existing)
+    for output in appended:
+        append_output(outputs, output)
+    assert outputs == expected
+
+
+def test_a_merge_does_not_change_a_dict_handed_out_before():
+    before = out("a")
+    outputs = [before]
+    append_output(outputs, out("b"))
+    assert (before, outputs) == (out("a"), [out("ab")])

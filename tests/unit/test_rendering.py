@@ -8,26 +8,24 @@ import re
 import orjson
 import pytest
 
-from nbstage.actors.session.figure_files import figure_path
-from nbstage.actors.session.rendering import (
-    IMAGE_LIMIT,
-    NOT_SENT,
-    SENT,
-    TEXT_LIMIT,
-    TIMES,
-    TOO_LARGE,
-    Media,
-    cap_text,
-    image_dimensions,
-    media_of,
-    output_to_text,
+from nbstage.actors.session.cell_rendering import (
     render_cell,
     render_cells_json,
     render_cells_summary,
-    render_execution,
-    render_outputs,
-    strip_ansi,
 )
+from nbstage.actors.session.figure_files import figure_path
+from nbstage.actors.session.media import (
+    IMAGE_LIMIT,
+    NOT_SENT,
+    SENT,
+    TIMES,
+    TOO_LARGE,
+    Media,
+    image_dimensions,
+    media_of,
+)
+from nbstage.actors.session.output_rendering import output_to_text, render_execution, render_outputs
+from nbstage.actors.session.text_forms import TEXT_LIMIT, cap_text, strip_ansi
 from tests.images import base64_runs, jpeg_bytes, png_bytes, svg_text
 
 CAP_NOTE = re.compile(

@@ -21,7 +21,8 @@ import orjson
 import pytest
 
 from nbstage.actors.daemon.notebook import persistence
-from nbstage.actors.daemon.notebook.notebook_files import load_notebook, read_on_disk, stamp_of
+from nbstage.actors.daemon.notebook.atomic_writes import stamp_of
+from nbstage.actors.daemon.notebook.notebook_files import load_notebook, read_on_disk
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.safe_files import (
     FileRefused,

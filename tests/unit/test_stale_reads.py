@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 
 from nbstage.actors.session import stale_reads
+from nbstage.actors.session.cell_reads import get_all_cells, get_cell
 from nbstage.actors.session.stale_reads import Seen, Snapshot, lookup, record, stale_answer
-from nbstage.actors.session.tool_handlers import (
-    ToolContext,
-    get_all_cells,
-    get_cell,
-    list_active_notebooks,
-)
+from nbstage.actors.session.tool_context import ToolContext
+from nbstage.actors.session.tool_handlers import list_active_notebooks
 from nbstage.protocol.daemon.replies import (
     CellShown,
     CellsShown,
@@ -29,7 +26,7 @@ from nbstage.protocol.daemon.replies import (
     RoomView,
 )
 from nbstage.protocol.daemon.requests import CellsFormat, GetCell, GetCells, ListRooms, SetCell
-from nbstage.protocol.mcp import tools
+from nbstage.protocol.mcp import tool_args
 from tests.unit.test_session_races import I1, SessionChild, notebook, texts
 
 T0 = 1_700_000_000.0
@@ -208,7 +205,7 @@ ANSWERS = [
     pytest.param(
         ((GetCell("N", "c1"), CellShown(CELL), T0),),
         get_cell,
-        tools.GetCellArgs("c1"),
+        tool_args.GetCellArgs("c1"),
         LINE,
         {"cell": {"cell_id": "c1", "source": "1+1", "execution_count": 1}},
         id="get_cell",
@@ -219,7 +216,7 @@ ANSWERS = [
             (SetCell("N", "c1"), CellUpdated("c1"), T0 + 1),
         ),
         get_cell,
-        tools.GetCellArgs("c1"),
+        tool_args.GetCellArgs("c1"),
         f"{LINE}\n{CHANGED}",
         {"cell": {"cell_id": "c1", "source": "1+1"}},
         id="get_cell after an edit of the session's",
@@ -230,7 +227,7 @@ ANSWERS = [
             (GetCell("N", "c1"), CellShown(CELL), T0 + 1),
         ),
         get_cell,
-        tools.GetCellArgs("c1"),
+        tool_args.GetCellArgs("c1"),
         stale_reads.stale_line(T0 + 1),
         {"cell": {"cell_id": "c1"}},
         id="get_cell read after the edit",
@@ -238,7 +235,7 @@ ANSWERS = [
     pytest.param(
         ((SUMMARY, CellsSummarized(ROWS, 4), T0),),
         get_all_cells,
-        tools.GetAllCellsArgs(start=2),
+        tool_args.GetAllCellsArgs(start=2),
         LINE,
         {"cells": ROWS[2:], "total": 4},
         id="get_all_cells summary window",
@@ -246,7 +243,7 @@ ANSWERS = [
     pytest.param(
         ((JSON_OUT, CellsShown(RAW, 2), T0),),
         get_all_cells,
-        tools.GetAllCellsArgs(format=tools.AllCellsFormat.RICH, include_outputs=True),
+        tool_args.GetAllCellsArgs(format=tool_args.AllCellsFormat.RICH, include_outputs=True),
         LINE,
         {"total": 2},
         id="get_all_cells rich from the json listing",
@@ -254,7 +251,7 @@ ANSWERS = [
     pytest.param(
         ((ListRooms(), ROOMS, T0),),
         list_active_notebooks,
-        tools.NoArgs(),
+        tool_args.NoArgs(),
         LINE,
         {"notebooks": [{"notebook_id": "N", "peers": ["ada"], "active": True}]},
         id="list_active_notebooks",
@@ -289,16 +286,16 @@ def _seen_at(answers: tuple) -> float:
 
 
 NOTHING = [
-    pytest.param(get_cell, tools.GetCellArgs("c9"), "has not read cell c9 yet", id="get_cell"),
+    pytest.param(get_cell, tool_args.GetCellArgs("c9"), "has not read cell c9 yet", id="get_cell"),
     pytest.param(
         get_all_cells,
-        tools.GetAllCellsArgs(format=tools.AllCellsFormat.JSON),
+        tool_args.GetAllCellsArgs(format=tool_args.AllCellsFormat.JSON),
         "has not read this notebook's cells in that format yet",
         id="get_all_cells",
     ),
     pytest.param(
         list_active_notebooks,
-        tools.NoArgs(),
+        tool_args.NoArgs(),
         "has not listed the notebooks yet",
         id="list_active_notebooks",
     ),

@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.mcp.argument_decoding import nested_deeper_than
 from nbstage.protocol.mcp.tools import (
     RECONNECT,
     TOOLS,
     TOOLS_BY_NAME,
     ToolSpec,
     builtin_tool_list,
-    nested_deeper_than,
 )
 
 SPEC_TOOLS = {

@@ -20,24 +20,19 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from thespian.actors import ActorAddress
 
 from nbstage.actors.common.base import NbActor, finished, wakeup
 from nbstage.actors.common.output_bounds import KeptOutputs
+from nbstage.actors.daemon.kernel.backend_start import launch
+from nbstage.actors.daemon.kernel.current_run import Run
 from nbstage.actors.daemon.kernel.kernel_backend_events import (
-    ExecutionCounted,
     KernelWentIdle,
-    OutputCleared,
-    OutputEmitted,
-    ReplyReceived,
 )
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.offload import BlockingWorkDone
@@ -54,7 +49,6 @@ from nbstage.protocol.daemon_actors.kernels import (
     ExecutionStarted,
     ExecutionStatus,
     InterruptKernelNow,
-    KernelBackendKind,
     KernelDied,
     KernelFailed,
     KernelInterrupted,
@@ -63,7 +57,6 @@ from nbstage.protocol.daemon_actors.kernels import (
     KernelRestarted,
     KernelState,
     KernelStopped,
-    OutputsArrived,
     RestartKernelNow,
     RunCode,
     ShutdownKernel,
@@ -72,91 +65,12 @@ from nbstage.protocol.daemon_actors.kernels import (
     WatchKernelSockets,
 )
 
-if TYPE_CHECKING:
-    from nbstage.actors.daemon.kernel.kernel_environment import Found
-
 log = logging.getLogger("nbstage.kernel")
 
 POLLING_TICK = timedelta(milliseconds=1)
 FLUSH_TICK = timedelta(milliseconds=50)
 IDLE_TICK = timedelta(milliseconds=100)
-FLUSH_EVERY_SECS = 0.05
 INFO_RETRY_SECS = 0.2
-
-
-def _launch(msg: StartKernel) -> tuple[Any, str]:
-    """Worker-thread work: build the backend (a kernelspec lookup) and start the kernel,
-    or adopt the daemon's spare kernel (actors/daemon/kernel/spare_kernel.py) when it fits."""
-    from nbstage.actors.daemon.kernel.kernel_environment import project_around
-
-    placed = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
-    found = project_around(msg.environment) if placed else None
-    adopted = _adopt_spare(msg, found)
-    if adopted is not None:
-        try:
-            return adopted, adopted.resume(msg.working_dir)
-        except Exception:
-            log.exception("could not adopt the spare kernel; starting one")
-            adopted.shutdown()
-    backend = _make_backend(msg, found)
-    return backend, backend.start(msg.working_dir)
-
-
-def _adopt_spare(msg: StartKernel, found: Found) -> Any:
-    from nbstage.actors.daemon.kernel.kernel_environment import pool_view
-    from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, SPARE, stop_spare
-
-    fits = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
-    if not fits or msg.kernel_name != KERNEL_NAME:
-        return None
-    pool = pool_view(msg.environment, found)
-    if pool is None:
-        return None
-    spare = SPARE.take()
-    if spare is None:
-        return None
-    from nbstage.actors.daemon.kernel.kernel_backend import JupyterBackend
-
-    backend = JupyterBackend.adopting(spare, Path(msg.kernel_dir), pool)
-    if backend is None:
-        log.info("spare kernel %s does not fit the python3 kernelspec", spare.kernel_id)
-        stop_spare(spare)
-    return backend
-
-
-@dataclass
-class Run:
-    """The execution the kernel is working on now."""
-
-    execution_id: str
-    msg_id: str
-    execution_count: int | None = None
-    reply: Any = None
-    idle: bool = False
-    batch: KeptOutputs = field(default_factory=lambda: KeptOutputs(0))
-    replace_batch: bool = False
-    last_flush: float = field(default_factory=time.monotonic)
-
-
-def _make_backend(msg: StartKernel, found: Found) -> Any:
-    if msg.backend == KernelBackendKind.SCRIPTED:
-        from nbstage.actors.daemon.kernel.scripted_backend import ScriptedBackend
-
-        return ScriptedBackend()
-    from nbstage.actors.daemon.kernel.kernel_backend import JupyterBackend
-
-    kernel_id = f"{msg.notebook_id[:8]}-{secrets.token_hex(3)}"
-    if msg.state_dir is None:
-        return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id)
-    from nbstage.actors.daemon.kernel.kernel_environment import place_kernel
-
-    state_dir = msg.state_dir
-    return JupyterBackend(
-        msg.kernel_name,
-        Path(msg.kernel_dir),
-        kernel_id,
-        lambda: place_kernel(msg.environment, state_dir, kernel_id, found),
-    )
 
 
 class Kernel(NbActor):
@@ -251,7 +165,7 @@ class Kernel(NbActor):
         self.output_limit = msg.output_limit
         self.lane = f"kernel:{self.myAddress}"
         self.state = KernelState.STARTING
-        self.offload(Launched(), lambda: _launch(msg), self.lane)
+        self.offload(Launched(), lambda: launch(msg), self.lane)
 
     def _launched(self, done: BlockingWorkDone) -> None:
         if not done.ok:
@@ -283,21 +197,8 @@ class Kernel(NbActor):
             if isinstance(event, KernelWentIdle):
                 self._ready()
             return
-        run = self.run
-        if run is None or event.parent_id != run.msg_id:
-            return
-        match event:
-            case OutputEmitted(_, output):
-                run.batch.add(output)
-            case OutputCleared():
-                run.batch = KeptOutputs(self.output_limit)
-                run.replace_batch = True
-            case ExecutionCounted(_, count):
-                run.execution_count = count
-            case KernelWentIdle():
-                run.idle = True
-            case ReplyReceived():
-                run.reply = event
+        if self.run is not None and event.parent_id == self.run.msg_id:
+            self.run.take(event, self.output_limit)
 
     def _ready(self) -> None:
         self.info_ids.clear()
@@ -316,7 +217,7 @@ class Kernel(NbActor):
 
     def _finish_or_flush(self) -> None:
         run = self.run
-        if run.reply is not None and run.idle:
+        if run.finished():
             self._flush(run)
             ok = run.reply.ok
             status = ExecutionStatus.DONE if ok else ExecutionStatus.ERROR
@@ -329,17 +230,13 @@ class Kernel(NbActor):
             if not ok:
                 self._cancel_waiting(ExecutionStatus.CANCELLED, "an earlier cell failed")
             self._next()
-        elif time.monotonic() - run.last_flush >= FLUSH_EVERY_SECS:
+        elif run.flush_due():
             self._flush(run)
 
     def _flush(self, run: Run) -> None:
-        head, dropped, tail = run.batch.parts()
-        if head or dropped or tail or run.replace_batch:
-            arrived = OutputsArrived(run.execution_id, head, run.replace_batch, dropped, tail)
+        arrived = run.flushed(self.output_limit)
+        if arrived is not None:
             self.send(self.room, arrived)
-            run.batch = KeptOutputs(self.output_limit)
-            run.replace_batch = False
-        run.last_flush = time.monotonic()
 
     # --- running code ---------------------------------------------------------------------
 

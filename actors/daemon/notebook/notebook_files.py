@@ -2,8 +2,8 @@
 
 Loading upgrades any nbformat version to 4.5 and gives every cell a unique id before
 nbformat validates, so nbformat never has to repair ids (and never warns about them).
-Saving validates first and then replaces the file atomically, so a failed save leaves
-the previous file byte-identical.
+Saving validates first and then replaces the file atomically (``atomic_writes``), so a
+failed save leaves the previous file byte-identical.
 
 nbformat is imported on first use, not with this module: it brings jsonschema, and the
 daemon should answer on its socket before paying for that (it warms the import on a
@@ -12,22 +12,22 @@ worker as soon as it listens; see ``warm_imports``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-import secrets
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbstage.actors.daemon.notebook.document import fresh_cell_id, valid_cell_id
+from nbstage.actors.daemon.notebook.atomic_writes import file_stamp, stamp_of, write_atomic
+from nbstage.actors.daemon.notebook.atomic_writes import (
+    sweep_stale_temps as sweep_stale_temps,  # the Room's opening sweeps through here
+)
+from nbstage.actors.daemon.notebook.cell_model import fresh_cell_id, valid_cell_id
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.safe_files import (
     DEFAULT_MAX_FILE_BYTES,
     MAX_FILE_SETTING,
     FileRefused,
-    not_regular,
     read_regular,
 )
 from nbstage.protocol.daemon_actors.room_followups import DiskStamp, FileOnDisk
@@ -35,8 +35,6 @@ from nbstage.protocol.daemon_actors.room_followups import DiskStamp, FileOnDisk
 if TYPE_CHECKING:
     from nbstage.actors.daemon.notebook.save_target import SaveTarget
 
-NEW_FILE_MODE = 0o666
-"""Asked for when a file is created; the process umask takes its bits off, as for any editor."""
 _PLAIN_PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
 
 
@@ -86,9 +84,9 @@ def look_at_save_target(
     except OSError as exc:
         return seen(TargetKind.NOT_A_NOTEBOOK, None, f"it cannot be read ({exc.strerror})")
     if stat.S_ISDIR(info.st_mode):
-        return seen(TargetKind.DIRECTORY, _stamp(info))
+        return seen(TargetKind.DIRECTORY, file_stamp(info))
     if not stat.S_ISREG(info.st_mode):
-        return seen(TargetKind.NOT_A_NOTEBOOK, _stamp(info), "it is not a regular file")
+        return seen(TargetKind.NOT_A_NOTEBOOK, file_stamp(info), "it is not a regular file")
     on_disk = read_on_disk(target, max_bytes)
     if on_disk.notebook is not None:
         return seen(TargetKind.NOTEBOOK, on_disk.stamp)
@@ -109,15 +107,6 @@ def load_notebook_stamped(
     """``load_notebook``, with the stamp of the very file that was read."""
     text, stamp = _read_text(path, max_bytes)
     return _upgraded(_parse(text, path), path), stamp
-
-
-def stamp_of(path: Path) -> DiskStamp | None:
-    """The file's stamp now, or None when there is no file. A link put in the file's
-    place has a stamp of its own, so it shows as a change (and is refused when read)."""
-    try:
-        return _stamp(os.lstat(path))
-    except FileNotFoundError:
-        return None
 
 
 def read_on_disk(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileOnDisk:
@@ -185,55 +174,6 @@ def save_notebook(path: Path, nb: dict) -> None:
     write_atomic(path, serialize_notebook(nb))
 
 
-def write_atomic(path: Path, data: bytes) -> DiskStamp:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory.
-
-    The file keeps its permission bits (a new file follows the umask). On failure the temp
-    file is removed and the previous file is untouched. Returns the stamp of the file
-    written, taken before the rename (which keeps inode, size and mtime), so a change
-    made by anyone right after the rename still shows.
-    """
-    tmp, stamp = _write_temp(path, data, _mode_for(path))
-    _replace(path, tmp)
-    return stamp
-
-
-def write_atomic_over(path: Path, data: bytes, expected: DiskStamp | None) -> DiskStamp | None:
-    """``write_atomic``, but only over the file whose stamp is ``expected`` (None: no file).
-
-    The stamp is compared just before the rename, once the slow part (the temp file and
-    its fsync) is done; when it differs nothing is written and None is returned.
-    """
-    tmp, stamp = _write_temp(path, data, _mode_for(path))
-    try:
-        unchanged = stamp_of(path) == expected
-    except OSError as exc:
-        _remove_quietly(tmp)
-        raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    if not unchanged:
-        _remove_quietly(tmp)
-        return None
-    _replace(path, tmp)
-    return stamp
-
-
-def _replace(path: Path, tmp: str) -> None:
-    try:
-        os.replace(tmp, path)
-    except OSError as exc:
-        _remove_quietly(tmp)
-        raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    try:
-        _fsync_directory(path.parent)
-    except OSError as exc:
-        raise _save_failed(
-            path, exc, "The new content is in place but may not be on disk yet."
-        ) from None
-
-
-# Loading
-
-
 def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
     """The file's text and the stamp of the file opened (FileNotFoundError as NOT_FOUND).
 
@@ -241,7 +181,7 @@ def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
     refused before anything is read (``safe_files.read_regular``)."""
     try:
         data, info = read_regular(path, max_bytes, MAX_FILE_SETTING)
-        return data.decode("utf-8"), _stamp(info)
+        return data.decode("utf-8"), file_stamp(info)
     except FileNotFoundError:
         raise NbstageError(
             ErrorCode.NOT_FOUND,
@@ -258,10 +198,6 @@ def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
         ) from None
     except OSError as exc:
         raise _not_a_notebook(path, f"it cannot be read ({exc.strerror})") from None
-
-
-def _stamp(info: os.stat_result) -> DiskStamp:
-    return DiskStamp(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _parse(text: str, path: Path, given: set[str] | None = None) -> dict:
@@ -313,9 +249,6 @@ def _reason(exc: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# Saving
-
-
 def _check_ids(nb: dict) -> None:
     ids = [c.get("id") for c in nb.get("cells", []) if isinstance(c, dict)]
     if not all(valid_cell_id(i) for i in ids):
@@ -324,116 +257,3 @@ def _check_ids(nb: dict) -> None:
         raise ValueError("two cells share an id")
     if nb.get("nbformat") != 4:
         raise ValueError(f"nbformat is {nb.get('nbformat')!r}, expected 4")
-
-
-def _mode_for(path: Path) -> int | None:
-    """The bits of the file there now; None when there is none, or it is not a regular
-    file (the umask decides)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
-
-
-def refuse_unless_regular(path: Path) -> None:
-    """Raise SAVE_FAILED when something other than a regular file (a link, a FIFO, a
-    device) stands at ``path``: a save never replaces it. No file at all is fine."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    if not stat.S_ISREG(info.st_mode):
-        reason = not_regular(path, info.st_mode).reason
-        raise NbstageError(
-            ErrorCode.SAVE_FAILED,
-            f"Could not save {path}: {reason}, and a save never replaces one. Remove it, "
-            "or save the notebook to another path. The file on disk was not changed.",
-        )
-
-
-TEMP_TOKEN_BYTES = 6
-STALE_TEMP_SECS = 3600.0
-"""A save's temp file lives for the length of one write; one this old was left by a
-process killed in the middle of a save."""
-
-
-def _temp_name(path: Path) -> str:
-    return f".{path.name}.{secrets.token_hex(TEMP_TOKEN_BYTES)}.tmp"
-
-
-def sweep_stale_temps(path: Path, now: float, older_than: float = STALE_TEMP_SECS) -> int:
-    """Remove the temp files that saves of ``path`` left behind when their process was
-    killed (SIGKILL between the write and the rename): files named as ``_temp_name``
-    makes them, unchanged for ``older_than`` seconds. Returns how many were removed.
-    A save in flight, by this daemon or by any other process, has a younger file."""
-    own = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{{2 * TEMP_TOKEN_BYTES}}}\.tmp")
-    removed = 0
-    try:
-        entries = list(os.scandir(path.parent))
-    except OSError:
-        return 0
-    for entry in entries:
-        if not own.fullmatch(entry.name):
-            continue
-        try:
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            if now - entry.stat(follow_symlinks=False).st_mtime > older_than:
-                os.unlink(entry.path)
-                removed += 1
-        except OSError:
-            continue
-    return removed
-
-
-def _create_temp(path: Path) -> tuple[int, str]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    while True:
-        tmp = str(path.parent / _temp_name(path))
-        try:
-            return os.open(tmp, flags, NEW_FILE_MODE), tmp
-        except FileExistsError:
-            continue
-
-
-def _write_temp(path: Path, data: bytes, mode: int | None) -> tuple[str, DiskStamp]:
-    """Write ``data`` to a fsynced hidden temp file beside ``path``; return its name and stamp."""
-    try:
-        fd, tmp = _create_temp(path)
-    except OSError as exc:
-        raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-            stamp = _stamp(os.fstat(f.fileno()))
-    except OSError as exc:
-        _remove_quietly(tmp)
-        raise _save_failed(path, exc, "The file on disk was not changed.") from None
-    return tmp, stamp
-
-
-def _remove_quietly(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(name)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _save_failed(path: Path, exc: OSError, outcome: str) -> NbstageError:
-    reason = exc.strerror or str(exc)
-    return NbstageError(ErrorCode.SAVE_FAILED, f"Could not save {path}: {reason}. {outcome}")

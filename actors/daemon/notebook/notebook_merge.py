@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
-from nbstage.actors.daemon.notebook.document import fresh_cell_id
+from nbstage.actors.daemon.notebook.cell_model import fresh_cell_id
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.notices import Notice, NoticeKind

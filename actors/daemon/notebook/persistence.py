@@ -27,7 +27,8 @@ PRUNE_EVERY = 50
 
 
 def write_notebook_file(path: Path, notebook: dict[str, Any]) -> DiskStamp:
-    from nbstage.actors.daemon.notebook.notebook_files import serialize_notebook, write_atomic
+    from nbstage.actors.daemon.notebook.atomic_writes import write_atomic
+    from nbstage.actors.daemon.notebook.notebook_files import serialize_notebook
 
     return write_atomic(path, serialize_notebook(notebook))
 
@@ -45,12 +46,14 @@ def save_to_new_path(
 
     What was looked at must still be there just before the rename, or nothing is written.
     """
-    from nbstage.actors.daemon.notebook.notebook_files import (
-        look_at_save_target,
+    from nbstage.actors.daemon.notebook.atomic_writes import (
         refuse_unless_regular,
-        serialize_notebook,
         write_atomic,
         write_atomic_over,
+    )
+    from nbstage.actors.daemon.notebook.notebook_files import (
+        look_at_save_target,
+        serialize_notebook,
     )
     from nbstage.actors.daemon.notebook.save_target import existing_refusal
 
@@ -87,13 +90,12 @@ def save_checked(
     a file that is gone or is not a notebook; a notebook it would still merge first. It
     never replaces what is not a regular file (a FIFO or a link put in the file's place).
     """
-    from nbstage.actors.daemon.notebook.notebook_files import (
-        read_on_disk,
+    from nbstage.actors.daemon.notebook.atomic_writes import (
         refuse_unless_regular,
-        serialize_notebook,
         write_atomic,
         write_atomic_over,
     )
+    from nbstage.actors.daemon.notebook.notebook_files import read_on_disk, serialize_notebook
 
     data = serialize_notebook(orjson.loads(snapshot))
     stamp = write_atomic_over(path, data, expected)
@@ -110,7 +112,8 @@ def look_at_file(
     path: Path, known: tuple[DiskStamp | None, ...], max_bytes: int = DEFAULT_MAX_FILE_BYTES
 ) -> FileOnDisk | None:
     """Worker-thread work: None while the file's stamp is one of ``known``, else the file."""
-    from nbstage.actors.daemon.notebook.notebook_files import read_on_disk, stamp_of
+    from nbstage.actors.daemon.notebook.atomic_writes import stamp_of
+    from nbstage.actors.daemon.notebook.notebook_files import read_on_disk
 
     if stamp_of(path) in known:
         return None
