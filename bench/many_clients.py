@@ -103,6 +103,8 @@ class TreeSampler:
         self.baseline: dict[str, Any] | None = None
         self.samples = 0
         self.all_pids: set[int] = set()
+        self.cpu: dict[tuple[int, float], tuple[str, float]] = {}
+        """The CPU seconds each process of this run had used when last sampled, by kind."""
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
@@ -158,6 +160,11 @@ class TreeSampler:
                 if proc.status() == psutil.STATUS_ZOMBIE:
                     continue
                 rss[side] += proc.memory_info().rss
+                times = proc.cpu_times()
+                self.cpu[(pid, proc.create_time())] = (
+                    kind_of(proc.cmdline()),
+                    times.user + times.system,
+                )
             except psutil.Error:
                 continue
             count[side] += 1
@@ -177,11 +184,36 @@ class TreeSampler:
                 self.peak_total = taken["total"]
                 self.peak = taken
 
+    def cpu_by_kind(self) -> dict[str, dict[str, float]]:
+        """CPU seconds and process count per kind of process, as last sampled."""
+        kinds: dict[str, dict[str, float]] = {}
+        for kind, secs in self.cpu.values():
+            entry = kinds.setdefault(kind, {"cpu_s": 0.0, "processes": 0})
+            entry["cpu_s"] += secs
+            entry["processes"] += 1
+        return dict(sorted(kinds.items()))
+
     def _run(self) -> None:
         deadline = time.monotonic() + self.max_secs
         while not self._stop.is_set() and time.monotonic() < deadline:
             self.take()
             self._stop.wait(SAMPLE_SECS)
+
+
+KINDS = (
+    ("mcp_main", "edge"),
+    ("session_main", "session child"),
+    ("kernel_zygote", "zygote"),
+    ("kernel_launcher", "kernel"),
+    ("daemon", "daemon"),
+    ("uv", "uv"),
+)
+
+
+def kind_of(cmdline: list[str]) -> str:
+    """Which kind of process a command line is, by the first marker it holds."""
+    line = " ".join(cmdline)
+    return next((kind for marker, kind in KINDS if marker in line), "other")
 
 
 def end_leftovers(sampler: TreeSampler, side: str | None, grace: float) -> list[dict[str, Any]]:
@@ -465,6 +497,7 @@ def report(
             "samples": sampler.samples,
             "distinct_processes": len(sampler.all_pids),
         },
+        "cpu_by_kind": sampler.cpu_by_kind(),
         "killed_leftovers": killed,
         "per_client": [asdict(r) for r in runs],
     }
@@ -504,6 +537,11 @@ def show(result: dict[str, Any]) -> None:
         f"  idle daemon before the clients    {rss['idle_daemon_mb']:7.0f} MB"
         f"  ({rss['samples']} samples, {rss['distinct_processes']} distinct processes)"
     )
+    kinds = result["cpu_by_kind"]
+    total = sum(entry["cpu_s"] for entry in kinds.values())
+    print(f"  CPU used by this run's processes  {total:7.1f} s")
+    for kind, entry in kinds.items():
+        print(f"    {kind:<30}{entry['cpu_s']:7.1f} s in {entry['processes']:.0f} processes")
     if not result["within_budget"]:
         print("  the client phase ran out of its budget")
     for where, procs in result["killed_leftovers"].items():
