@@ -101,7 +101,7 @@ def path_for(paths: list[str], ours: str, theirs: str) -> list[str]:
 def retarget(path: str, old: str, new: str) -> str:
     """``path`` moved from under the prefix ``old`` to under ``new``."""
     inside = os.path.relpath(path, old)
-    return path if inside.startswith(os.pardir) else os.path.join(new, inside)
+    return path if inside.startswith(os.pardir) else os.path.normpath(os.path.join(new, inside))
 
 
 def launcher_args(argv: list[str]) -> list[str]:
