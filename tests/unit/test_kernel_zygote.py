@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from nbstage.actors.daemon.kernel import kernel_zygote as zygote
-from nbstage.actors.daemon.kernel.fork_server import ENDED, ZYGOTE, ForkedKernel
+from nbstage.actors.daemon.kernel.fork_server import (
+    ENDED,
+    ZYGOTE,
+    ForkedKernel,
+    Zygote,
+    ZygoteUnavailable,
+)
 
 
 def stat_line(command: str, areas: tuple[int, int, int, int]) -> str:
@@ -134,3 +140,12 @@ def test_a_forked_kernel_is_polled_signalled_and_waited_for_by_its_pidfd() -> No
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_zygote_that_cannot_start_is_not_tried_again(tmp_path: Path) -> None:
+    missing = Zygote(tmp_path / "no-python")
+    with pytest.raises(ZygoteUnavailable, match="did not start") as first:
+        missing.fork(["python", "kernel_launcher.py"], {}, None)
+    with pytest.raises(ZygoteUnavailable) as second:
+        missing.fork(["python", "kernel_launcher.py"], {}, None)
+    assert str(second.value) == str(first.value)

@@ -95,17 +95,23 @@ class Zygote:
         self.process: subprocess.Popen[bytes] | None = None
         self._channel: socket.socket | None = None
         self._lock = threading.Lock()
+        self._failed: str | None = None
+        """Why this zygote could not start: it is not tried again."""
 
     def fork(self, argv: list[str], env: dict[str, str], cwd: str | None) -> ForkedKernel:
         """A kernel forked with this command line, environment and folder. A zygote that
         ended meanwhile (idle, or killed) is started again once."""
         request = orjson.dumps({"argv": argv, "env": env, "cwd": cwd})
         with self._lock:
+            if self._failed is not None:
+                raise ZygoteUnavailable(self._failed)
+            if self.process is not None and self.process.poll() is not None:
+                self._stop()
             for attempt in range(2):
-                channel = self._channel or self._start()
+                channel = self._channel or self._started()
                 try:
                     return self._ask(channel, request)
-                except (BrokenPipeError, ConnectionError, EOFError) as exc:
+                except (OSError, EOFError) as exc:
                     self._stop()
                     if attempt:
                         raise ZygoteUnavailable(f"the zygote ended: {exc!r}") from exc
@@ -122,6 +128,13 @@ class Zygote:
                 os.close(fd)
             raise ZygoteUnavailable(answer.get("error", "no pidfd in the reply"))
         return ForkedKernel(answer["pid"], fds[0])
+
+    def _started(self) -> socket.socket:
+        try:
+            return self._start()
+        except ZygoteUnavailable as exc:
+            self._failed = str(exc)
+            raise
 
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
