@@ -84,3 +84,26 @@ def test_a_killed_zygote_leaves_its_kernels_running_and_the_next_kernel_gets_a_n
         assert restarted["restarted"] is True
         assert zygote_of(restarted["kernel_pid"]).pid == fresh
         assert printed(run_cell(client, first, "print('again')")) == "again\n"
+
+
+def test_a_kernel_that_installed_into_its_environment_restarts_the_plain_way(
+    daemon: RunningDaemon,
+) -> None:
+    """The zygote holds the template's packages imported; a restart after an install into
+    the kernel's own environment (``%pip install``) must import what was installed."""
+    install = (
+        "import os, sys\n"
+        "site = [p for p in sys.path if p.startswith(sys.prefix + '/')][0]\n"
+        "open(os.path.join(site, 'installed_here.py'), 'w').write('WHERE = 1')\n"
+    )
+    with daemon.client() as client:
+        nid = client.request("create")["notebook_id"]
+        assert run_cell(client, nid, install)["status"] == "done"
+        zygote = zygote_of(room_view(daemon, nid)["kernel_pid"]).pid
+        restarted = client.request("restart_kernel", notebook_id=nid)
+        plain = psutil.Process(restarted["kernel_pid"])
+        assert plain.ppid() != zygote
+        assert (
+            printed(run_cell(client, nid, "import installed_here; print(installed_here.WHERE)"))
+            == "1\n"
+        )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from nbstage.actors.daemon.environment.environments import TEMPLATE_LINK
 from nbstage.actors.daemon.kernel import kernel_zygote as zygote
 from nbstage.actors.daemon.kernel.fork_server import (
     ENDED,
@@ -19,6 +20,8 @@ from nbstage.actors.daemon.kernel.fork_server import (
     Zygote,
     ZygoteUnavailable,
 )
+from nbstage.actors.daemon.kernel.forking_provisioner import has_packages_of_its_own
+from nbstage.actors.daemon.kernel.kernel_zygote import site_packages
 
 
 def stat_line(command: str, areas: tuple[int, int, int, int]) -> str:
@@ -149,3 +152,18 @@ def test_a_zygote_that_cannot_start_is_not_tried_again(tmp_path: Path) -> None:
     with pytest.raises(ZygoteUnavailable) as second:
         missing.fork(["python", "kernel_launcher.py"], {}, None)
     assert str(second.value) == str(first.value)
+
+
+def test_a_pool_environment_with_packages_of_its_own_is_launched_the_plain_way(
+    tmp_path: Path,
+) -> None:
+    env = tmp_path / "k1"
+    site = Path(site_packages(str(env), sys.version_info[:2]))
+    site.mkdir(parents=True)
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / TEMPLATE_LINK).write_text("/t/site-packages\n")
+    python = str(env / "bin" / "python")
+    assert not has_packages_of_its_own(python)
+    (site / "mine").mkdir()
+    assert has_packages_of_its_own(python)
+    assert has_packages_of_its_own(str(tmp_path / "elsewhere" / "bin" / "python"))
