@@ -23,6 +23,7 @@ one argument and one variable of padding that the child writes over.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import select
@@ -44,6 +45,12 @@ PRELOADED = (
     "ipykernel.zmqshell",
     "IPython.core.interactiveshell",
     "IPython.extensions",
+    "IPython.extensions.storemagic",
+    "IPython.core.oinspect",
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "tornado.platform.asyncio",
+    "importlib.resources.readers",
     "sqlite3",
     "pdb",
     "pydoc",
@@ -245,7 +252,9 @@ class Zygote:
 
 
 def preload() -> object:
-    """Import what every kernel imports, and the launcher; returns the launcher module."""
+    """Import what every kernel imports, and the launcher; returns the launcher module.
+    What is imported is then left out of garbage collection, so that a kernel's collections
+    do not write to (and so copy) the pages it shares with the zygote."""
     import importlib
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -255,6 +264,7 @@ def preload() -> object:
     for name in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    gc.freeze()
     return launcher
 
 
