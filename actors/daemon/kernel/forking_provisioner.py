@@ -34,10 +34,11 @@ class ForkingProvisioner(LocalProvisioner):  # type: ignore[misc]
     """The interpreter of the zygote that forks this kernel (the pool's template)."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
-        if self.zygote_python is None or has_packages_of_its_own(cmd[0]):
+        cwd = kwargs.get("cwd")
+        plain = self.zygote_python is None or has_packages_of_its_own(cmd[0])
+        if plain or (cwd is not None and not os.path.isdir(cwd)):
             return await super().launch_kernel(cmd, **kwargs)
         env = kwargs.get("env")
-        cwd = kwargs.get("cwd")
         try:
             process = FORK_SERVERS.fork(
                 self.zygote_python, cmd, dict(env if env is not None else os.environ), cwd

@@ -30,6 +30,7 @@ import select
 import socket
 import sys
 import time
+from typing import Any
 
 FD_ENV = "NBSTAGE_ZYGOTE_FD"
 PAD_ENV = "NBSTAGE_ZYGOTE_ROOM"
@@ -123,21 +124,23 @@ def launcher_args(argv: list[str]) -> list[str]:
 
 def rewrite_proc_image(argv: list[str], env: dict[str, str]) -> None:
     """Write ``argv`` and ``env`` over this process's original command line and environment,
-    where ``/proc/<pid>/cmdline`` and ``environ`` read them. Left as it is if either does
-    not fit."""
-    with open("/proc/self/stat") as file:
-        args, environ = memory_areas(file.read())
-    images = [
-        (args, packed(argv, args[1] - args[0])),
-        (environ, packed(environ_lines(env), environ[1] - environ[0])),
-    ]
-    if any(image is None for _, image in images):
-        print(f"nbstage zygote: no room to show kernel {os.getpid()} as launched", file=sys.stderr)
-        return
-    with open("/proc/self/mem", "r+b", buffering=0) as memory:
-        for (start, _), image in images:
-            memory.seek(start)
-            memory.write(image)
+    where ``/proc/<pid>/cmdline`` and ``environ`` read them. Left as they are if either
+    does not fit or cannot be written: the kernel runs all the same."""
+    try:
+        with open("/proc/self/stat") as file:
+            args, environ = memory_areas(file.read())
+        images = [
+            (args, packed(argv, args[1] - args[0])),
+            (environ, packed(environ_lines(env), environ[1] - environ[0])),
+        ]
+        if any(image is None for _, image in images):
+            raise ValueError("no room for them")
+        with open("/proc/self/mem", "r+b", buffering=0) as memory:
+            for (start, _), image in images:
+                memory.seek(start)
+                memory.write(image or b"")
+    except (OSError, ValueError) as exc:
+        print(f"nbstage zygote: kernel {os.getpid()} shows the zygote's: {exc}", file=sys.stderr)
 
 
 def become_environment(python: str) -> None:
@@ -158,7 +161,7 @@ def become_environment(python: str) -> None:
     sys.executable = python
 
 
-def become(request: dict, launcher: object) -> None:
+def become(request: dict[str, Any], launcher: object) -> None:
     """In the forked child: turn into the kernel ``request`` describes and run it; never
     returns."""
     code = 1
@@ -196,7 +199,7 @@ class Zygote:
         self.children: set[int] = set()
         self.last_request = time.monotonic()
 
-    def fork(self, request: dict) -> None:
+    def fork(self, request: dict[str, Any]) -> None:
         """Fork the kernel; reply once it leads a session of its own, so that a signal to
         its process group reaches it from the first moment."""
         ready, signalled = os.pipe()
