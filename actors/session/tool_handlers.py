@@ -47,8 +47,8 @@ from nbstage.protocol.daemon.requests import (
     SetCell,
 )
 from nbstage.protocol.mcp import tools
-from nbstage.protocol.mcp.lifecycle import text_content, tool_result
 from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.mcp.tool_results import text_content, tool_result
 
 
 @frozen
