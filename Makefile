@@ -78,7 +78,7 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: install
+bench: bytecode
 	$(BIN)/python bench/thespian_bases.py
 	$(BIN)/python bench/kernel_roundtrip.py
 	$(BIN)/python bench/peers.py

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,11 @@ class TreeSampler:
         self.baseline: dict[str, Any] | None = None
         self.samples = 0
         self.all_pids: set[int] = set()
+        self.kinds: dict[tuple[int, float], str] = {}
+        self.cpu: dict[tuple[int, float], tuple[str, float]] = {}
+        """The CPU seconds each process of this run had used when last sampled, by kind
+        (read from its command line until it is ``UNSETTLED_SECS`` old: a kernel the
+        zygote forks shows the zygote's for a moment)."""
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
@@ -158,6 +164,12 @@ class TreeSampler:
                 if proc.status() == psutil.STATUS_ZOMBIE:
                     continue
                 rss[side] += proc.memory_info().rss
+                times = proc.cpu_times()
+                key = (pid, proc.create_time())
+                kind = self.kinds.get(key) or kind_of(proc.cmdline())
+                if time.time() - key[1] > UNSETTLED_SECS:
+                    self.kinds[key] = kind
+                self.cpu[key] = (kind, times.user + times.system)
             except psutil.Error:
                 continue
             count[side] += 1
@@ -177,11 +189,37 @@ class TreeSampler:
                 self.peak_total = taken["total"]
                 self.peak = taken
 
+    def cpu_by_kind(self) -> dict[str, dict[str, float]]:
+        """CPU seconds and process count per kind of process, as last sampled."""
+        kinds: dict[str, dict[str, float]] = {}
+        for kind, secs in self.cpu.values():
+            entry = kinds.setdefault(kind, {"cpu_s": 0.0, "processes": 0})
+            entry["cpu_s"] += secs
+            entry["processes"] += 1
+        return dict(sorted(kinds.items()))
+
     def _run(self) -> None:
         deadline = time.monotonic() + self.max_secs
         while not self._stop.is_set() and time.monotonic() < deadline:
             self.take()
             self._stop.wait(SAMPLE_SECS)
+
+
+KINDS = (
+    ("mcp_main", "edge"),
+    ("entrypoints.cli mcp", "edge"),
+    ("session_main", "session child"),
+    ("kernel_zygote", "zygote"),
+    ("kernel_launcher", "kernel"),
+    ("daemon", "daemon"),
+    ("uv", "uv"),
+)
+
+
+def kind_of(cmdline: list[str]) -> str:
+    """Which kind of process a command line is, by the first marker it holds."""
+    line = " ".join(cmdline)
+    return next((kind for marker, kind in KINDS if marker in line), "other")
 
 
 def end_leftovers(sampler: TreeSampler, side: str | None, grace: float) -> list[dict[str, Any]]:
@@ -256,6 +294,9 @@ class Run:
     seconds: Barrier = field(init=False)
     """Every client has its second result and is still open: the tree is sampled."""
     sampled: anyio.Event = field(default_factory=anyio.Event)
+    own_cpu_s: float = 0.0
+    """CPU seconds this script (its clients and its sampler) used from the release to the
+    last first result: it shares the machine with what it measures."""
 
     def __post_init__(self) -> None:
         self.firsts = Barrier(self.clients)
@@ -344,6 +385,18 @@ async def one_client(
                 run.seconds.arrive()
 
 
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def time_own_cpu(run: Run) -> None:
+    await run.go.wait()
+    start = own_cpu()
+    await run.firsts.opened.wait()
+    run.own_cpu_s = own_cpu() - start
+
+
 async def sample_at_the_peak(run: Run, sampler: TreeSampler) -> None:
     """Sample the tree while every client and every kernel is alive, which the sampler's
     timer alone can miss on a loaded machine, where one sample takes most of a second."""
@@ -357,6 +410,7 @@ async def drive(run: Run, runs: list[ClientRun], sampler: TreeSampler) -> bool:
     with anyio.move_on_after(run.budget) as scope:
         async with anyio.create_task_group() as group:
             group.start_soon(sample_at_the_peak, run, sampler)
+            group.start_soon(time_own_cpu, run)
             for one in runs:
                 await group.start(one_client, run, one)
             run.released_at = time.perf_counter()
@@ -423,7 +477,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if hog is not None:
             hog.kill()
             hog.wait(timeout=10)
-    return report(args, runs, sampler, pid, wall, in_budget, killed)
+    return report(args, runs, sampler, pid, wall, in_budget, killed, run.own_cpu_s)
 
 
 def report(
@@ -434,6 +488,7 @@ def report(
     wall: float,
     in_budget: bool,
     killed: dict[str, list[dict[str, Any]]],
+    own_cpu_s: float,
 ) -> dict[str, Any]:
     mb = 1024 * 1024
     peak = sampler.peak or {"total": 0, "rss": {}, "count": {}}
@@ -465,6 +520,8 @@ def report(
             "samples": sampler.samples,
             "distinct_processes": len(sampler.all_pids),
         },
+        "cpu_by_kind": sampler.cpu_by_kind(),
+        "bench_cpu_to_first_results_s": own_cpu_s,
         "killed_leftovers": killed,
         "per_client": [asdict(r) for r in runs],
     }
@@ -504,6 +561,13 @@ def show(result: dict[str, Any]) -> None:
         f"  idle daemon before the clients    {rss['idle_daemon_mb']:7.0f} MB"
         f"  ({rss['samples']} samples, {rss['distinct_processes']} distinct processes)"
     )
+    kinds = result["cpu_by_kind"]
+    total = sum(entry["cpu_s"] for entry in kinds.values())
+    print(f"  CPU used by this run's processes  {total:7.1f} s")
+    own = result["bench_cpu_to_first_results_s"]
+    print(f"    (this script, to the first results {own:5.1f} s)")
+    for kind, entry in kinds.items():
+        print(f"    {kind:<30}{entry['cpu_s']:7.1f} s in {entry['processes']:.0f} processes")
     if not result["within_budget"]:
         print("  the client phase ran out of its budget")
     for where, procs in result["killed_leftovers"].items():

@@ -82,7 +82,7 @@ def run_foreground(paths: StatePaths) -> None:
     (actors/daemon/kernel/spare_kernel.py) as soon as it holds the lock, before it loads the
     rest of its code."""
     from nbstage.actors.daemon.environment import environments
-    from nbstage.actors.daemon.kernel import spare_kernel
+    from nbstage.actors.daemon.kernel import fork_server, spare_kernel
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
     from nbstage.entrypoints.common.logs import setup_logging
     from nbstage.entrypoints.control.daemon_launch import WARM_KERNEL_ENV
@@ -111,6 +111,7 @@ def run_foreground(paths: StatePaths) -> None:
         asyncio.run(edge.run())
     finally:
         spare_kernel.SPARE.discard()
+        fork_server.FORK_SERVERS.stop()
         runtime_dir.release(paths)
         os.close(lock_fd)
 

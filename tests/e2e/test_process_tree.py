@@ -27,6 +27,7 @@ import psutil
 import pytest
 
 from nbstage.actors.daemon.environment import environments
+from nbstage.actors.daemon.kernel.fork_server import ZYGOTE
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.statedir import state_paths
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
@@ -79,6 +80,16 @@ def tree_of(pid: int) -> dict[int, psutil.Process]:
         for proc in [root, *root.children(recursive=True)]:
             if alive(proc):
                 found.setdefault(proc.pid, proc)
+    return found
+
+
+def zygotes_in(tree: dict[int, psutil.Process]) -> list[int]:
+    """The kernel fork servers among ``tree`` (ADR 0005)."""
+    found = []
+    for pid, proc in tree.items():
+        with contextlib.suppress(psutil.Error):
+            if any(arg.endswith(ZYGOTE.name) for arg in proc.cmdline()):
+                found.append(pid)
     return found
 
 
@@ -272,7 +283,7 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
 # --- 2. a daemon ------------------------------------------------------------------------------
 
 
-def test_a_daemon_is_one_process_and_one_more_per_room_that_ran_a_cell(
+def test_a_daemon_is_one_process_its_zygote_and_one_more_per_room_that_ran_a_cell(
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
     rooms = 3
@@ -283,8 +294,11 @@ def test_a_daemon_is_one_process_and_one_more_per_room_that_ran_a_cell(
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
         assert len(set(kernels.values())) == rooms, kernels
-        assert sorted(tree) == sorted([tree_daemon.pid, *kernels.values()]), describe(tree)
-        assert len(tree) == 1 + rooms
+        zygotes = zygotes_in(tree)
+        assert len(zygotes) == 1, describe(tree)
+        expected = [tree_daemon.pid, *zygotes, *kernels.values()]
+        assert sorted(tree) == sorted(expected), describe(tree)
+        assert len(tree) == 2 + rooms
 
 
 # --- 3. no orphans ----------------------------------------------------------------------------
@@ -361,17 +375,20 @@ def test_sigkill_of_the_session_child_is_served_by_a_new_child_and_the_old_is_go
     run_bounded(body, budget=BODY_BUDGET_SECS)
 
 
-def test_sigkill_of_the_daemon_takes_its_three_kernels_within_2s(
+def test_sigkill_of_the_daemon_takes_its_zygote_and_three_kernels_within_2s(
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
     with tree_daemon.client() as client:
         kernels = open_rooms_with_kernels(client, tree_daemon, 3)
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
-        assert sorted(tree) == sorted([tree_daemon.pid, *kernels.values()]), describe(tree)
+        zygotes = zygotes_in(tree)
+        assert len(zygotes) == 1, describe(tree)
+        expected = [tree_daemon.pid, *zygotes, *kernels.values()]
+        assert sorted(tree) == sorted(expected), describe(tree)
         tree_daemon.kill()
-        took = gone_within(tree, ORPHAN_SECS, f"daemon {tree_daemon.pid} and its kernels")
-    print(f"\ndaemon SIGKILLed: its 3 kernels gone after {took * 1000:.0f} ms")
+        took = gone_within(tree, ORPHAN_SECS, f"daemon {tree_daemon.pid}, its zygote and kernels")
+    print(f"\ndaemon SIGKILLed: its zygote and 3 kernels gone after {took * 1000:.0f} ms")
     assert not tree_of(tree_daemon.pid), describe(tree_of(tree_daemon.pid))
 
 
@@ -382,7 +399,9 @@ def test_daemon_stop_with_ten_kernels_leaves_nothing_2s_after_it_returns(
         kernels = open_rooms_with_kernels(client, tree_daemon, 10)
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
-        assert sorted(tree) == sorted([tree_daemon.pid, *kernels.values()]), describe(tree)
+        expected = [tree_daemon.pid, *zygotes_in(tree), *kernels.values()]
+        assert sorted(tree) == sorted(expected), describe(tree)
+        assert len(tree) == 2 + len(kernels), describe(tree)
         began = time.monotonic()
         stopped = run_cli("daemon", "stop", state_dir=tree_daemon.paths.root, env=tree_daemon.env)
         stop_secs = time.monotonic() - began

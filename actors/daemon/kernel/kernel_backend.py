@@ -21,6 +21,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from nbstage.actors.daemon.environment import environments
+from nbstage.actors.daemon.kernel.forking_provisioner import ForkingProvisioner
 from nbstage.actors.daemon.kernel.kernel_backend_events import (
     ExecutionCounted,
     KernelEvent,
@@ -118,6 +119,11 @@ def _run_in(argv: list[str], launcher_at: int, placement: Placement) -> None:
         argv[0] = str(placement.python)
 
 
+def launched_as(python: Path) -> list[str]:
+    """The command line of a pool kernel that the installed python3 kernelspec starts."""
+    return [str(python), str(LAUNCHER), "-f", "{connection_file}", NO_HISTORY]
+
+
 class JupyterBackend:
     """One real kernel through jupyter_client, over IPC sockets in a private dir.
 
@@ -155,6 +161,21 @@ class JupyterBackend:
         argv.append(NO_HISTORY)
         self._adopted: Spare | None = None
         self._working_dir: str | None = None
+        self._fork_from_zygote(kernel_id)
+
+    def _fork_from_zygote(self, kernel_id: str) -> None:
+        """Have the pool's zygote fork this kernel (ADR 0005) when a fresh launch would run
+        the launcher alone in a pool environment: the installed python3 kernelspec's own
+        command line, with no variables of its own."""
+        placement = self.placement
+        if placement is None or placement.template is None or placement.python is None:
+            return
+        spec = self._km.kernel_spec
+        if spec.argv != launched_as(placement.python) or spec.env:
+            return
+        provisioner = ForkingProvisioner(kernel_id=kernel_id, kernel_spec=spec, parent=self._km)
+        provisioner.zygote_python = environments.env_python(placement.template)
+        self._km.provisioner = provisioner
 
     @classmethod
     def adopting(
@@ -166,11 +187,10 @@ class JupyterBackend:
         ``pool_view`` gave (it may name a project waiting for approval)."""
         python = environments.env_python(spare.env)
         view = replace(pool or EnvironmentView(EnvSource.POOL), path=str(spare.env))
-        placement = Placement(view, python=python, owned=spare.env)
+        placement = Placement(view, python=python, owned=spare.env, template=spare.template)
         backend = cls(KERNEL_NAME, kernel_dir, spare.kernel_id, lambda: placement)
         spec = backend._km.kernel_spec
-        launched_as = [str(python), str(LAUNCHER), "-f", "{connection_file}", NO_HISTORY]
-        if spec.argv != launched_as or spec.env:
+        if spec.argv != launched_as(python) or spec.env:
             return None
         backend._km.load_connection_file(str(spare.connection_file))
         backend._adopted = spare

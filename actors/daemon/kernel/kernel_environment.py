@@ -37,6 +37,8 @@ class Placement:
     """Run the launcher through ``uv run --project`` in this folder."""
     owned: Path | None = None
     """An environment that is this kernel's alone, removed when it shuts down."""
+    template: Path | None = None
+    """The template a pool environment is layered on: its zygote forks the kernel."""
 
 
 Found = ProjectFound | ProjectRefused | None
@@ -132,4 +134,5 @@ def _pool(state_dir: str, kernel_id: str, view: EnvironmentView) -> Placement:
         log.warning("kernel %s: %s", kernel_id, said)
         return Placement(replace(view, problem=said))
     env = environments.take_pool_env(template, state_dir, kernel_id)
-    return Placement(replace(view, path=str(env)), python=environments.env_python(env), owned=env)
+    python = environments.env_python(env)
+    return Placement(replace(view, path=str(env)), python=python, owned=env, template=template)

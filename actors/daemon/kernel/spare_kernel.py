@@ -47,6 +47,8 @@ class Spare:
     env: Path
     """Its pool environment, removed with it."""
     cwd: str
+    template: Path | None = None
+    """The template its environment is layered on."""
 
 
 def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
@@ -88,7 +90,7 @@ def launch_spare(state_dir: str | Path, kernel_dir: Path) -> Spare | None:
         environments.remove_env(env)
         raise
     log.info("spare kernel %s launched (pid %d)", kernel_id, process.pid)
-    return Spare(kernel_id, connection_file, process, env, os.getcwd())
+    return Spare(kernel_id, connection_file, process, env, os.getcwd(), template)
 
 
 def warm(state_dir: str | Path, kernel_dir: Path) -> None:
