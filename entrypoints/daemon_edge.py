@@ -61,6 +61,7 @@ from nbstage.protocol.frames import (
     read_frame,
 )
 from nbstage.protocol.kernels import KernelIoReady, UnwatchKernelSockets, WatchKernelSockets
+from nbstage.protocol.lab import SharedDocPushed
 from nbstage.protocol.notices import Notice
 from nbstage.protocol.offload import BlockingWorkRequested
 from nbstage.protocol.replies import (
@@ -308,6 +309,8 @@ class Edge:
                         "event": {"kind": kind, "notebook_id": notebook_id, **detail},
                     }
                 )
+            case SharedDocPushed(conn_id, notebook_id, peer_id, messages):
+                self._push_lab(conn_id, notebook_id, peer_id, messages)
             case RoomResident(notebook_id, address):
                 self.rooms[notebook_id] = address
             case RoomGone(notebook_id):
@@ -366,6 +369,12 @@ class Edge:
             except FrameTooLarge as exc:
                 frame = too_large_frame(origin.request_id, exc.size)
             conn.send_raw(frame)
+
+    def _push_lab(self, conn_id: int, notebook_id: str, peer_id: str, messages: list) -> None:
+        conn = self.connections.get(conn_id)
+        if conn is not None:
+            frame = {"type": FrameKind.LAB, "notebook_id": notebook_id, "messages": messages}
+            conn.send({"id": peer_id, **frame})
 
     def _progress(self, origin: Origin, message: str) -> None:
         """A ``progress`` frame for a request still pending; one answered gets none."""

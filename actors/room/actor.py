@@ -39,8 +39,9 @@ from nbstage.actors.room.kernel_seat import KernelSeat
 from nbstage.actors.room.once import OnceKeys
 from nbstage.actors.room.opening import Opening
 from nbstage.actors.room.peers import Closing, Peers, closing_error
+from nbstage.actors.room.sharing import Sharing, journalled
 from nbstage.actors.room_support import save_error, scoped_key
-from nbstage.protocol import edge, kernels, replies, requests, rooms
+from nbstage.protocol import edge, kernels, lab, replies, requests, rooms
 from nbstage.protocol import room_followups as followups
 from nbstage.protocol.edge import Origin
 from nbstage.protocol.errors import ErrorCode, NbstageError
@@ -71,11 +72,13 @@ class Room(NbActor):
         self.file = FileSeat(self.notices)
         self.close = Closing()
         self.opening = Opening()
+        self.sharing = Sharing()
 
     # --- opening (room/opening.py) --------------------------------------------------------
 
     def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
+        self.sharing.notebook_id, self.sharing.edge = msg.notebook_id, msg.edge
         self.path, self.ephemeral = msg.path, msg.ephemeral
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.deps.start(msg)
@@ -246,6 +249,10 @@ class Room(NbActor):
             request(requests.ManageDependencies): self._once(self._manage_dependencies),
             request(requests.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(requests.ShutdownKernelNow): self._shutdown_kernel,
+            request(lab.JoinSharedDoc): lambda o, r: self.act(
+                self.sharing.join(o, r, self.doc, self.peers)
+            ),
+            request(lab.PassSharedDocMessage): self._person_said,
             finished(followups.SaveFinished): self._save_finished,
             finished(followups.FileLooked): self._file_looked,
             finished(followups.ExecutionRecorded): self._execution_recorded,
@@ -269,6 +276,26 @@ class Room(NbActor):
             wakeup(followups.FileCheckDue): self._file_check_due,
             wakeup(followups.WaitExpired): self._wait_expired,
         }
+
+    def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
+        """Whatever the message changed reaches the people watching, as one Y update."""
+        super().receiveMessage(msg, sender)
+        if self.sharing.watched:
+            self.act(*self.sharing.mirror(self.doc, self.peers))
+
+    def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
+        """A person's edit is journalled like an agent's; they hear back once it is."""
+        self._refuse_while_closing("the edit was not taken")
+        said = self.sharing.heard(req, self.doc)
+        self.act(*said.pushes)
+        if not said.records:
+            self.answer(origin, said.answer)
+            return
+        self._edited()
+        if self._journalled:
+            self.act(journalled(said.records, self.journal, origin, said.answer))
+        else:
+            self.answer(origin, said.answer)
 
     def _autosave_due(self, due: followups.AutosaveDue) -> None:
         if due.generation == self.file.autosave_generation:
