@@ -27,8 +27,8 @@ install: $(STAMP)
 # sources again; compiling them once here spares every one of them that work.
 bytecode: install
 	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q actors entrypoints protocol
-	@$(BIN)/python -c "from nbstage.protocol.method_cache import write; write()"
-	@$(BIN)/python -c "from nbstage.actors.environments import ensure_template, template_root; ensure_template(template_root())"
+	@$(BIN)/python -c "from nbstage.protocol.common.method_cache import write; write()"
+	@$(BIN)/python -c "from nbstage.actors.daemon.environment.environments import ensure_template, template_root; ensure_template(template_root())"
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

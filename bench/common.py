@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 
-from nbstage.entrypoints.python_command import module_command
+from nbstage.entrypoints.common.python_command import module_command
 
 NBSTAGE = module_command("nbstage.entrypoints.cli")
 WARMUP = 20

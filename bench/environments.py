@@ -22,11 +22,11 @@ from pathlib import Path
 from common import daemon
 from jupyter_client.manager import KernelManager
 
-from nbstage.actors import dependencies, environments
-from nbstage.actors.kernel_environment import place_kernel
-from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.statedir import state_paths
-from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.actors.daemon.environment import dependencies, environments
+from nbstage.actors.daemon.kernel.kernel_environment import place_kernel
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient
+from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
 
 SET = ["six"]
 

@@ -47,10 +47,10 @@ from peers import (
     tagged_processes,
 )
 
-from nbstage.actors.environments import TEMPLATE_DIR_ENV
+from nbstage.actors.daemon.environment.environments import TEMPLATE_DIR_ENV
 
 INSTALL_STEP = (
-    "from nbstage.actors.environments import ensure_template, template_root; "
+    "from nbstage.actors.daemon.environment.environments import ensure_template, template_root; "
     "ensure_template(template_root())"
 )
 CASES = ("first run", "returning user", "no template", "jupymcp")

@@ -18,13 +18,13 @@ from collections.abc import Callable
 import orjson
 from mcp.client.stdio import _parse_line
 
-from nbstage.actors.document import Document
-from nbstage.actors.tool_handlers import ToolContext, get_all_cells
-from nbstage.protocol.codec import dumps
-from nbstage.protocol.frames import decode_body, encode_result_frame
-from nbstage.protocol.jsonrpc import encode_response
-from nbstage.protocol.replies import CellsSummarized, decode_reply
-from nbstage.protocol.tools import GetAllCellsArgs
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.session.tool_handlers import ToolContext, get_all_cells
+from nbstage.protocol.common.codec import dumps
+from nbstage.protocol.daemon.frames import decode_body, encode_result_frame
+from nbstage.protocol.daemon.replies import CellsSummarized, decode_reply
+from nbstage.protocol.mcp.jsonrpc import encode_response
+from nbstage.protocol.mcp.tools import GetAllCellsArgs
 
 CELLS = 1000
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import orjson
 from common import WARMUP, daemon
 
-from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 
 QUIET = {"NBSTAGE_AUTOSAVE_DELAY_SECS": "3600", "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS": "3600"}
 NO_KERNEL = {"kernelspec": {"name": "nosuch", "display_name": "-", "language": "nosuch"}}

@@ -17,9 +17,9 @@ from pathlib import Path
 import psutil
 from common import WARMUP, daemon, raw_roundtrips, summarize
 
-from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.lifelines import EDGE_PID_ENV
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 
 ADDED_ROOMS = 32
 

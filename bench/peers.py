@@ -52,9 +52,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
 
-from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.lifelines import EDGE_PID_ENV
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 
 BENCH = Path(__file__).resolve().parent
 JUPYMCP_VERSION = "0.3.2"

@@ -26,8 +26,8 @@ from common import NBSTAGE, daemon
 from mcp import Client, StdioServerParameters
 from mcp_types import Implementation
 
-from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 
 
 def request(state: Path, kind: str, **fields):

@@ -9,17 +9,17 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from nbstage.actors.environments import ENVS_DIR_ENV, TEMPLATE_DIR_ENV
-from nbstage.entrypoints.daemon_control import VERSION_ENV
-from nbstage.entrypoints.statedir import STATE_DIR_ENV
-from nbstage.protocol import settings as settings_module
-from nbstage.protocol.tools import TOOLS
+from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV, TEMPLATE_DIR_ENV
+from nbstage.entrypoints.common.statedir import STATE_DIR_ENV
+from nbstage.entrypoints.control.daemon_control import VERSION_ENV
+from nbstage.protocol.common import settings as settings_module
+from nbstage.protocol.mcp.tools import TOOLS
 
 DOCS = Path(__file__).resolve().parent
 
 TOOLS_INTRO = """# Tools
 
-Every tool `nbstage mcp` lists, as `protocol/tools.py` declares it. Most work on the
+Every tool `nbstage mcp` lists, as `protocol/mcp/tools.py` declares it. Most work on the
 session's active notebook (`connect_notebook` or `create_notebook` makes one active);
 each takes a JSON object of the arguments named here, and `tools/list` gives their full
 schemas. This file is written by `make docs`.
@@ -32,7 +32,7 @@ SETTINGS_INTRO = """# Settings
 
 The daemon reads `config.toml` in its state dir (a TOML table of the names below), and
 an environment variable overrides each one. A name it does not know is refused at start.
-This file is written by `make docs` from `protocol/settings.py`.
+This file is written by `make docs` from `protocol/common/settings.py`.
 
 | setting | variable | default | what it does |
 |---|---|---|---|

@@ -1,1 +1,1 @@
-import nbstage.protocol  # noqa: F401 - before any dataclass: see protocol/method_cache.py
+import nbstage.protocol  # noqa: F401 - before any dataclass: see protocol/common/method_cache.py

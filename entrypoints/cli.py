@@ -14,10 +14,10 @@ from typing import Any
 import click
 import orjson
 
-from nbstage.entrypoints.ownership import Untrusted
-from nbstage.entrypoints.statedir import STATE_DIR_ENV, client_paths, state_paths
-from nbstage.protocol.safe_files import FileRefused
-from nbstage.protocol.version import VERSION
+from nbstage.entrypoints.common.ownership import Untrusted
+from nbstage.entrypoints.common.statedir import STATE_DIR_ENV, client_paths, state_paths
+from nbstage.protocol.common.safe_files import FileRefused
+from nbstage.protocol.common.version import VERSION
 
 state_dir_option = click.option(
     "--state-dir",
@@ -67,7 +67,7 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
 @state_dir_option
 def daemon_start(foreground: bool, state_dir: str | None) -> None:
     """Start the daemon; if one is running, report it and exit 0."""
-    from nbstage.entrypoints import daemon_control
+    from nbstage.entrypoints.control import daemon_control
 
     paths = state_paths(state_dir)
     if foreground:
@@ -97,7 +97,7 @@ def daemon_start(foreground: bool, state_dir: str | None) -> None:
 @state_dir_option
 def daemon_stop(state_dir: str | None) -> None:
     """Save every notebook, stop every kernel and end the daemon."""
-    from nbstage.entrypoints import daemon_control
+    from nbstage.entrypoints.control import daemon_control
 
     pid = daemon_control.stop(state_paths(state_dir))
     click.echo("no daemon running" if pid is None else f"stopped daemon pid {pid}")
@@ -107,7 +107,7 @@ def daemon_stop(state_dir: str | None) -> None:
 @state_dir_option
 def daemon_restart(state_dir: str | None) -> None:
     """Stop the daemon if it runs, then start a fresh one."""
-    from nbstage.entrypoints import daemon_control
+    from nbstage.entrypoints.control import daemon_control
 
     paths = state_paths(state_dir)
     daemon_control.stop(paths)
@@ -121,7 +121,7 @@ def daemon_restart(state_dir: str | None) -> None:
 @state_dir_option
 def daemon_status(as_json: bool, state_dir: str | None) -> None:
     """Show the running daemon's identity, socket and counts (exit 1 if none runs)."""
-    from nbstage.entrypoints import daemon_control
+    from nbstage.entrypoints.control import daemon_control
 
     status = daemon_control.query_status(state_paths(state_dir))
     if status is None:
@@ -160,10 +160,10 @@ def _welcome(nbstage: Path, state_dir: str | None, root: Path) -> str:
 @state_dir_option
 def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) -> None:
     """Serve MCP on stdio: the command an MCP client launches."""
-    from nbstage.entrypoints.daemon_launch import start_daemon_unless_running
-    from nbstage.entrypoints.mcp_main import become_edge
-    from nbstage.entrypoints.runtime_dir import client_problem
-    from nbstage.entrypoints.statedir import prepare, recorded_paths
+    from nbstage.entrypoints.common.runtime_dir import client_problem
+    from nbstage.entrypoints.common.statedir import prepare, recorded_paths
+    from nbstage.entrypoints.control.daemon_launch import start_daemon_unless_running
+    from nbstage.entrypoints.mcp.mcp_main import become_edge
 
     paths = state_paths(state_dir)
     problem = client_problem(paths)
@@ -195,7 +195,7 @@ def lab_command(root_dir: str | None, port: int | None, state_dir: str | None) -
 @state_dir_option
 def admin_command(command: tuple[str, ...], as_json: bool, state_dir: str | None) -> None:
     """The operator's console: interactive with no COMMAND, one-shot with one."""
-    from nbstage.entrypoints.admin import run_admin
+    from nbstage.entrypoints.admin.console import run_admin
 
     sys.exit(run_admin(client_paths(state_dir), list(command), as_json))
 
@@ -205,7 +205,7 @@ def admin_command(command: tuple[str, ...], as_json: bool, state_dir: str | None
 @click.option("--json", "json_report", default=None, help="Also write a JSON report to this file.")
 def harness_command(script: str, json_report: str | None) -> None:
     """Run a scripted multi-client scenario (TOML) against real nbstage processes."""
-    from nbstage.entrypoints.harness import run_harness
+    from nbstage.entrypoints.harness.main import run_harness
 
     sys.exit(run_harness(script, json_report))
 

@@ -4,6 +4,6 @@ Importing the package first lets ``dataclasses`` reuse compiled methods
 (``method_cache.py``), which halves the time a process takes to define its messages.
 """
 
-from nbstage.protocol import method_cache
+from nbstage.protocol.common import method_cache
 
 method_cache.install()

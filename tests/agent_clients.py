@@ -13,7 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from nbstage.actors.environments import ENVS_DIR_ENV
+from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV
 from tests.support import NBSTAGE, RunningDaemon
 
 ROOT = Path(__file__).resolve().parent.parent

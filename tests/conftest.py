@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.environments import ENVS_DIR_ENV
+from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV
 from tests.support import RunningDaemon, daemon_running
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

@@ -28,7 +28,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from nbstage.entrypoints.lab import launch
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.common.statedir import state_paths
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running
 from tests.y_person import YPerson

@@ -15,9 +15,9 @@ from typing import Any
 
 import psutil
 
-from nbstage.entrypoints import daemon_control
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
-from nbstage.entrypoints.statedir import StatePaths, client_paths, state_paths
+from nbstage.entrypoints.common.statedir import StatePaths, client_paths, state_paths
+from nbstage.entrypoints.control import daemon_control
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
 

@@ -21,8 +21,8 @@ from pycrdt import (
     handle_sync_message,
 )
 
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
-from nbstage.protocol.frames import FrameKind
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
+from nbstage.protocol.daemon.frames import FrameKind
 
 
 class YPerson:

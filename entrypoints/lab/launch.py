@@ -22,9 +22,9 @@ from urllib.parse import quote
 import orjson
 import psutil
 
-from nbstage.entrypoints.daemon_launch import start_daemon_unless_running
-from nbstage.entrypoints.statedir import StatePaths, prepare
-from nbstage.protocol.safe_files import FileRefused, read_regular, write_private
+from nbstage.entrypoints.control.daemon_launch import start_daemon_unless_running
+from nbstage.entrypoints.common.statedir import StatePaths, prepare
+from nbstage.protocol.common.safe_files import FileRefused, read_regular, write_private
 
 TOKEN_FILE = "lab-token"
 RECORD_FILE = "lab.json"

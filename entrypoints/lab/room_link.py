@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nbstage.entrypoints.daemon_client import DaemonError
-from nbstage.entrypoints.ownership import check_peer, check_private_dir
-from nbstage.protocol.frames import (
+from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.common.ownership import check_peer, check_private_dir
+from nbstage.protocol.daemon.frames import (
     WIRE_VERSION,
     FrameError,
     FrameKind,

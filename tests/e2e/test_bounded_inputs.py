@@ -26,10 +26,10 @@ import nbformat
 import orjson
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
-from nbstage.protocol.frames import MAX_FRAME_BYTES, recv_frame
-from nbstage.protocol.labels import MAX_LABEL_CHARS
-from nbstage.protocol.paths import PATH_MAX
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
+from nbstage.protocol.common.labels import MAX_LABEL_CHARS
+from nbstage.protocol.common.paths import PATH_MAX
+from nbstage.protocol.daemon.frames import MAX_FRAME_BYTES, recv_frame
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running, mcp_client, run_bounded, texts_of
 

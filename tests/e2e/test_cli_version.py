@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from nbstage.protocol.version import VERSION
+from nbstage.protocol.common.version import VERSION
 from tests.support import NBSTAGE
 
 pytestmark = pytest.mark.e2e

@@ -10,8 +10,8 @@ import time
 import psutil
 import pytest
 
-from nbstage.actors.environments import envs_dir
-from nbstage.entrypoints.daemon_client import DaemonError
+from nbstage.actors.daemon.environment.environments import envs_dir
+from nbstage.entrypoints.control.daemon_client import DaemonError
 from tests.support import (
     RunningDaemon,
     pid_gone,

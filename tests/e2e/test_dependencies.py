@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors import dependencies
-from nbstage.actors.environments import READY, USED, envs_dir, site_packages
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
+from nbstage.actors.daemon.environment import dependencies
+from nbstage.actors.daemon.environment.environments import READY, USED, envs_dir, site_packages
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
 from tests.slow_index import slow_index
 from tests.support import (

@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nbstage.actors.environments import TEMPLATE_LINK, pool_dir, site_packages, template_path
+from nbstage.actors.daemon.environment.environments import (
+    TEMPLATE_LINK,
+    pool_dir,
+    site_packages,
+    template_path,
+)
 from tests.support import RunningDaemon, pid_gone, printed, room_view, run_cell, run_cli, wait_until
 
 

@@ -1,7 +1,7 @@
 """Exactly once for every tool that changes something (issue 11 §1), through real processes.
 
 The session child is made to SIGKILL itself the moment the daemon's answer to the
-tool's request arrives (``entrypoints/fault_points.py``): the daemon has carried the
+tool's request arrives (``entrypoints/session/fault_points.py``): the daemon has carried the
 request out and nobody upstream knows. The supervisor then retries the call, under the
 same idempotency key, on a successor child. Each test checks that the daemon holds one
 result: one new room, one restart, one save, one deletion; and that a departure stays.
@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from nbstage.entrypoints.fault_points import FAULT_ENV
+from nbstage.entrypoints.session.fault_points import FAULT_ENV
 from tests.support import (
     RunningDaemon,
     call_ok,

@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonNotRunning
+from nbstage.entrypoints.control.daemon_client import DaemonNotRunning
 from tests.conftest import FAST_SETTINGS
 from tests.e2e.test_rejoin import first_answer_after_recovery
 from tests.support import (

@@ -18,7 +18,7 @@ import anyio
 import nbformat
 import pytest
 
-from nbstage.actors.notebook_merge import is_conflict_copy
+from nbstage.actors.daemon.notebook.notebook_merge import is_conflict_copy
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
     RunningDaemon,

@@ -19,8 +19,8 @@ from typing import Any
 import psutil
 import pytest
 
-from nbstage.entrypoints.daemon_control import query_status, stop
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_control import query_status, stop
 from tests.support import NBSTAGE, processes_of_daemon, wait_until
 
 pytestmark = pytest.mark.e2e

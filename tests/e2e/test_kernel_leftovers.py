@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nbstage.actors.kernel_files import named_on_command_lines
-from nbstage.entrypoints.daemon_client import DaemonClient
+from nbstage.actors.daemon.kernel.kernel_files import named_on_command_lines
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
     daemon_running,

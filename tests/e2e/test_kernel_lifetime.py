@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonError
+from nbstage.entrypoints.control.daemon_client import DaemonError
 from tests.support import (
     RunningDaemon,
     daemon_running,

@@ -21,9 +21,9 @@ from typing import Any
 import psutil
 import pytest
 
-from nbstage.actors.kernel_backend import LAUNCHER
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.actors.daemon.kernel.kernel_backend import LAUNCHER
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
     RunningDaemon,

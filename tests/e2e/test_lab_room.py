@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import daemon_of_a_module
 from tests.support import RunningDaemon
 from tests.y_person import SocketPerson

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.rendering import NOT_SENT, SENT, TIMES, TOO_LARGE
+from nbstage.actors.session.rendering import NOT_SENT, SENT, TIMES, TOO_LARGE
 from tests.images import BUILDERS_SOURCE, base64_runs, jpeg_bytes, png_bytes
 from tests.support import RunningDaemon, call_ok, mcp_client, run_bounded, texts_of
 

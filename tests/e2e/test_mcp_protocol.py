@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from nbstage.protocol.tools import TOOLS_BY_NAME
+from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 from tests.raw_mcp import RawMcpProcess
 from tests.support import NBSTAGE, RunningDaemon, run_cli, wait_edge_tree_gone
 

@@ -18,7 +18,7 @@ import mcp
 import nbformat
 import pytest
 
-from nbstage.protocol.tools import TOOLS
+from nbstage.protocol.mcp.tools import TOOLS
 from tests.support import RunningDaemon, mcp_client
 
 pytestmark = pytest.mark.e2e

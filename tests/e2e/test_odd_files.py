@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonError
-from nbstage.entrypoints.statedir import prepare, state_paths
+from nbstage.entrypoints.common.statedir import prepare, state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonError
 from tests.conftest import FAST_SETTINGS
 from tests.support import daemon_running, run_cli
 

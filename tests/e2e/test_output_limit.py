@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.output_bounds import NOTICE_STREAM
+from nbstage.actors.common.output_bounds import NOTICE_STREAM
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running, mcp_client, run_bounded, texts_of
 

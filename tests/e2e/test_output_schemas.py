@@ -16,7 +16,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from nbstage.protocol.tools import RECONNECT, TOOLS
+from nbstage.protocol.mcp.tools import RECONNECT, TOOLS
 from tests.images import BUILDERS_SOURCE
 from tests.support import RunningDaemon, mcp_client, run_bounded, texts_of
 

@@ -26,10 +26,10 @@ import anyio
 import psutil
 import pytest
 
-from nbstage.actors import environments
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonNotRunning
-from nbstage.entrypoints.lifelines import EDGE_PID_ENV
-from nbstage.entrypoints.statedir import state_paths
+from nbstage.actors.daemon.environment import environments
+from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
     RunningDaemon,
@@ -251,10 +251,10 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
             sweep.note(tree)
             assert sorted(tree) == sorted([server, child.pid]), describe(tree)
             assert child.ppid() == server
-            assert "nbstage.entrypoints.session_main" in child.cmdline()
+            assert "nbstage.entrypoints.session.session_main" in child.cmdline()
             # The process the client launched replaced its image after reading its command
-            # line (entrypoints/mcp_main.py): same pid, none of the CLI's modules.
-            assert "nbstage.entrypoints.mcp_main" in psutil.Process(server).cmdline()
+            # line (entrypoints/mcp/mcp_main.py): same pid, none of the CLI's modules.
+            assert "nbstage.entrypoints.mcp.mcp_main" in psutil.Process(server).cmdline()
             reported = await in_thread(session_manager_pid, tree_daemon, "idle")
             assert reported == child.pid, "the daemon knows a different session manager"
             rss = {pid: proc.memory_info().rss for pid, proc in tree.items()}

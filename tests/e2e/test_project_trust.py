@@ -1,5 +1,6 @@
 """A project's environment only once approved, and never one someone else could have
-written (actors/projects.py), through a real daemon, real `nbstage mcp` and real uv.
+written (actors/daemon/environment/projects.py), through a real daemon, real `nbstage mcp` and real
+uv.
 
 The projects declare no dependencies and no build backend, so uv builds nothing and needs
 no network; the hostile one's backend would write a marker if uv ever ran it.
@@ -18,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors.projects import APPROVE_CALL
+from nbstage.actors.daemon.environment.projects import APPROVE_CALL
 from tests.support import (
     RunningDaemon,
     call_ok,

@@ -108,7 +108,7 @@ def test_a_notebook_whose_file_was_deleted_is_reported_with_the_file_named(
 def test_without_a_daemon_the_server_answers_and_attaches_when_one_appears(
     state_dir: Path,
 ) -> None:
-    from nbstage.entrypoints.statedir import state_paths
+    from nbstage.entrypoints.common.statedir import state_paths
     from tests.support import RunningDaemon, assert_daemon_gone
 
     placeholder = RunningDaemon(state_paths(state_dir), {}, pid=-1)

@@ -16,8 +16,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
-from nbstage.protocol.frames import encode_frame
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
+from nbstage.protocol.daemon.frames import encode_frame
 from tests.support import RunningDaemon, daemon_running, wait_until
 
 pytestmark = pytest.mark.e2e

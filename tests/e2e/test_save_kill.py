@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors import notebook_files
-from nbstage.entrypoints.daemon_client import DaemonClient
+from nbstage.actors.daemon.notebook import notebook_files
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
 from tests.support import (
     RunningDaemon,

@@ -30,17 +30,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nbstage.entrypoints import ownership, runtime_dir
-from nbstage.entrypoints.daemon_client import DaemonClient
-from nbstage.entrypoints.ownership import Untrusted, check_private_dir, make_private_dir
-from nbstage.entrypoints.statedir import (
+from nbstage.entrypoints.common import ownership, runtime_dir
+from nbstage.entrypoints.common.ownership import Untrusted, check_private_dir, make_private_dir
+from nbstage.entrypoints.common.statedir import (
     StatePaths,
     client_paths,
     prepare,
     record_socket_dir,
     state_paths,
 )
-from nbstage.protocol.frames import WIRE_VERSION, encode_frame, recv_frame
+from nbstage.entrypoints.control.daemon_client import DaemonClient
+from nbstage.protocol.daemon.frames import WIRE_VERSION, encode_frame, recv_frame
 from tests.support import (
     RunningDaemon,
     mcp_client,

@@ -47,7 +47,7 @@ SERVED_CALL = lines(
 def session_child_below(pid: int) -> psutil.Process | None:
     for proc in psutil.Process(pid).children(recursive=True):
         try:
-            if "nbstage.entrypoints.session_main" in proc.cmdline():
+            if "nbstage.entrypoints.session.session_main" in proc.cmdline():
                 return proc
         except psutil.Error:
             continue

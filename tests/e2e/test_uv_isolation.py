@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nbstage.entrypoints.daemon_client import DaemonClient, DaemonError
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
 from tests.slow_index import slow_index
 from tests.support import (

@@ -36,8 +36,8 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, seed, settings
 from hypothesis import strategies as st
 
-from nbstage.protocol.frames import MAX_FRAME_BYTES
-from nbstage.protocol.requests import REQUEST_TYPES
+from nbstage.protocol.daemon.frames import MAX_FRAME_BYTES
+from nbstage.protocol.daemon.requests import REQUEST_TYPES
 from tests.conftest import daemon_of_a_module
 from tests.support import RunningDaemon
 

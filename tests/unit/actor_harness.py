@@ -25,19 +25,19 @@ from typing import Any
 import orjson
 from thespian.actors import Actor, ActorAddress, ActorSystem, WakeupMessage
 
-from nbstage.actors.daemon_link import (
+from nbstage.actors.session.daemon_link import (
     CloseDaemonLink,
     DaemonFrameArrived,
     DaemonLinkClosed,
     OpenDaemonLink,
     SendToDaemon,
 )
-from nbstage.protocol.frames import WIRE_VERSION, decode_body
-from nbstage.protocol.kernels import KernelBackendKind
-from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested
-from nbstage.protocol.room_followups import JournalAppended
-from nbstage.protocol.rooms import RoomSource, StartRoom
-from nbstage.protocol.settings import Settings
+from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.frames import WIRE_VERSION, decode_body
+from nbstage.protocol.daemon_actors.kernels import KernelBackendKind
+from nbstage.protocol.daemon_actors.room_followups import JournalAppended
+from nbstage.protocol.daemon_actors.rooms import RoomSource, StartRoom
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class ActorBench:
 
 
 def daemon_identity(pid: int, started_at: float, version: str) -> dict[str, Any]:
-    """What the daemon reports about itself, on the wire (entrypoints/daemon_edge.py)."""
+    """What the daemon reports about itself, on the wire (entrypoints/daemon/daemon_edge.py)."""
     return {
         "pid": pid,
         "started_at": started_at,

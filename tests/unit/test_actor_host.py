@@ -10,7 +10,7 @@ from typing import Any
 
 from thespian.actors import Actor, ActorAddress, WakeupMessage
 
-from nbstage.entrypoints.actor_host import ActorHost
+from nbstage.entrypoints.common.actor_host import ActorHost
 
 
 @dataclass(frozen=True)

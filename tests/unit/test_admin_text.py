@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 
-from nbstage.entrypoints.admin import Outcome, fit_message, key_values, render, run_reap, run_rooms
-from nbstage.entrypoints.terminal_text import visible
+from nbstage.entrypoints.admin.console import (
+    Outcome,
+    fit_message,
+    key_values,
+    render,
+    run_reap,
+    run_rooms,
+)
+from nbstage.entrypoints.admin.terminal_text import visible
 
 
 class AnsweringAdmin:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbstage.actors.admission import (
+from nbstage.actors.daemon.admission import (
     AttachFacts,
     JoinResident,
     Refuse,
@@ -13,8 +13,8 @@ from nbstage.actors.admission import (
     admit_open,
     refuse_beyond_limits,
 )
-from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.rooms import RoomSource
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.daemon_actors.rooms import RoomSource
 
 PATH = "/home/u/work/analysis.ipynb"
 OTHER_PATH = "/home/u/work/other.ipynb"

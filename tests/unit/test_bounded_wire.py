@@ -16,9 +16,11 @@ from typing import Any
 import orjson
 import pytest
 
-from nbstage.entrypoints.daemon_edge import Connection, too_large_frame
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frames import (
+from nbstage.entrypoints.daemon.daemon_edge import Connection, too_large_frame
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.labels import MAX_LABEL_CHARS, fitted_label, label_problem
+from nbstage.protocol.common.paths import PATH_MAX, path_problem
+from nbstage.protocol.daemon.frames import (
     HEADER_BYTES,
     MAX_FRAME_BYTES,
     FrameTooLarge,
@@ -26,11 +28,9 @@ from nbstage.protocol.frames import (
     encode_frame,
     encode_result_frame,
 )
-from nbstage.protocol.labels import MAX_LABEL_CHARS, fitted_label, label_problem
-from nbstage.protocol.paths import PATH_MAX, path_problem
-from nbstage.protocol.requests import decode_request
-from nbstage.protocol.tools import TOOLS_BY_NAME
-from nbstage.protocol.watching import (
+from nbstage.protocol.daemon.requests import decode_request
+from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
+from nbstage.protocol.session.watching import (
     CLIENT_MAX_BYTES,
     CLIENT_MAX_DEPTH,
     CLIENT_MAX_TEXT,

@@ -17,9 +17,9 @@ from typing import Any, TypedDict
 import orjson
 import pytest
 
-from nbstage.protocol.codec import OMIT_WHEN_NONE, dumps, from_wire, to_wire
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.frames import (
+from nbstage.protocol.common.codec import OMIT_WHEN_NONE, dumps, from_wire, to_wire
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.daemon.frames import (
     MAX_FRAME_BYTES,
     WIRE_VERSION,
     FrameError,
@@ -30,7 +30,7 @@ from nbstage.protocol.frames import (
     read_frame,
     recv_frame,
 )
-from nbstage.protocol.replies import (
+from nbstage.protocol.daemon.replies import (
     REPLY_TYPES,
     CellsShown,
     CellsSummarized,
@@ -38,7 +38,7 @@ from nbstage.protocol.replies import (
     decode_reply,
     reply_type,
 )
-from nbstage.protocol.requests import (
+from nbstage.protocol.daemon.requests import (
     REQUEST_TYPES,
     WIRE_NAMES,
     CellsFormat,

@@ -1,14 +1,14 @@
-"""The inline dependency rules (actors/dependencies.py), as tables of cases."""
+"""The inline dependency rules (actors/daemon/environment/dependencies.py), as tables of cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from nbstage.actors import dependencies as deps
-from nbstage.actors.journal import apply_records
-from nbstage.actors.journal import dependencies as dependencies_record
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.actors.daemon.environment import dependencies as deps
+from nbstage.actors.daemon.notebook.journal import apply_records
+from nbstage.actors.daemon.notebook.journal import dependencies as dependencies_record
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors import dependencies
-from nbstage.actors.environments import EnvironmentUnavailable
-from nbstage.actors.kernelspecs import PYTHON3
-from nbstage.actors.room import Room
-from nbstage.protocol.edge import (
+from nbstage.actors.daemon.environment import dependencies
+from nbstage.actors.daemon.environment.environments import EnvironmentUnavailable
+from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
+from nbstage.actors.daemon.room import Room
+from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import ApplyDependencies, ManageDependencies
+from nbstage.protocol.daemon_actors.edge import (
     ClientRequest,
     KernelProcessEnded,
     KernelProcessStarted,
@@ -21,11 +24,9 @@ from nbstage.protocol.edge import (
     RequestAnswered,
     RequestFailed,
 )
-from nbstage.protocol.kernels import KernelBackendKind
-from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.requests import ApplyDependencies, ManageDependencies
-from nbstage.protocol.room_followups import DependenciesPrepared
-from nbstage.protocol.rooms import (
+from nbstage.protocol.daemon_actors.kernels import KernelBackendKind
+from nbstage.protocol.daemon_actors.room_followups import DependenciesPrepared
+from nbstage.protocol.daemon_actors.rooms import (
     CloseReason,
     CloseRoom,
     JoinRoom,
@@ -33,7 +34,6 @@ from nbstage.protocol.rooms import (
     RoomSource,
     StartRoom,
 )
-from nbstage.protocol.settings import Settings
 from tests.unit.actor_harness import ActorBench, HoldAppends
 
 NOTEBOOK = "nb-deps"

@@ -1,4 +1,4 @@
-"""NbActor's one dispatch table (actors/base.py): built once, keyed by message type, with
+"""NbActor's one dispatch table (actors/common/base.py): built once, keyed by message type, with
 envelopes keyed by what they carry, and thespian's receiveMsg_ names for the rest."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 from thespian.actors import WakeupMessage
 
-from nbstage.actors.base import NbActor, finished, progress, request, wakeup
-from nbstage.protocol.edge import ClientRequest, Origin
-from nbstage.protocol.offload import BlockingWorkDone, WorkProgressed
+from nbstage.actors.common.base import NbActor, finished, progress, request, wakeup
+from nbstage.protocol.common.offload import BlockingWorkDone, WorkProgressed
+from nbstage.protocol.daemon_actors.edge import ClientRequest, Origin
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def test_a_timer_the_table_does_not_name_is_dropped() -> None:
 def test_the_room_carries_out_every_action_a_part_may_return() -> None:
     from typing import get_args
 
-    from nbstage.actors.room import actions
-    from nbstage.actors.room.actor import Room
+    from nbstage.actors.daemon.room import actions
+    from nbstage.actors.daemon.room.actor import Room
 
     assert set(Room()._carriers) == set(get_args(actions.Action))

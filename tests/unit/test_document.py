@@ -9,12 +9,12 @@ import re
 import nbformat
 import pytest
 
-from nbstage.actors.document import Cell, Document, source_preview
-from nbstage.actors.kernelspecs import PYTHON3
-from nbstage.actors.pattern_bounds import MAX_PATTERN_WEIGHT, pattern_weight
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import KernelspecInfo
-from nbstage.protocol.replies import CellSummary, CellView
+from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
+from nbstage.actors.daemon.notebook.document import Cell, Document, source_preview
+from nbstage.actors.daemon.notebook.pattern_bounds import MAX_PATTERN_WEIGHT, pattern_weight
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.daemon.replies import CellSummary, CellView
+from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 
 HEX8 = re.compile(r"[0-9a-f]{8}")
 

@@ -1,4 +1,5 @@
-"""The environments' file rules (actors/environments.py); the few tests that build one
+"""The environments' file rules (actors/daemon/environment/environments.py); the few tests that
+build one
 with the real uv say so by asking for ``pypi``."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import IO, Any
 
 import pytest
 
-from nbstage.actors import environments
+from nbstage.actors.daemon.environment import environments
 from tests.slow_index import slow_index
 
 

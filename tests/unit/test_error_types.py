@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nbstage.actors.daemon_link import DaemonFailure
-from nbstage.entrypoints.daemon_client import DaemonError
-from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.actors.session.daemon_link import DaemonFailure
+from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 
 
 @pytest.mark.parametrize("kind", [NbstageError, DaemonFailure, DaemonError])

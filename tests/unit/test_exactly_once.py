@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import pytest
 
-from nbstage.actors.create_keys import (
+from nbstage.actors.daemon.create_keys import (
     REMEMBERED_CREATES,
     CreateKeys,
     JoinMade,
     MakeRoom,
     WaitForFirst,
 )
-from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
-from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.requests import (
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.daemon.requests import (
     InterruptKernel,
     RestartKernel,
     SaveNotebook,
     ShutdownKernelNow,
 )
-from nbstage.protocol.rooms import ClaimPath, PathBound, PathClaimed, PathRecorded, PathRefused
+from nbstage.protocol.daemon_actors.edge import (
+    ClientRequest,
+    Origin,
+    RequestAnswered,
+    RequestFailed,
+)
+from nbstage.protocol.daemon_actors.rooms import (
+    ClaimPath,
+    PathBound,
+    PathClaimed,
+    PathRecorded,
+    PathRefused,
+)
 from tests.unit.test_room_races import NOTEBOOK, answer_to, join, kernel_pids, start_room
 
 # --- the create book ------------------------------------------------------------------

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from nbstage.actors.persistence import prune_executions
-from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered
-from nbstage.protocol.requests import CreateCell, ExecuteCell
-from nbstage.protocol.room_followups import ExecutionRecorded, LiveExecutionRecorded
+from nbstage.actors.daemon.notebook.persistence import prune_executions
+from nbstage.protocol.daemon.requests import CreateCell, ExecuteCell
+from nbstage.protocol.daemon_actors.edge import ClientRequest, Origin, RequestAnswered
+from nbstage.protocol.daemon_actors.room_followups import ExecutionRecorded, LiveExecutionRecorded
 from tests.unit.actor_harness import HoldAppends, ReleaseAppends, held_work
 from tests.unit.test_room_races import NOTEBOOK, answer_to, join, start_room
 

@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from nbstage.actors import figure_files
-from nbstage.actors.figure_files import figure_path, images_in, without_files, write_figures
+from nbstage.actors.session import figure_files
+from nbstage.actors.session.figure_files import figure_path, images_in, without_files, write_figures
 from tests.images import png_bytes
 
 

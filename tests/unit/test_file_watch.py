@@ -9,12 +9,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors import persistence
-from nbstage.actors.notebook_files import load_notebook_stamped, read_on_disk, stamp_of
-from nbstage.actors.room import Room
-from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RequestFailed
-from nbstage.protocol.offload import BlockingWorkRequested
-from nbstage.protocol.requests import (
+from nbstage.actors.daemon.notebook import persistence
+from nbstage.actors.daemon.notebook.notebook_files import (
+    load_notebook_stamped,
+    read_on_disk,
+    stamp_of,
+)
+from nbstage.actors.daemon.room import Room
+from nbstage.protocol.common.offload import BlockingWorkRequested
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import (
     CellsFormat,
     CreateCell,
     DescribeRoom,
@@ -22,7 +26,13 @@ from nbstage.protocol.requests import (
     SaveNotebook,
     SetCell,
 )
-from nbstage.protocol.room_followups import (
+from nbstage.protocol.daemon_actors.edge import (
+    ClientRequest,
+    Origin,
+    RequestAnswered,
+    RequestFailed,
+)
+from nbstage.protocol.daemon_actors.room_followups import (
     AutosaveDue,
     FileCheckDue,
     FileLooked,
@@ -30,13 +40,12 @@ from nbstage.protocol.room_followups import (
     FileWritten,
     SaveFinished,
 )
-from nbstage.protocol.rooms import (
+from nbstage.protocol.daemon_actors.rooms import (
     CloseReason,
     CloseRoom,
     JoinRoom,
     RoomClosed,
 )
-from nbstage.protocol.settings import Settings
 from tests.unit.actor_harness import ActorBench, file_room_start
 
 NOTEBOOK = "nb-watch"

@@ -1,4 +1,4 @@
-"""``@frozen`` (protocol/frozen.py) behaves as ``dataclass(frozen=True, slots=True)``: each
+"""``@frozen`` (protocol/common/frozen.py) behaves as ``dataclass(frozen=True, slots=True)``: each
 case is run on a class of each kind and the outcomes must agree."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from nbstage.protocol import frozen as frozen_module
-from nbstage.protocol.frozen import frozen
+from nbstage.protocol.common import frozen as frozen_module
+from nbstage.protocol.common.frozen import frozen
 
 
 def define(decorate: Callable[..., Any]) -> dict[str, type]:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from nbstage.entrypoints.harness_faults import FAULTS
-from nbstage.entrypoints.harness_match import (
+from nbstage.entrypoints.harness.faults import FAULTS
+from nbstage.entrypoints.harness.match import (
     Outcome,
     SubstitutionError,
     check,
@@ -22,10 +22,10 @@ from nbstage.entrypoints.harness_match import (
     subset_mismatch,
     substitute,
 )
-from nbstage.entrypoints.harness_model import Expect, ScriptError, Step, batches
-from nbstage.entrypoints.harness_run import StepResult, describe
-from nbstage.entrypoints.harness_script import parse_script
-from nbstage.entrypoints.harness_steps import FAULT_PARAMS, parse_expect
+from nbstage.entrypoints.harness.model import Expect, ScriptError, Step, batches
+from nbstage.entrypoints.harness.run import StepResult, describe
+from nbstage.entrypoints.harness.script import parse_script
+from nbstage.entrypoints.harness.steps import FAULT_PARAMS, parse_expect
 
 HEAD = """
 [run]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from nbstage.entrypoints import harness
+from nbstage.entrypoints.harness import main as harness
 
 
 @pytest.fixture

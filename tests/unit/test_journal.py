@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from nbstage.actors import journal
-from nbstage.actors.document import Document
-from nbstage.actors.journal_store import JournalStore
-from nbstage.protocol.replies import CellCreated, CellDeleted, CellMoved, CellUpdated
+from nbstage.actors.daemon.notebook import journal
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.notebook.journal_store import JournalStore
+from nbstage.protocol.daemon.replies import CellCreated, CellDeleted, CellMoved, CellUpdated
 
 
 def code(cell_id: str, source: str = "", outputs: list | None = None, count: int | None = None):

@@ -17,12 +17,11 @@ import orjson
 import pytest
 from thespian.actors import ActorAddress
 
-from nbstage.actors.daemon import Daemon
-from nbstage.actors.registry import Registry
-from nbstage.protocol.daemon_followups import BindingStored
-from nbstage.protocol.edge import ClientRequest, Origin, RequestAnswered, RoomResident
-from nbstage.protocol.offload import BlockingWorkRequested
-from nbstage.protocol.requests import (
+from nbstage.actors.daemon.actor import Daemon
+from nbstage.actors.daemon.registry import Registry
+from nbstage.protocol.common.offload import BlockingWorkRequested
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import (
     AttachNotebook,
     CellsFormat,
     CreateCell,
@@ -33,9 +32,10 @@ from nbstage.protocol.requests import (
     SaveNotebook,
     SetCell,
 )
-from nbstage.protocol.room_followups import JournalAppended, SaveFinished
-from nbstage.protocol.rooms import DaemonStarted, StartDaemon
-from nbstage.protocol.settings import Settings
+from nbstage.protocol.daemon_actors.daemon_followups import BindingStored
+from nbstage.protocol.daemon_actors.edge import ClientRequest, Origin, RequestAnswered, RoomResident
+from nbstage.protocol.daemon_actors.room_followups import JournalAppended, SaveFinished
+from nbstage.protocol.daemon_actors.rooms import DaemonStarted, StartDaemon
 from tests.unit.actor_harness import ActorBench, HoldAppends, ReleaseAppends, held_work
 
 NO_AUTOSAVE = Settings(

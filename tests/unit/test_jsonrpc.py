@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbstage.protocol.jsonrpc import (
+from nbstage.protocol.mcp.jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorResponse,

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import zmq
 from jupyter_client.session import DELIM, Session
 
-from nbstage.actors import kernel_backend
+from nbstage.actors.daemon.kernel import kernel_backend
 from tests.support import wait_until
 
 

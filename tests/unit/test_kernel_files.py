@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors.kernel_files import files_of_dead_kernels, named_on_command_lines
+from nbstage.actors.daemon.kernel.kernel_files import files_of_dead_kernels, named_on_command_lines
 from tests.support import wait_until
 
 DIR = ["a.json", "a-1", "a-5", "b.json", "b-1", "pipe-42", "a-x", "c-2", "notes.txt"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ipykernel.iostream import IOPubThread
 
-from nbstage.actors import kernel_launcher
+from nbstage.actors.daemon.kernel import kernel_launcher
 
 
 @pytest.mark.parametrize("name", ["_setup_pipe_in", "_setup_pipe_out", "_handle_pipe_msg"])

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from nbstage.actors.kernelspecs import NoKernelspec, choose_for_runtime, choose_kernelspec
+from nbstage.actors.daemon.kernel.kernelspecs import (
+    NoKernelspec,
+    choose_for_runtime,
+    choose_kernelspec,
+)
 
 INSTALLED = {"python3": "python", "other-py": "python", "ir": "R", "julia-1.10": "julia"}
 NO_PYTHON3 = {"other-py": "python", "zeta-py": "python", "ir": "R"}

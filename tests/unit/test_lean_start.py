@@ -1,4 +1,4 @@
-"""`nbstage mcp` and its session child start lean (entrypoints/lean.py) and still behave
+"""`nbstage mcp` and its session child start lean (entrypoints/common/lean.py) and still behave
 as with all of thespian's imports."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ def test_thespian_comes_in_without_its_unused_imports_and_they_still_work() -> N
     out = run_python(
         """
         import sys
-        from nbstage.entrypoints.lean import thespian_without_extras
+        from nbstage.entrypoints.common.lean import thespian_without_extras
 
         thespian_without_extras()
-        from nbstage.actors.thespian_tweaks import InProcessSystem
+        from nbstage.actors.common.thespian_tweaks import InProcessSystem
 
         InProcessSystem().shutdown()
         unused = ("logging.config", "tempfile", "zipfile", "thespian.system.sourceLoader")

@@ -8,7 +8,7 @@ import sys
 
 SURVIVOR = (
     "import sys\n"
-    "from nbstage.entrypoints.lifelines import die_with_parent\n"
+    "from nbstage.entrypoints.common.lifelines import die_with_parent\n"
     "die_with_parent(int(sys.argv[1]))\n"
     "print('still running')\n"
 )

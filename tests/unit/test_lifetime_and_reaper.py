@@ -10,9 +10,16 @@ from collections.abc import Callable
 
 import pytest
 
-from nbstage.actors import executions
-from nbstage.actors.executions import ExecutionBook
-from nbstage.actors.lifetime import (
+from nbstage.actors.daemon.reaper import (
+    AfterClose,
+    RoomFacts,
+    after_close,
+    choose_rooms_to_reap,
+    is_reserved,
+)
+from nbstage.actors.daemon.room import executions
+from nbstage.actors.daemon.room.executions import ExecutionBook
+from nbstage.actors.daemon.room.lifetime import (
     Action,
     BeginTeardown,
     Lifetime,
@@ -24,16 +31,9 @@ from nbstage.actors.lifetime import (
     peer_joined,
     peer_left,
 )
-from nbstage.actors.reaper import (
-    AfterClose,
-    RoomFacts,
-    after_close,
-    choose_rooms_to_reap,
-    is_reserved,
-)
-from nbstage.protocol.edge import Origin
-from nbstage.protocol.kernels import ExecutionStatus
-from nbstage.protocol.rooms import CloseReason
+from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernels import ExecutionStatus
+from nbstage.protocol.daemon_actors.rooms import CloseReason
 
 # --- lifetime: one step -------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.executions import (
+from nbstage.actors.daemon.room.executions import (
     Execution,
     LostWithDaemon,
     NoRecord,
@@ -17,8 +17,8 @@ from nbstage.actors.executions import (
     lost_message,
     stored_execution,
 )
-from nbstage.protocol.kernels import ExecutionStatus
-from nbstage.protocol.rooms import DaemonRun, EarlierDaemon
+from nbstage.protocol.daemon_actors.kernels import ExecutionStatus
+from nbstage.protocol.daemon_actors.rooms import DaemonRun, EarlierDaemon
 
 NOW = DaemonRun(200, 2000.5)
 BEFORE = DaemonRun(100, 1000.25)

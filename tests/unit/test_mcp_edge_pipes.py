@@ -6,7 +6,7 @@ import fcntl
 import os
 import socket
 
-from nbstage.entrypoints.mcp_edge import PIPE_SIZE, widen_pipe
+from nbstage.entrypoints.mcp.mcp_edge import PIPE_SIZE, widen_pipe
 
 
 def test_a_pipe_is_widened() -> None:

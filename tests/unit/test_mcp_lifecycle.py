@@ -6,7 +6,7 @@ import mcp_types
 import orjson
 import pytest
 
-from nbstage.protocol.jsonrpc import (
+from nbstage.protocol.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -18,7 +18,7 @@ from nbstage.protocol.jsonrpc import (
     Response,
     encode,
 )
-from nbstage.protocol.mcp import (
+from nbstage.protocol.mcp.lifecycle import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,

@@ -1,4 +1,5 @@
-"""Dataclass methods compiled once, reused by every later process (protocol/method_cache.py)."""
+"""Dataclass methods compiled once, reused by every later process
+(protocol/common/method_cache.py)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def package(tmp_path: Path) -> Path:
 
 USE = """
     from pathlib import Path
-    from nbstage.protocol import method_cache
+    from nbstage.protocol.common import method_cache
 
     method_cache.install(Path({cache!r}))
     import dataclasses
@@ -67,7 +68,7 @@ def test_a_later_process_takes_every_method_from_the_cache(package: Path) -> Non
     written = run_python(
         f"""
         from pathlib import Path
-        from nbstage.protocol import method_cache
+        from nbstage.protocol.common import method_cache
 
         print(method_cache.write(Path({str(cache)!r}), ("cached",)))
         """,
@@ -95,7 +96,7 @@ def test_a_changed_class_misses_and_is_compiled(package: Path) -> None:
     run_python(
         f"""
         from pathlib import Path
-        from nbstage.protocol import method_cache
+        from nbstage.protocol.common import method_cache
 
         method_cache.write(Path({str(cache)!r}), ("cached",))
         """,
@@ -109,7 +110,7 @@ def test_a_changed_class_misses_and_is_compiled(package: Path) -> None:
 
 
 def test_modules_of_a_subpackage_are_cached_too(package: Path) -> None:
-    """actors/room/ is a subpackage: its dataclasses are compiled once like the rest."""
+    """actors/daemon/room/ is a subpackage: its dataclasses are compiled once like the rest."""
     (package / "cached" / "inner").mkdir()
     (package / "cached" / "inner" / "__init__.py").write_text("")
     (package / "cached" / "inner" / "deeper.py").write_text(MODULE)
@@ -117,7 +118,7 @@ def test_modules_of_a_subpackage_are_cached_too(package: Path) -> None:
     run_python(
         f"""
         from pathlib import Path
-        from nbstage.protocol import method_cache
+        from nbstage.protocol.common import method_cache
 
         method_cache.write(Path({str(cache)!r}), ("cached",))
         """,

@@ -6,7 +6,7 @@ The check reads the product's string literals (f-strings with their fields as ``
 as the module's string constant a field names),
 finds each next-step phrase, and requires a tool call, ``name(``, after it in the same
 text. "Try again" asks for the same call once more, so it names none. Tool descriptions
-(protocol/tools.py) say what a tool does, not what to do after an error.
+(protocol/mcp/tools.py) say what a tool does, not what to do after an error.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from nbstage.protocol.tools import TOOLS_BY_NAME
+from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("actors", "entrypoints", "protocol")
-DESCRIPTIONS = ROOT / "protocol" / "tools.py"
+DESCRIPTIONS = ROOT / "protocol" / "mcp" / "tools.py"
 TOOLS = "|".join(sorted({*TOOLS_BY_NAME, "reconnect"}, key=len, reverse=True))
 
 NEXT_STEP = re.compile(

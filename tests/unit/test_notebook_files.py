@@ -10,16 +10,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbstage.actors import notebook_files
-from nbstage.actors.document import Document
-from nbstage.actors.notebook_files import (
+from nbstage.actors.daemon.notebook import notebook_files
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.notebook.notebook_files import (
     canonical_path,
     load_notebook,
     save_notebook,
     serialize_notebook,
     write_atomic,
 )
-from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 
 V3_NOTEBOOK = {
     "metadata": {"name": "old"},

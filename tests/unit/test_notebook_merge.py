@@ -1,10 +1,10 @@
-"""The three-way merge by cell id (actors/notebook_merge.py), one row per rule."""
+"""The three-way merge by cell id (actors/daemon/notebook/notebook_merge.py), one row per rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from nbstage.actors.notebook_merge import (
+from nbstage.actors.daemon.notebook.notebook_merge import (
     CONFLICT_FIRST_LINES,
     MergeSummary,
     is_conflict_copy,
@@ -13,7 +13,7 @@ from nbstage.actors.notebook_merge import (
     notice_line,
     recover_ids,
 )
-from nbstage.actors.notices import NoticeBoard
+from nbstage.actors.daemon.room.notices import NoticeBoard
 
 
 def code(cell_id: str, source: str, outputs: list | None = None) -> dict:

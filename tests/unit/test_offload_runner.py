@@ -1,4 +1,4 @@
-"""The edge's worker threads (entrypoints/offload_runner.py): lanes, reported lines, and
+"""The edge's worker threads (entrypoints/common/offload_runner.py): lanes, reported lines, and
 a drain that waits for stuck work only so long."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import textwrap
 import threading
 from typing import Any
 
-from nbstage.entrypoints.offload_runner import OffloadRunner
-from nbstage.protocol.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
+from nbstage.entrypoints.common.offload_runner import OffloadRunner
+from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
 
 def run_all(requests: list[BlockingWorkRequested]) -> list[tuple[Any, Any]]:
@@ -91,8 +91,8 @@ def test_a_drain_gives_up_on_stuck_work_and_names_it() -> None:
 STUCK_PROCESS = textwrap.dedent(
     """
     import asyncio, threading
-    from nbstage.entrypoints.offload_runner import OffloadRunner
-    from nbstage.protocol.offload import BlockingWorkRequested
+    from nbstage.entrypoints.common.offload_runner import OffloadRunner
+    from nbstage.protocol.common.offload import BlockingWorkRequested
 
     async def main():
         runner = OffloadRunner(lambda to, message: None)

@@ -1,4 +1,5 @@
-"""The bound on a cell's kept output, and the preview a reply carries (actors/output_bounds.py)."""
+"""The bound on a cell's kept output, and the preview a reply carries
+(actors/common/output_bounds.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 
 import pytest
 
-from nbstage.actors.output_bounds import (
+from nbstage.actors.common.output_bounds import (
     NOTICE_STREAM,
     KeptOutputs,
     cut_text,
@@ -15,14 +16,14 @@ from nbstage.actors.output_bounds import (
     previewed,
     shrink_output,
 )
-from nbstage.protocol.kernels import ExecutionStatus, OutputsDropped
-from nbstage.protocol.replies import (
+from nbstage.protocol.daemon.replies import (
     CellShown,
     CellsShown,
     CellView,
     ExecutionReported,
     ExecutionView,
 )
+from nbstage.protocol.daemon_actors.kernels import ExecutionStatus, OutputsDropped
 
 LIMIT = 4096
 HALF = LIMIT // 2

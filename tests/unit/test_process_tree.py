@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from nbstage.actors.process_tree import (
+from nbstage.actors.daemon.kernel.process_tree import (
     end_orphans_of,
     end_tree,
     kernel_tag,

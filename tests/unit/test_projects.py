@@ -1,5 +1,5 @@
-"""The project walk's ownership rules and the trust decision (actors/projects.py,
-actors/kernel_environment.py), as tables over real folders."""
+"""The project walk's ownership rules and the trust decision (actors/daemon/environment/projects.py,
+actors/daemon/kernel/kernel_environment.py), as tables over real folders."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors import projects
-from nbstage.actors.kernel_environment import pool_view
-from nbstage.actors.projects import ProjectFound, ProjectRefused, find_project
-from nbstage.protocol.kernels import EnvironmentView, EnvironmentWanted, EnvSource
+from nbstage.actors.daemon.environment import projects
+from nbstage.actors.daemon.environment.projects import ProjectFound, ProjectRefused, find_project
+from nbstage.actors.daemon.kernel.kernel_environment import pool_view
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvironmentWanted, EnvSource
 
 ME = os.geteuid()
 OTHER = 54_321

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from nbstage.entrypoints.python_command import isolation_flags, module_command
+from nbstage.entrypoints.common.python_command import isolation_flags, module_command
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_an_isolated_interpreter_starts_isolated_ones() -> None:
             sys.executable,
             "-I",
             "-c",
-            "from nbstage.entrypoints.python_command import module_command\n"
+            "from nbstage.entrypoints.common.python_command import module_command\n"
             "print(' '.join(module_command('m')[1:]))",
         ],
         capture_output=True,

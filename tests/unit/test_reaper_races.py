@@ -20,18 +20,10 @@ import orjson
 import pytest
 from thespian.actors import Actor, ActorAddress, WakeupMessage
 
-from nbstage.actors.daemon import Daemon
-from nbstage.actors.registry import Registry
-from nbstage.protocol.daemon_followups import ReapDue
-from nbstage.protocol.edge import (
-    ClientRequest,
-    Origin,
-    RequestAnswered,
-    RequestFailed,
-    RoomGone,
-    RoomResident,
-)
-from nbstage.protocol.requests import (
+from nbstage.actors.daemon.actor import Daemon
+from nbstage.actors.daemon.registry import Registry
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import (
     AttachNotebook,
     CellsFormat,
     CreateCell,
@@ -44,8 +36,16 @@ from nbstage.protocol.requests import (
     RunReaper,
     SaveNotebook,
 )
-from nbstage.protocol.rooms import DaemonStarted, StartDaemon
-from nbstage.protocol.settings import Settings
+from nbstage.protocol.daemon_actors.daemon_followups import ReapDue
+from nbstage.protocol.daemon_actors.edge import (
+    ClientRequest,
+    Origin,
+    RequestAnswered,
+    RequestFailed,
+    RoomGone,
+    RoomResident,
+)
+from nbstage.protocol.daemon_actors.rooms import DaemonStarted, StartDaemon
 from tests.unit.actor_harness import ActorBench
 
 REAP_AT_ONCE = Settings(reaper_ttl_secs=0.0, reaper_interval_secs=3600.0, keep_alive_secs=3600.0)

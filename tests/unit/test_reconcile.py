@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbstage.actors.reconcile import (
+from nbstage.actors.session.reconcile import (
     FIRST_RETRY,
     DaemonAbsent,
     DeliveryLagged,

@@ -8,8 +8,8 @@ import re
 import orjson
 import pytest
 
-from nbstage.actors.figure_files import figure_path
-from nbstage.actors.rendering import (
+from nbstage.actors.session.figure_files import figure_path
+from nbstage.actors.session.rendering import (
     IMAGE_LIMIT,
     NOT_SENT,
     SENT,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.restart_policy import (
+from nbstage.actors.proxy.restart_policy import (
     DEFAULT_POLICY,
     OpenCircuit,
     RestartAfter,
@@ -29,8 +29,8 @@ from nbstage.actors.restart_policy import (
     handoff,
     reconnect,
 )
-from nbstage.actors.restart_target import RestartTarget, after_change
-from nbstage.protocol.supervision import RestartTargetChanged, TargetChange
+from nbstage.actors.proxy.restart_target import RestartTarget, after_change
+from nbstage.protocol.session.supervision import RestartTargetChanged, TargetChange
 
 # --- restart policy ---------------------------------------------------------------------------
 

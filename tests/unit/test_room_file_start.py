@@ -12,19 +12,20 @@ import nbformat
 import pytest
 from thespian.actors import ActorExitRequest
 
-from nbstage.actors.daemon import Daemon
-from nbstage.actors.room import Room
-from nbstage.protocol.edge import (
+from nbstage.actors.daemon.actor import Daemon
+from nbstage.actors.daemon.room import Room
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import DescribeRoom, EvictRoom, OpenNotebook
+from nbstage.protocol.daemon_actors.edge import (
     ClientRequest,
     Origin,
     RequestAnswered,
     RequestFailed,
     RoomResident,
 )
-from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.requests import DescribeRoom, EvictRoom, OpenNotebook
-from nbstage.protocol.room_followups import NotebookFileRead
-from nbstage.protocol.rooms import (
+from nbstage.protocol.daemon_actors.room_followups import NotebookFileRead
+from nbstage.protocol.daemon_actors.rooms import (
     CloseReason,
     CloseRoom,
     DaemonStarted,
@@ -35,7 +36,6 @@ from nbstage.protocol.rooms import (
     RoomStartFailed,
     StartDaemon,
 )
-from nbstage.protocol.settings import Settings
 from tests.unit.actor_harness import (
     ActorBench,
     HoldAppends,

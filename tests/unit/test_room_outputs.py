@@ -12,20 +12,20 @@ from pathlib import Path
 import orjson
 from thespian.actors import ActorAddress
 
-from nbstage.actors.kernelspecs import PYTHON3
-from nbstage.actors.output_bounds import NOTICE_STREAM
-from nbstage.actors.room import Room
-from nbstage.protocol.edge import ClientRequest, Origin
-from nbstage.protocol.kernels import KernelBackendKind
-from nbstage.protocol.requests import (
+from nbstage.actors.common.output_bounds import NOTICE_STREAM
+from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
+from nbstage.actors.daemon.room import Room
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import (
     CreateCell,
     DeleteCell,
     ExecuteCell,
     GetCell,
     GetExecution,
 )
-from nbstage.protocol.rooms import RoomSource, StartRoom
-from nbstage.protocol.settings import Settings
+from nbstage.protocol.daemon_actors.edge import ClientRequest, Origin
+from nbstage.protocol.daemon_actors.kernels import KernelBackendKind
+from nbstage.protocol.daemon_actors.rooms import RoomSource, StartRoom
 from tests.unit.actor_harness import ActorBench
 from tests.unit.test_room_races import NOTEBOOK, answer_to, join
 

@@ -1,4 +1,4 @@
-"""The Room's parts (actors/room/): plain classes with no thespian in them, and the
+"""The Room's parts (actors/daemon/room/): plain classes with no thespian in them, and the
 once-only keys as a table."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import nbstage.actors.room
-from nbstage.actors.notices import NoticeBoard
-from nbstage.actors.room.actions import (
+import nbstage.actors.daemon.room
+from nbstage.actors.daemon.room.actions import (
     Answer,
     BindPath,
     DetachKernel,
@@ -34,19 +33,26 @@ from nbstage.actors.room.actions import (
     Wake,
     WantKernel,
 )
-from nbstage.actors.room.dependency_calls import DependencyCalls
-from nbstage.actors.room.environment import EnvironmentSeat
-from nbstage.actors.room.file_seat import FileSeat
-from nbstage.actors.room.journalling import Journalling
-from nbstage.actors.room.kernel_seat import KernelSeat
-from nbstage.actors.room.once import OnceKeys
-from nbstage.actors.room.opening import Opening
-from nbstage.protocol.edge import Origin
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import ExecutionStatus, KernelState, RunCode, ShutdownKernel
-from nbstage.protocol.offload import BlockingWorkDone
-from nbstage.protocol.replies import RestartCompleted
-from nbstage.protocol.room_followups import (
+from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
+from nbstage.actors.daemon.room.environment import EnvironmentSeat
+from nbstage.actors.daemon.room.file_seat import FileSeat
+from nbstage.actors.daemon.room.journalling import Journalling
+from nbstage.actors.daemon.room.kernel_seat import KernelSeat
+from nbstage.actors.daemon.room.notices import NoticeBoard
+from nbstage.actors.daemon.room.once import OnceKeys
+from nbstage.actors.daemon.room.opening import Opening
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.replies import RestartCompleted
+from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernels import (
+    ExecutionStatus,
+    KernelState,
+    RunCode,
+    ShutdownKernel,
+)
+from nbstage.protocol.daemon_actors.room_followups import (
     DependenciesPrepared,
     DependenciesRecorded,
     DiskStamp,
@@ -58,8 +64,7 @@ from nbstage.protocol.room_followups import (
     StoredExecutionRead,
     WaitExpired,
 )
-from nbstage.protocol.rooms import RoomSource, StartRoom
-from nbstage.protocol.settings import Settings
+from nbstage.protocol.daemon_actors.rooms import RoomSource, StartRoom
 
 ACTOR_MODULES = {"actor"}
 
@@ -75,7 +80,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _part_modules() -> list[pkgutil.ModuleInfo]:
-    found = list(pkgutil.walk_packages(nbstage.actors.room.__path__))
+    found = list(pkgutil.walk_packages(nbstage.actors.daemon.room.__path__))
     return [info for info in found if info.name not in ACTOR_MODULES]
 
 
@@ -94,7 +99,7 @@ def test_no_part_of_the_room_imports_thespian(info: pkgutil.ModuleInfo) -> None:
 
 
 def test_the_package_init_imports_no_thespian_of_its_own() -> None:
-    init = Path(nbstage.actors.room.__file__)
+    init = Path(nbstage.actors.daemon.room.__file__)
     assert not any(name.startswith("thespian") for name in _imports(init))
 
 

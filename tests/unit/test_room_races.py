@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from nbstage.actors.kernelspecs import PYTHON3
-from nbstage.actors.room import Room
-from nbstage.protocol.edge import ClientRequest, KernelProcessStarted, Origin, RequestAnswered
-from nbstage.protocol.kernels import KernelBackendKind
-from nbstage.protocol.requests import CreateCell, ExecuteCell, LeaveRoom
-from nbstage.protocol.room_followups import KeepAliveExpired
-from nbstage.protocol.rooms import JoinRoom, RoomSource, StartRoom
-from nbstage.protocol.settings import Settings
+from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
+from nbstage.actors.daemon.room import Room
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import CreateCell, ExecuteCell, LeaveRoom
+from nbstage.protocol.daemon_actors.edge import (
+    ClientRequest,
+    KernelProcessStarted,
+    Origin,
+    RequestAnswered,
+)
+from nbstage.protocol.daemon_actors.kernels import KernelBackendKind
+from nbstage.protocol.daemon_actors.room_followups import KeepAliveExpired
+from nbstage.protocol.daemon_actors.rooms import JoinRoom, RoomSource, StartRoom
 from tests.unit.actor_harness import ActorBench
 
 NOTEBOOK = "nb-1"

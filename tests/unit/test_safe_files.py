@@ -20,17 +20,17 @@ import nbformat
 import orjson
 import pytest
 
-from nbstage.actors import persistence
-from nbstage.actors.notebook_files import load_notebook, read_on_disk, stamp_of
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.safe_files import (
+from nbstage.actors.daemon.notebook import persistence
+from nbstage.actors.daemon.notebook.notebook_files import load_notebook, read_on_disk, stamp_of
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.safe_files import (
     FileRefused,
     open_private,
     private_database,
     read_regular,
     write_private,
 )
-from nbstage.protocol.settings import load_settings
+from nbstage.protocol.common.settings import load_settings
 
 BLOCKED_AFTER = 5.0
 
@@ -261,7 +261,7 @@ def test_a_database_and_its_side_files_are_0600(tmp_path: Path) -> None:
 
 
 def test_a_registry_refused_for_what_it_is_trusts_nothing(tmp_path: Path) -> None:
-    from nbstage.actors.room.environment import trusted_for as _trusted_for
+    from nbstage.actors.daemon.room.environment import trusted_for as _trusted_for
 
     fifo = tmp_path / "registry.sqlite3"
     os.mkfifo(fifo)
@@ -272,7 +272,7 @@ def test_a_file_longer_than_fstat_said_is_read_only_to_one_past_the_limit(
     tmp_path: Path,
 ) -> None:
     """A file that grew between the ``fstat`` and the read: 3 MiB where 10 bytes were."""
-    from nbstage.protocol import safe_files
+    from nbstage.protocol.common import safe_files
 
     path = tmp_path / "growing.ipynb"
     path.write_bytes(b"x" * (3 << 20))

@@ -1,6 +1,7 @@
 """Issue 13 §2: save_notebook(path=…) never destroys a file that is not this notebook's.
 
-The rules are pure (``actors/save_target.py``) and tested as tables; the facts come from
+The rules are pure (``actors/daemon/notebook/save_target.py``) and tested as tables; the facts come
+from
 ``look_at_save_target`` and the write from ``persistence.save_to_new_path``, both tested
 here on real files, links and directories: each attack from the issue first.
 """
@@ -14,15 +15,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from nbstage.actors.notebook_files import load_notebook, look_at_save_target
-from nbstage.actors.persistence import save_to_new_path
-from nbstage.actors.save_target import (
+from nbstage.actors.daemon.notebook.notebook_files import load_notebook, look_at_save_target
+from nbstage.actors.daemon.notebook.persistence import save_to_new_path
+from nbstage.actors.daemon.notebook.save_target import (
     SaveTarget,
     TargetKind,
     existing_refusal,
     path_refusal,
 )
-from nbstage.protocol.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 
 OWN = "/w/own.ipynb"
 T = TargetKind
@@ -196,7 +197,7 @@ def test_the_room_s_own_file_is_written_even_when_it_does_not_parse(tmp_path: Pa
 
 
 def test_a_file_that_appears_after_the_look_is_not_replaced(tmp_path: Path, monkeypatch):
-    from nbstage.actors import notebook_files
+    from nbstage.actors.daemon.notebook import notebook_files
 
     target = tmp_path / "new.ipynb"
     real_look = notebook_files.look_at_save_target

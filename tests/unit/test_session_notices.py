@@ -1,6 +1,6 @@
 """Notices the daemon's answers carry for the agent ("notices" in a result or error frame)
 reach the top of the tool result, once each, in its text and its structured part
-(actors/session_manager.py)."""
+(actors/session/session_manager.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from nbstage.actors.daemon_link import DaemonFrameArrived
-from nbstage.actors.dependencies import approval_line
-from nbstage.protocol.frames import WIRE_VERSION, decode_body, encode_result_frame
-from nbstage.protocol.notices import Notice, NoticeKind
+from nbstage.actors.daemon.environment.dependencies import approval_line
+from nbstage.actors.session.daemon_link import DaemonFrameArrived
+from nbstage.protocol.daemon.frames import WIRE_VERSION, decode_body, encode_result_frame
+from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from tests.images import png_bytes
 from tests.unit.actor_harness import ActorBench, DaemonRequest
 from tests.unit.test_session_races import I1, SessionChild, notebook, room, texts

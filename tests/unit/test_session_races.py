@@ -23,12 +23,13 @@ import orjson
 import pytest
 from thespian.actors import ActorAddress
 
-from nbstage.actors.session_manager import SessionManager
-from nbstage.actors.supervisor import ProxySupervisor
-from nbstage.protocol import jsonrpc, session_frames, tools
-from nbstage.protocol.mcp import tool_error, tool_result
-from nbstage.protocol.session_followups import ReconnectDue, RetryRecovery
-from nbstage.protocol.supervision import (
+from nbstage.actors.proxy.supervisor import ProxySupervisor
+from nbstage.actors.session.session_manager import SessionManager
+from nbstage.protocol.mcp import jsonrpc, tools
+from nbstage.protocol.mcp.lifecycle import tool_error, tool_result
+from nbstage.protocol.session import session_frames
+from nbstage.protocol.session.session_followups import ReconnectDue, RetryRecovery
+from nbstage.protocol.session.supervision import (
     HANDOFF_EXIT_CODE,
     ActiveSessionChanged,
     ChildProcessDied,

@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.protocol.supervision import RestartTargetChanged, TargetChange, ToolCallFinished
+from nbstage.protocol.session.supervision import (
+    RestartTargetChanged,
+    TargetChange,
+    ToolCallFinished,
+)
 from tests.unit.actor_harness import ActorBench
 from tests.unit.test_session_races import I1, SessionChild, notebook, texts
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.sessions import (
+from nbstage.actors.session.sessions import (
     MAX_PARKED,
     Action,
     Answer,

@@ -13,10 +13,10 @@ from pycrdt import (
     handle_sync_message,
 )
 
-from nbstage.actors import journal
-from nbstage.actors.document import Document
-from nbstage.actors.room import person_edits
-from nbstage.actors.room.shared_doc import SharedDoc, UnreadableMessage
+from nbstage.actors.daemon.notebook import journal
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
 
 
 def _doc(*sources: str) -> Document:

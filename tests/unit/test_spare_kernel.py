@@ -1,4 +1,5 @@
-"""The spare kernel's slot and the rule for who may adopt it (actors/spare_kernel.py)."""
+"""The spare kernel's slot and the rule for who may adopt it
+(actors/daemon/kernel/spare_kernel.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors.kernel_environment import runs_in_pool
-from nbstage.actors.projects import project_fingerprint
-from nbstage.actors.spare_kernel import Spare, SpareSlot, launch_spare
-from nbstage.protocol.kernels import EnvironmentWanted
+from nbstage.actors.daemon.environment.projects import project_fingerprint
+from nbstage.actors.daemon.kernel.kernel_environment import runs_in_pool
+from nbstage.actors.daemon.kernel.spare_kernel import Spare, SpareSlot, launch_spare
+from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
 
 
 def sleeper(tmp_path: Path, name: str) -> Spare:

@@ -1,4 +1,4 @@
-"""The registry and the journal give their free pages back (actors/sqlite_space.py)."""
+"""The registry and the journal give their free pages back (actors/daemon/sqlite_space.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors.journal_store import JournalStore
-from nbstage.actors.registry import Registry
-from nbstage.actors.sqlite_space import INCREMENTAL, should_give_back
+from nbstage.actors.daemon.notebook.journal_store import JournalStore
+from nbstage.actors.daemon.registry import Registry
+from nbstage.actors.daemon.sqlite_space import INCREMENTAL, should_give_back
 
 BIG = 8 * 1024 * 1024
 

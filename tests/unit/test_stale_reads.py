@@ -10,11 +10,15 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors import stale_reads
-from nbstage.actors.stale_reads import Seen, Snapshot, lookup, record, stale_answer
-from nbstage.actors.tool_handlers import ToolContext, get_all_cells, get_cell, list_active_notebooks
-from nbstage.protocol import tools
-from nbstage.protocol.replies import (
+from nbstage.actors.session import stale_reads
+from nbstage.actors.session.stale_reads import Seen, Snapshot, lookup, record, stale_answer
+from nbstage.actors.session.tool_handlers import (
+    ToolContext,
+    get_all_cells,
+    get_cell,
+    list_active_notebooks,
+)
+from nbstage.protocol.daemon.replies import (
     CellShown,
     CellsShown,
     CellsSummarized,
@@ -24,7 +28,8 @@ from nbstage.protocol.replies import (
     RoomsListed,
     RoomView,
 )
-from nbstage.protocol.requests import CellsFormat, GetCell, GetCells, ListRooms, SetCell
+from nbstage.protocol.daemon.requests import CellsFormat, GetCell, GetCells, ListRooms, SetCell
+from nbstage.protocol.mcp import tools
 from tests.unit.test_session_races import I1, SessionChild, notebook, texts
 
 T0 = 1_700_000_000.0

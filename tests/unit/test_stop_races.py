@@ -15,12 +15,11 @@ import orjson
 import pytest
 from thespian.actors import ActorAddress
 
-from nbstage.actors.daemon import Daemon
-from nbstage.actors.registry import Registry
-from nbstage.protocol.edge import ClientRequest, KernelProcessEnded, Origin, RequestFailed
-from nbstage.protocol.errors import ErrorCode
-from nbstage.protocol.kernels import OutputsArrived
-from nbstage.protocol.requests import (
+from nbstage.actors.daemon.actor import Daemon
+from nbstage.actors.daemon.registry import Registry
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.common.settings import Settings
+from nbstage.protocol.daemon.requests import (
     CreateCell,
     CreateNotebook,
     ExecuteCell,
@@ -29,7 +28,14 @@ from nbstage.protocol.requests import (
     SaveNotebook,
     SetCell,
 )
-from nbstage.protocol.rooms import (
+from nbstage.protocol.daemon_actors.edge import (
+    ClientRequest,
+    KernelProcessEnded,
+    Origin,
+    RequestFailed,
+)
+from nbstage.protocol.daemon_actors.kernels import OutputsArrived
+from nbstage.protocol.daemon_actors.rooms import (
     CloseReason,
     CloseRoom,
     DaemonStarted,
@@ -38,7 +44,6 @@ from nbstage.protocol.rooms import (
     StartDaemon,
     StopDaemon,
 )
-from nbstage.protocol.settings import Settings
 from tests.unit import test_room_races as room_races
 from tests.unit.actor_harness import ActorBench, Forward
 from tests.unit.test_reaper_races import ask, reply, room_address

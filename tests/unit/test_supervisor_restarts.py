@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.protocol.supervision import (
+from nbstage.protocol.session.supervision import (
     ChildProcessDied,
     SessionConfig,
     StdinClosed,
@@ -15,7 +15,7 @@ from nbstage.protocol.supervision import (
     SupervisorStopped,
     ToolCallRequested,
 )
-from nbstage.protocol.supervisor_followups import DrainOver, RestartDue
+from nbstage.protocol.session.supervisor_followups import DrainOver, RestartDue
 from tests.unit.actor_harness import ActorBench
 from tests.unit.test_session_races import SupervisorEdge, finished, ready
 

@@ -11,7 +11,7 @@ import pytest
 from thespian.actors import Actor, ActorExitRequest, WakeupMessage
 from thespian.system import simpleSystemBase
 
-from nbstage.actors import thespian_tweaks
+from nbstage.actors.common import thespian_tweaks
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def system() -> Iterator[thespian_tweaks.InProcessSystem]:
 
 def test_the_installed_thespian_is_the_pinned_version() -> None:
     assert thespian_tweaks.installed_version_matches(), (
-        "thespian changed: re-check every internal in actors/thespian_tweaks.py, then re-pin"
+        "thespian changed: re-check every internal in actors/common/thespian_tweaks.py, then re-pin"
     )
 
 

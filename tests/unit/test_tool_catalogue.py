@@ -1,4 +1,4 @@
-"""The MCP tool catalogue (protocol/tools.py) against SPEC §4 and the MCP Tool schema."""
+"""The MCP tool catalogue (protocol/mcp/tools.py) against SPEC §4 and the MCP Tool schema."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.tools import (
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.mcp.tools import (
     RECONNECT,
     TOOLS,
     TOOLS_BY_NAME,

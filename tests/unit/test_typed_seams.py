@@ -7,18 +7,18 @@ import pickle
 
 import pytest
 
-from nbstage.actors.tool_handlers import SESSION_TOOLS
-from nbstage.protocol.codec import from_wire, to_wire
-from nbstage.protocol.dependency_modes import (
+from nbstage.actors.session.tool_handlers import SESSION_TOOLS
+from nbstage.protocol.common.codec import from_wire, to_wire
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.daemon.dependency_modes import (
     ApplyDependencies,
 )
-from nbstage.protocol.errors import ErrorCode, NbstageError
-from nbstage.protocol.kernels import EnvironmentView, EnvSource, KernelState
-from nbstage.protocol.replies import DependenciesApplied
-from nbstage.protocol.rooms import RoomStatus
-from nbstage.protocol.supervision import ToolCallRequested
-from nbstage.protocol.tool_names import ToolName
-from nbstage.protocol.tools import RECONNECT, TOOLS_BY_NAME
+from nbstage.protocol.daemon.replies import DependenciesApplied
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.daemon_actors.rooms import RoomStatus
+from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.mcp.tools import RECONNECT, TOOLS_BY_NAME
+from nbstage.protocol.session.supervision import ToolCallRequested
 
 MANAGER_TOOLS = {
     ToolName.CONNECT_NOTEBOOK,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.actors import environments, uv_commands
+from nbstage.actors.daemon.environment import environments, uv_commands
 from tests.support import pid_gone, wait_until
 
 NOT_TOML = "this is [not toml\n"

@@ -1,0 +1,454 @@
+"""The Kernel actor: one real Jupyter kernel, its run queue and its output batches.
+
+It never blocks on the kernel. The daemon's edge watches the kernel sockets' fds on
+its event loop (WatchKernelSockets) and sends KernelIoReady when they may be
+readable; the actor then drains them without waiting. Timer ticks back this up:
+every 50 ms while something runs (to flush output batches), every 100 ms otherwise
+(which is also how it notices the process dying). A backend without fds (the
+scripted one in unit tests) is polled every 1 ms while busy. Timers cannot be
+cancelled in thespian, so each tick carries a generation and stale ones are dropped.
+
+Code runs one cell at a time, in request order. An error cancels the queue behind it.
+
+Starting, restarting and shutting the kernel down block for tens or hundreds of
+milliseconds, so they run on the edge's worker threads (``NbActor.offload``), one at
+a time in this kernel's lane. While one runs the backend is in the worker's hands:
+the actor does not touch it until the work reports back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorAddress
+
+from nbstage.actors.common.base import NbActor, finished, wakeup
+from nbstage.actors.common.output_bounds import KeptOutputs
+from nbstage.actors.daemon.kernel.kernel_backend_events import (
+    ExecutionCounted,
+    KernelWentIdle,
+    OutputCleared,
+    OutputEmitted,
+    ReplyReceived,
+)
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.daemon_actors.edge import KernelProcessStarted
+from nbstage.protocol.daemon_actors.kernel_followups import (
+    Launched,
+    Relaunched,
+    StoppedForGood,
+    Tick,
+)
+from nbstage.protocol.daemon_actors.kernels import (
+    ExecutionFinished,
+    ExecutionsCancelled,
+    ExecutionStarted,
+    ExecutionStatus,
+    InterruptKernelNow,
+    KernelBackendKind,
+    KernelDied,
+    KernelFailed,
+    KernelInterrupted,
+    KernelIoReady,
+    KernelReady,
+    KernelRestarted,
+    KernelState,
+    KernelStopped,
+    OutputsArrived,
+    RestartKernelNow,
+    RunCode,
+    ShutdownKernel,
+    StartKernel,
+    UnwatchKernelSockets,
+    WatchKernelSockets,
+)
+
+log = logging.getLogger("nbstage.kernel")
+
+POLLING_TICK = timedelta(milliseconds=1)
+FLUSH_TICK = timedelta(milliseconds=50)
+IDLE_TICK = timedelta(milliseconds=100)
+FLUSH_EVERY_SECS = 0.05
+INFO_RETRY_SECS = 0.2
+
+
+def _launch(msg: StartKernel) -> tuple[Any, str]:
+    """Worker-thread work: build the backend (a kernelspec lookup) and start the kernel,
+    or adopt the daemon's spare kernel (actors/daemon/kernel/spare_kernel.py) when it fits."""
+    adopted = _adopt_spare(msg)
+    if adopted is not None:
+        try:
+            return adopted, adopted.resume(msg.working_dir)
+        except Exception:
+            log.exception("could not adopt the spare kernel; starting one")
+            adopted.shutdown()
+    backend = _make_backend(msg)
+    return backend, backend.start(msg.working_dir)
+
+
+def _adopt_spare(msg: StartKernel) -> Any:
+    from nbstage.actors.daemon.kernel.kernel_environment import pool_view
+    from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, SPARE, stop_spare
+
+    fits = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
+    if not fits or msg.kernel_name != KERNEL_NAME:
+        return None
+    pool = pool_view(msg.environment)
+    if pool is None:
+        return None
+    spare = SPARE.take()
+    if spare is None:
+        return None
+    from nbstage.actors.daemon.kernel.kernel_backend import JupyterBackend
+
+    backend = JupyterBackend.adopting(spare, Path(msg.kernel_dir), pool)
+    if backend is None:
+        log.info("spare kernel %s does not fit the python3 kernelspec", spare.kernel_id)
+        stop_spare(spare)
+    return backend
+
+
+@dataclass
+class Run:
+    """The execution the kernel is working on now."""
+
+    execution_id: str
+    msg_id: str
+    execution_count: int | None = None
+    reply: Any = None
+    idle: bool = False
+    batch: KeptOutputs = field(default_factory=lambda: KeptOutputs(0))
+    replace_batch: bool = False
+    last_flush: float = field(default_factory=time.monotonic)
+
+
+def _make_backend(msg: StartKernel) -> Any:
+    if msg.backend == KernelBackendKind.SCRIPTED:
+        from nbstage.actors.daemon.kernel.scripted_backend import ScriptedBackend
+
+        return ScriptedBackend()
+    from nbstage.actors.daemon.kernel.kernel_backend import JupyterBackend
+
+    kernel_id = f"{msg.notebook_id[:8]}-{secrets.token_hex(3)}"
+    if msg.state_dir is None:
+        return JupyterBackend(msg.kernel_name, Path(msg.kernel_dir), kernel_id)
+    from nbstage.actors.daemon.kernel.kernel_environment import place_kernel
+
+    state_dir = msg.state_dir
+    return JupyterBackend(
+        msg.kernel_name,
+        Path(msg.kernel_dir),
+        kernel_id,
+        lambda: place_kernel(msg.environment, state_dir, kernel_id),
+    )
+
+
+class Kernel(NbActor):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.room: ActorAddress | None = None
+        self.backend: Any = None
+        self.state = KernelState.NONE
+        self.waiting: deque[tuple[str, str]] = deque()
+        self.run: Run | None = None
+        self.info_ids: set[str] = set()
+        """kernel_info requests sent while starting; the kernel is ready once one of them
+        is followed by an iopub idle, which proves the iopub subscription is live."""
+        self.info_sent_at = 0.0
+        self.restart_origin: Any = None
+        self.tick_generation = 0
+        self.watched: tuple[int, ...] = ()
+        """The socket fds the edge watches for this kernel."""
+        self.name = ""
+        self.output_limit = 0
+        self.lane = ""
+        self.backend_busy = False
+        """Offloaded work holds the backend; ticks and wake-ups leave it alone meanwhile."""
+        self.stop_after_launch: Any = None
+        """Who asked for a shutdown while the kernel was still being launched."""
+
+    def handlers(self):
+        return {
+            KernelIoReady: self._on_kernel_io_ready,
+            StartKernel: self._on_start_kernel,
+            RunCode: self._on_run_code,
+            InterruptKernelNow: self._on_interrupt_kernel_now,
+            RestartKernelNow: self._on_restart_kernel_now,
+            ShutdownKernel: self._on_shutdown_kernel,
+            wakeup(Tick): self._tick,
+            finished(Launched): self._launched,
+            finished(Relaunched): self._relaunched,
+            finished(StoppedForGood): self._stopped_for_good,
+        }
+
+    # --- ticks ----------------------------------------------------------------------------
+
+    def _tick_soon(self) -> None:
+        """Start a new tick chain at the pace the current state needs."""
+        self.tick_generation += 1
+        busy = self.state in (KernelState.STARTING, KernelState.RESTARTING) or self.run is not None
+        busy_tick = FLUSH_TICK if self.watched else POLLING_TICK
+        self.wakeupAfter(busy_tick if busy else IDLE_TICK, payload=Tick(self.tick_generation))
+
+    def _tick(self, tick: Tick) -> None:
+        if tick.generation != self.tick_generation:
+            return
+        if self.backend is None or self.state is KernelState.DEAD or self.backend_busy:
+            return
+        self._pump_safely()
+        if self.state is not KernelState.DEAD:
+            self._tick_soon()
+
+    def _on_kernel_io_ready(self, msg: KernelIoReady, sender: ActorAddress) -> None:
+        if self.backend_busy:
+            return
+        if self.backend is not None and self.state is not KernelState.DEAD:
+            self._pump_safely()
+
+    def _pump_safely(self) -> None:
+        try:
+            self._pump()
+        except Exception:
+            log.exception("kernel pump failed")
+
+    def _asked_info(self, msg_id: str) -> None:
+        self.info_ids.add(msg_id)
+        self.info_sent_at = time.monotonic()
+
+    def _pump(self) -> None:
+        for event in self.backend.drain():
+            self._on_event(event)
+        starting = self.state in (KernelState.STARTING, KernelState.RESTARTING)
+        if starting and time.monotonic() - self.info_sent_at > INFO_RETRY_SECS:
+            self._asked_info(self.backend.request_info())
+        if self.run is not None:
+            self._finish_or_flush()
+        if not self.backend.is_alive():
+            self._died()
+
+    # --- start ----------------------------------------------------------------------------
+
+    def _on_start_kernel(self, msg: StartKernel, sender: ActorAddress) -> None:
+        self.room = sender
+        self.edge = msg.edge
+        self.name = msg.notebook_id
+        self.output_limit = msg.output_limit
+        self.lane = f"kernel:{self.myAddress}"
+        self.state = KernelState.STARTING
+        self.offload(Launched(), lambda: _launch(msg), self.lane)
+
+    def _launched(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error("kernel start failed: %s", done.error)
+            self.state = KernelState.DEAD
+            message = f"kernel failed to start: {done.error}"
+            self.send(self.room, KernelFailed(ErrorCode.INTERNAL, message))
+            self._stop_if_asked()
+            return
+        self.backend, info_id = done.result
+        self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
+        if self.stop_after_launch is not None:
+            self._stop_backend(self.stop_after_launch)
+            return
+        self._asked_info(info_id)
+        self.watched = tuple(self.backend.wake_fds())
+        if self.watched:
+            self.send(self.edge, WatchKernelSockets(self.myAddress, self.watched))
+        self._tick_soon()
+
+    def _stop_if_asked(self) -> None:
+        if self.stop_after_launch is not None:
+            self.send(self.stop_after_launch, KernelStopped(None))
+
+    # --- events from the kernel -----------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        if event.parent_id in self.info_ids:
+            if isinstance(event, KernelWentIdle):
+                self._ready()
+            return
+        run = self.run
+        if run is None or event.parent_id != run.msg_id:
+            return
+        match event:
+            case OutputEmitted(_, output):
+                run.batch.add(output)
+            case OutputCleared():
+                run.batch = KeptOutputs(self.output_limit)
+                run.replace_batch = True
+            case ExecutionCounted(_, count):
+                run.execution_count = count
+            case KernelWentIdle():
+                run.idle = True
+            case ReplyReceived():
+                run.reply = event
+
+    def _ready(self) -> None:
+        self.info_ids.clear()
+        restarting = self.state is KernelState.RESTARTING
+        self.state = KernelState.IDLE
+        what = "restarted" if restarting else "ready"
+        log.info("kernel pid %s of room %s %s", self.backend.pid, self.name, what)
+        if restarting:
+            self.send(self.room, KernelRestarted(self.restart_origin, self.backend.pid))
+            self.restart_origin = None
+        else:
+            placement = self.backend.placement
+            view = placement.view if placement is not None else None
+            self.send(self.room, KernelReady(self.backend.pid, os.getpid(), view))
+        self._next()
+
+    def _finish_or_flush(self) -> None:
+        run = self.run
+        if run.reply is not None and run.idle:
+            self._flush(run)
+            ok = run.reply.ok
+            status = ExecutionStatus.DONE if ok else ExecutionStatus.ERROR
+            count = run.execution_count or run.reply.execution_count
+            self.send(
+                self.room, ExecutionFinished(run.execution_id, status, count, run.reply.error)
+            )
+            self.run = None
+            self.state = KernelState.IDLE
+            if not ok:
+                self._cancel_waiting(ExecutionStatus.CANCELLED, "an earlier cell failed")
+            self._next()
+        elif time.monotonic() - run.last_flush >= FLUSH_EVERY_SECS:
+            self._flush(run)
+
+    def _flush(self, run: Run) -> None:
+        head, dropped, tail = run.batch.parts()
+        if head or dropped or tail or run.replace_batch:
+            arrived = OutputsArrived(run.execution_id, head, run.replace_batch, dropped, tail)
+            self.send(self.room, arrived)
+            run.batch = KeptOutputs(self.output_limit)
+            run.replace_batch = False
+        run.last_flush = time.monotonic()
+
+    # --- running code ---------------------------------------------------------------------
+
+    def _on_run_code(self, msg: RunCode, sender: ActorAddress) -> None:
+        if self.state is KernelState.DEAD:
+            self.send(
+                sender,
+                ExecutionsCancelled((msg.execution_id,), ExecutionStatus.ERROR, "the kernel died"),
+            )
+            return
+        self.waiting.append((msg.execution_id, msg.code))
+        self._next()
+
+    def _next(self) -> None:
+        if self.run is not None or self.state is not KernelState.IDLE or not self.waiting:
+            return
+        execution_id, code = self.waiting.popleft()
+        self.run = Run(
+            execution_id, self.backend.execute(code), batch=KeptOutputs(self.output_limit)
+        )
+        self.state = KernelState.BUSY
+        self.send(self.room, ExecutionStarted(execution_id))
+        self._tick_soon()
+
+    def _cancel_waiting(self, status: ExecutionStatus, reason: str) -> None:
+        if self.waiting:
+            ids = tuple(execution_id for execution_id, _ in self.waiting)
+            self.waiting.clear()
+            self.send(self.room, ExecutionsCancelled(ids, status, reason))
+
+    def _abandon_run(self, reason: str) -> None:
+        """The running cell will never finish normally: report it as an error."""
+        if self.run is not None:
+            self._flush(self.run)
+            self.send(
+                self.room,
+                ExecutionsCancelled((self.run.execution_id,), ExecutionStatus.ERROR, reason),
+            )
+            self.run = None
+
+    # --- control --------------------------------------------------------------------------
+
+    def _on_interrupt_kernel_now(self, msg: InterruptKernelNow, sender: ActorAddress) -> None:
+        if self.state is KernelState.BUSY:
+            self.backend.interrupt()
+        self.send(sender, KernelInterrupted(msg.origin))
+
+    def _on_restart_kernel_now(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
+        self._abandon_run("the kernel was restarted")
+        self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
+        self.state = KernelState.RESTARTING
+        self.restart_origin = msg.origin
+        if self.backend is None:
+            return
+        self.backend_busy = True
+        self.offload(Relaunched(msg.origin, sender), self.backend.restart, self.lane)
+
+    def _relaunched(self, done: BlockingWorkDone) -> None:
+        self.backend_busy = False
+        if self.state is not KernelState.RESTARTING:
+            return
+        if not done.ok:
+            log.error("kernel restart failed: %s", done.error)
+            self.state = KernelState.DEAD
+            self._stop_watching()
+            message = f"kernel restart failed: {done.error}"
+            self.send(done.token.room, KernelFailed(ErrorCode.INTERNAL, message))
+            return
+        self._asked_info(done.result)
+        self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
+        self._pump_safely()
+        self._tick_soon()
+
+    def _stop_watching(self) -> None:
+        """Before the sockets close: an fd the loop still watches must never be reused."""
+        if self.watched:
+            self.send(self.edge, UnwatchKernelSockets(self.watched))
+            self.watched = ()
+
+    def _died(self) -> None:
+        pid = self.backend.pid
+        log.warning("kernel pid %s of room %s died", pid, self.name)
+        self.state = KernelState.DEAD
+        self._stop_watching()
+        self._abandon_run("the kernel died")
+        self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
+        self.send(self.room, KernelDied(pid))
+
+    def _on_shutdown_kernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
+        self._abandon_run("the kernel was shut down")
+        self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
+        self._stop_watching()
+        launching = self.backend is None and self.state is KernelState.STARTING
+        self.state = KernelState.DEAD
+        if launching:
+            self.stop_after_launch = sender
+        elif self.backend is None:
+            self.send(sender, KernelStopped(None))
+        else:
+            self._stop_backend(sender)
+
+    def _stop_backend(self, reply_to: Any) -> None:
+        self.state = KernelState.DEAD
+        self.backend_busy = True
+        backend, self.backend = self.backend, None
+        self.offload(StoppedForGood(backend.pid, reply_to), backend.shutdown, self.lane)
+
+    def _stopped_for_good(self, done: BlockingWorkDone) -> None:
+        if not done.ok:
+            log.error("kernel shutdown failed: %s", done.error)
+        else:
+            log.info("kernel pid %s of room %s stopped", done.token.pid, self.name)
+        self.send(done.token.room, KernelStopped(done.token.pid))
+
+    def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:
+        """Last resort: the Room asks for ShutdownKernel first, so this rarely finds a kernel."""
+        self._stop_watching()
+        if self.backend is not None and not self.backend_busy:
+            self.backend.shutdown()

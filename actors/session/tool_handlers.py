@@ -1,0 +1,351 @@
+"""How each notebook tool talks to the daemon, written as generators.
+
+A handler yields requests (the dataclasses of ``protocol/daemon/requests.py``) and
+receives each typed reply (``protocol/daemon/replies.py``), or has DaemonFailure thrown
+in; it returns the finished MCP tool result. The SessionManager drives them from
+its table of pending replies, so a long ``execute_cell`` wait never blocks a
+``get_cell`` on the same client.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from nbstage.actors.session.daemon_link import DaemonFailure
+from nbstage.actors.session.rendering import (
+    TEXT_LIMIT,
+    render_cell,
+    render_cells_json,
+    render_cells_summary,
+    render_dependencies,
+    render_execution,
+)
+from nbstage.protocol.common.codec import to_wire
+from nbstage.protocol.common.errors import ErrorCode
+from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.daemon.replies import ExecutionView
+from nbstage.protocol.daemon.requests import (
+    CellsFormat,
+    CreateCell,
+    DeleteCell,
+    ExecuteCell,
+    GetCell,
+    GetCells,
+    GetExecution,
+    InterruptKernel,
+    ListRooms,
+    ManageDependencies,
+    MoveCell,
+    ReplaceMatch,
+    ReplaceRegex,
+    RestartKernel,
+    SaveNotebook,
+    SetCell,
+)
+from nbstage.protocol.mcp import tools
+from nbstage.protocol.mcp.lifecycle import text_content, tool_result
+from nbstage.protocol.mcp.tool_names import ToolName
+
+
+@frozen
+class ToolContext:
+    notebook_id: str
+    key: str
+    cwd: str
+    active_id: str | None = None
+    parked_ids: tuple[str, ...] = ()
+    figures: str | None = None
+    """The folder attached images are also written to (figure_files.py); None: nowhere."""
+
+
+Handler = Generator[object, Any, dict[str, Any]]
+"""Yields requests, is sent their replies, returns the MCP tool result."""
+
+PREVIEW = TEXT_LIMIT - 512
+"""What each output text in a daemon reply is cut to unless full_output is asked for:
+within the rendering's own cap, so the daemon's note of what it cut is the one shown."""
+
+
+def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
+    """A kernel's environment (an EnvironmentView on the wire) as tools show it."""
+    environment = environment or {}
+    return {"env_source": environment.get("source"), "fingerprint": environment.get("fingerprint")}
+
+
+def absolute(path: str, cwd: str) -> str:
+    return str((Path(cwd) / Path(path).expanduser()).resolve())
+
+
+def _rendered(ctx: ToolContext, execution: ExecutionView, full_output: bool = False):
+    return render_execution(to_wire(execution), full_output, figures=ctx.figures)
+
+
+def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
+    reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
+    content, execution = _rendered(ctx, reply.execution)
+    return tool_result(
+        {**structured, "execution": execution}, content=[text_content(text), *content]
+    )
+
+
+def get_cell(ctx: ToolContext, args: tools.GetCellArgs) -> Handler:
+    preview = None if args.full_output else PREVIEW
+    reply = yield GetCell(ctx.notebook_id, args.cell_id, preview)
+    content, cell = render_cell(to_wire(reply.cell), args.full_output, figures=ctx.figures)
+    return tool_result({"cell": cell}, content=content)
+
+
+def get_all_cells(ctx: ToolContext, args: tools.GetAllCellsArgs) -> Handler:
+    if args.format is tools.AllCellsFormat.SUMMARY:
+        reply = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
+        text = render_cells_summary(reply.cells, reply.total)
+        return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
+    shown, total = yield from _cells_in_pages(ctx, args)
+    if args.format is tools.AllCellsFormat.JSON:
+        content, structured = render_cells_json(shown, total, figures=ctx.figures)
+        return tool_result(structured, content=content)
+    content: list[dict[str, Any]] = []
+    cells = []
+    for raw in shown:
+        cell_content, cell = render_cell({"cell_id": raw["id"], **raw}, figures=ctx.figures)
+        content += cell_content
+        cells.append(cell)
+    return tool_result({"cells": cells, "total": total}, content=content)
+
+
+def _cells_in_pages(
+    ctx: ToolContext, args: tools.GetAllCellsArgs
+) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
+    """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's
+    frame limit are fetched again in pages, halved until each fits; a single cell that
+    does not fit on its own fails with ``result_too_large``. The rich format's outputs
+    come as previews."""
+    preview = PREVIEW if args.format is tools.AllCellsFormat.RICH else None
+    try:
+        reply = yield GetCells(
+            ctx.notebook_id,
+            CellsFormat.JSON,
+            args.start,
+            args.count,
+            args.include_outputs,
+            preview,
+        )
+        return reply.cells, reply.total
+    except DaemonFailure as exc:
+        if exc.code != ErrorCode.RESULT_TOO_LARGE:
+            raise
+    summary = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
+    wanted = len(summary.cells)
+    cells: list[dict[str, Any]] = []
+    page = max(1, wanted // 2)
+    while len(cells) < wanted:
+        count = min(page, wanted - len(cells))
+        try:
+            reply = yield GetCells(
+                ctx.notebook_id,
+                CellsFormat.JSON,
+                args.start + len(cells),
+                count,
+                args.include_outputs,
+                preview,
+            )
+        except DaemonFailure as exc:
+            if exc.code != ErrorCode.RESULT_TOO_LARGE:
+                raise
+            if count == 1:
+                raise DaemonFailure(
+                    exc.code,
+                    f"Cell {args.start + len(cells)} alone is over the daemon's frame limit, so "
+                    "it cannot be sent whole. Ask with include_outputs=false, or read its "
+                    "outputs from the kernel.",
+                ) from None
+            page = max(1, count // 2)
+            continue
+        if not reply.cells:
+            break
+        cells += reply.cells
+    return cells, summary.total
+
+
+def create_cell(ctx: ToolContext, args: tools.CreateCellArgs) -> Handler:
+    reply = yield CreateCell(ctx.notebook_id, args.source, args.cell_type, args.index, ctx.key)
+    structured = {"cell_id": reply.cell_id, "index": reply.index}
+    text = f"Created {args.cell_type} cell {reply.cell_id} at index {reply.index}."
+    if args.and_run:
+        return (yield from _run_after_edit(ctx, reply.cell_id, args.timeout_secs, structured, text))
+    return tool_result(structured, text=text)
+
+
+def set_cell(ctx: ToolContext, args: tools.SetCellArgs) -> Handler:
+    yield SetCell(ctx.notebook_id, args.cell_id, args.source, args.cell_type, ctx.key)
+    return (yield from _after_edit(ctx, args, f"Updated cell {args.cell_id}."))
+
+
+def _after_edit(ctx: ToolContext, args: Any, text: str) -> Handler:
+    structured = {"cell_id": args.cell_id}
+    if args.and_run:
+        return (yield from _run_after_edit(ctx, args.cell_id, args.timeout_secs, structured, text))
+    return tool_result(structured, text=text)
+
+
+def replace_match(ctx: ToolContext, args: tools.ReplaceMatchArgs) -> Handler:
+    yield ReplaceMatch(
+        ctx.notebook_id,
+        args.cell_id,
+        args.match,
+        args.content,
+        args.context_before,
+        args.context_after,
+        ctx.key,
+    )
+    return (yield from _after_edit(ctx, args, f"Replaced the match in cell {args.cell_id}."))
+
+
+def replace_regex(ctx: ToolContext, args: tools.ReplaceRegexArgs) -> Handler:
+    yield ReplaceRegex(ctx.notebook_id, args.cell_id, args.pattern, args.content, ctx.key)
+    return (yield from _after_edit(ctx, args, f"Replaced the match in cell {args.cell_id}."))
+
+
+def delete_cell(ctx: ToolContext, args: tools.CellIdArgs) -> Handler:
+    reply = yield DeleteCell(ctx.notebook_id, args.cell_id, ctx.key)
+    return tool_result({"deleted": reply.deleted}, text=f"Deleted cell {reply.deleted}.")
+
+
+def move_cell(ctx: ToolContext, args: tools.MoveCellArgs) -> Handler:
+    reply = yield MoveCell(ctx.notebook_id, args.cell_id, args.after_cell_id, ctx.key)
+    structured = {"cell_id": reply.cell_id, "index": reply.index}
+    return tool_result(structured, text=f"Moved cell {reply.cell_id} to index {reply.index}.")
+
+
+def execute_cell(ctx: ToolContext, args: tools.ExecuteCellArgs) -> Handler:
+    reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
+    content, execution = _rendered(ctx, reply.execution)
+    return tool_result({"execution": execution}, content=content)
+
+
+def get_results(ctx: ToolContext, args: tools.GetResultsArgs) -> Handler:
+    preview = None if args.full_output else PREVIEW
+    reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
+    content, execution = _rendered(ctx, reply.execution, args.full_output)
+    return tool_result({"execution": execution}, content=content)
+
+
+def run_all_cells(ctx: ToolContext, args: tools.RunAllArgs) -> Handler:
+    deadline = time.monotonic() + args.timeout_secs
+    summary = yield GetCells(ctx.notebook_id)
+    execution_ids = []
+    for cell in summary.cells:
+        if cell["cell_type"] == "code":
+            key = f"{ctx.key}:{cell['cell_id']}"
+            reply = yield ExecuteCell(ctx.notebook_id, cell["cell_id"], 0.0, key, PREVIEW)
+            execution_ids.append(reply.execution.execution_id)
+    content: list[dict[str, Any]] = []
+    executions = []
+    for execution_id in execution_ids:
+        wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
+        reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
+        items, execution = _rendered(ctx, reply.execution)
+        content += items
+        executions.append(execution)
+    if not executions:
+        content = [text_content("The notebook has no code cells.")]
+    return tool_result({"executions": executions}, content=content)
+
+
+def interrupt_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
+    yield InterruptKernel(ctx.notebook_id, ctx.key)
+    return tool_result({"interrupted": True}, text="Interrupt sent to the kernel.")
+
+
+def restart_kernel(ctx: ToolContext, args: tools.NoArgs) -> Handler:
+    yield RestartKernel(ctx.notebook_id, ctx.key)
+    return tool_result({"restarted": True}, text="The kernel restarted; its variables are gone.")
+
+
+def manage_dependencies(ctx: ToolContext, args: tools.ManageDependenciesArgs) -> Handler:
+    reply = yield ManageDependencies(
+        ctx.notebook_id,
+        args.add,
+        args.remove,
+        args.trust,
+        args.dependency_fingerprint,
+        args.apply,
+        ctx.key,
+    )
+    result = to_wire(reply)
+    state = {
+        "dependencies": result["after"]["dependencies"],
+        "env_source": (result.get("environment") or {}).get("source"),
+        "fingerprint": result["after"]["fingerprint"],
+        "trust": result["trust"],
+    }
+    if args.add or args.remove or args.trust or args.apply is not tools.ApplyDependencies.NONE:
+        edit = {k: result[k] for k in ("added", "removed") if k in result}
+        before, after = result["before"]["dependencies"], state["dependencies"]
+        state = {"before": before, "after": after, **edit, **state}
+        if "apply" in result:
+            state["apply"] = result["apply"]
+    if state["trust"]["needs_approval"]:
+        state["next_call"] = "manage_dependencies(trust=true)"
+    return tool_result(state, text=render_dependencies(state))
+
+
+def save_notebook(ctx: ToolContext, args: tools.SaveArgs) -> Handler:
+    """The path goes to the daemon joined to the working dir but with its links unresolved:
+    the daemon resolves them once and checks both the path and its target."""
+    path = os.path.join(ctx.cwd, os.path.expanduser(args.path)) if args.path else None
+    reply = yield SaveNotebook(ctx.notebook_id, path, ctx.key, args.overwrite)
+    structured = {"notebook_id": reply.notebook_id, "path": reply.path, "working_dir": ctx.cwd}
+    text = f"Saved to {reply.path}."
+    if args.path and not os.path.isabs(os.path.expanduser(args.path)):
+        text += f" (A relative path is taken from the working directory, {ctx.cwd}.)"
+    return tool_result(structured, text=text)
+
+
+def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
+    reply = yield ListRooms()
+    notebooks = [
+        {
+            "notebook_id": room.notebook_id,
+            "path": room.path,
+            "peers": None if room.peers is None else [p.label for p in room.peers],
+            "kernel_status": room.kernel_status,
+            "kernelspec": room.kernelspec,
+            **environment_fields(to_wire(room.environment) if room.environment else None),
+            "active": room.notebook_id == ctx.active_id,
+            "parked": room.notebook_id in ctx.parked_ids,
+        }
+        for room in reply.rooms
+    ]
+    lines = [
+        f"{'*' if n['active'] else ' '} {n['notebook_id']}  {n['path'] or '(untitled)'}  "
+        f"kernel {n['kernelspec'] or '-'} {n['kernel_status']}"
+        f"{' in ' + n['env_source'] if n['env_source'] else ''}  "
+        f"peers: {'unknown' if n['peers'] is None else ', '.join(n['peers']) or 'none'}"
+        for n in notebooks
+    ]
+    text = "\n".join(lines) if lines else "No notebooks are open."
+    return tool_result({"notebooks": notebooks}, text=text)
+
+
+SESSION_TOOLS: dict[ToolName, Any] = {
+    ToolName.GET_CELL: get_cell,
+    ToolName.GET_ALL_CELLS: get_all_cells,
+    ToolName.CREATE_CELL: create_cell,
+    ToolName.SET_CELL: set_cell,
+    ToolName.DELETE_CELL: delete_cell,
+    ToolName.MOVE_CELL: move_cell,
+    ToolName.EXECUTE_CELL: execute_cell,
+    ToolName.RUN_ALL_CELLS: run_all_cells,
+    ToolName.GET_RESULTS: get_results,
+    ToolName.INTERRUPT_KERNEL: interrupt_kernel,
+    ToolName.RESTART_KERNEL: restart_kernel,
+    ToolName.REPLACE_MATCH: replace_match,
+    ToolName.REPLACE_REGEX: replace_regex,
+    ToolName.SAVE_NOTEBOOK: save_notebook,
+    ToolName.MANAGE_DEPENDENCIES: manage_dependencies,
+}

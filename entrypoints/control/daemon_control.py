@@ -1,0 +1,195 @@
+"""Starting, stopping and asking after the daemon process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import faulthandler
+import fcntl
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import psutil
+
+from nbstage.entrypoints.common import runtime_dir
+from nbstage.entrypoints.common.ownership import Untrusted, check_private_dir
+from nbstage.entrypoints.common.python_command import module_command
+from nbstage.entrypoints.common.statedir import (
+    StatePaths,
+    daemon_output,
+    prepare,
+    record_socket_dir,
+    recorded_paths,
+)
+from nbstage.protocol.common.safe_files import open_private
+from nbstage.protocol.common.version import VERSION
+
+VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 40.0
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+def daemon_version() -> str:
+    return os.environ.get(VERSION_ENV) or VERSION
+
+
+def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:
+    """The running daemon's status, or None if nothing answers on the socket it recorded
+    (a socket dir that is not this user's alone holds no daemon of ours: runtime_dir.py).
+    Raises ownership.Untrusted if the process serving that socket is not this user's."""
+    from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
+
+    socket_path = recorded_paths(paths).socket
+    try:
+        check_private_dir(socket_path.parent)
+    except (Untrusted, OSError):
+        return None
+    try:
+        with DaemonClient(socket_path, timeout=timeout) as client:
+            return client.request("status")
+    except (DaemonNotRunning, ConnectionError, OSError):
+        return None
+
+
+def _take_lock(paths: StatePaths) -> int:
+    fd = open_private(paths.lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise AlreadyRunning(str(paths.lock)) from None
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def run_foreground(paths: StatePaths) -> None:
+    """Run the daemon in this process until it is told to stop. Raises AlreadyRunning.
+
+    A daemon a client autostarted launches its spare kernel
+    (actors/daemon/kernel/spare_kernel.py) as soon as it holds the lock, before it loads the
+    rest of its code."""
+    from nbstage.actors.daemon.environment import environments
+    from nbstage.actors.daemon.kernel import spare_kernel
+    from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+    from nbstage.entrypoints.common.logs import setup_logging
+    from nbstage.entrypoints.control.daemon_launch import WARM_KERNEL_ENV
+
+    prepare(paths)
+    lock_fd = _take_lock(paths)
+    faulthandler.register(signal.SIGUSR1)
+    try:
+        setup_logging(paths.logs, "daemon")
+        paths = runtime_dir.settle(paths)
+        record_socket_dir(paths)
+        with contextlib.suppress(FileNotFoundError):
+            paths.socket.unlink()
+        os.environ[EDGE_PID_ENV] = str(os.getpid())
+        work_in_state_dir(paths)
+        stale_envs = environments.pool_envs(paths.root)
+        if os.environ.pop(WARM_KERNEL_ENV, "") == "1":
+            spare_kernel.warm(paths.root, paths.kernel_dir)
+        from nbstage.actors.daemon.environment import uv_commands
+        from nbstage.entrypoints.daemon.daemon_edge import Edge
+        from nbstage.protocol.common.settings import load_settings
+
+        settings = load_settings(paths.root)
+        uv_commands.use_config_file(settings.uv_config_file)
+        edge = Edge(paths, settings, daemon_version(), stale_envs)
+        asyncio.run(edge.run())
+    finally:
+        spare_kernel.SPARE.discard()
+        runtime_dir.release(paths)
+        os.close(lock_fd)
+
+
+def work_in_state_dir(paths: StatePaths) -> None:
+    """Move the daemon out of the folder it was started in (an agent's, where anyone may
+    have left a ``uv.toml`` above) into its state dir. Clients send absolute paths, and a
+    relative ``NBSTAGE_ENVS_DIR`` is made absolute first, from where it was meant."""
+    from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV
+
+    if os.environ.get(ENVS_DIR_ENV):
+        os.environ[ENVS_DIR_ENV] = os.path.abspath(os.environ[ENVS_DIR_ENV])
+    os.chdir(paths.root)
+
+
+def start_background(
+    paths: StatePaths, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], bool]:
+    """Start a detached daemon unless one runs; return (status, started_now). ``env``
+    (default: this process's) is the daemon's environment, and so its settings'."""
+    status = query_status(paths)
+    if status is not None:
+        return status, False
+    problem = runtime_dir.client_problem(paths)
+    if problem is not None:
+        raise runtime_dir.NoRuntimeDir(problem)
+    prepare(paths)
+    with daemon_output(paths) as log_file:
+        proc = subprocess.Popen(
+            [
+                *module_command("nbstage.entrypoints.cli"),
+                "daemon",
+                "start",
+                "--foreground",
+                "--state-dir",
+                str(paths.root),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            env=env,
+            start_new_session=True,
+        )
+    threading.Thread(target=proc.wait, name="reap-daemon", daemon=True).start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        status = query_status(paths, timeout=2.0)
+        if status is not None:
+            return status, status["pid"] == proc.pid
+        if proc.poll() is not None:
+            status = query_status(paths)
+            if status is not None:
+                return status, False
+            raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
+        time.sleep(0.05)
+    raise TimeoutError(f"daemon did not answer within {START_TIMEOUT:.0f}s; see {paths.logs}")
+
+
+def stop(paths: StatePaths) -> int | None:
+    """Ask the daemon to stop and wait until its process is gone; return its pid."""
+    from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
+
+    status = query_status(paths)
+    if status is None:
+        return None
+    pid = status["pid"]
+    with (
+        contextlib.suppress(DaemonNotRunning, ConnectionError, OSError),
+        DaemonClient(recorded_paths(paths).socket) as client,
+    ):
+        client.request("shutdown")
+    _wait_gone(pid, STOP_TIMEOUT)
+    return pid
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait until the process has exited (a zombie counts: its parent may not be us)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"daemon pid {pid} did not exit within {timeout:.0f}s")

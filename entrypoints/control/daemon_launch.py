@@ -1,0 +1,64 @@
+"""Starting a daemon for a client that finds none: `nbstage mcp`'s autostart.
+
+It runs before the client loads its own code, so the daemon's start-up overlaps the
+client's. The daemon runs in its foreground mode, with no `nbstage daemon start`
+process in between, and is launched through `sh`, which exits at once: the daemon is
+nobody's child here, and it outlives the client that started it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+
+from nbstage.entrypoints.common.ownership import Untrusted, check_private_dir
+from nbstage.entrypoints.common.python_command import module_command
+from nbstage.entrypoints.common.statedir import StatePaths, daemon_output, prepare, recorded_paths
+
+log = logging.getLogger("nbstage.mcp")
+
+WARM_KERNEL_ENV = "NBSTAGE_WARM_KERNEL"
+"""Tells the daemon to launch a spare kernel at once (actors/daemon/kernel/spare_kernel.py): the
+client
+that starts it will most likely ask for a kernel next. Not passed on to kernels."""
+
+
+def daemon_answers(paths: StatePaths) -> bool:
+    """Whether something listens on the socket the state dir records, in a dir that is
+    this user's alone (a planted dir holds no daemon of ours)."""
+    try:
+        socket_path = recorded_paths(paths).socket
+        check_private_dir(socket_path.parent)
+    except (OSError, Untrusted):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(socket_path))
+        except OSError:
+            return False
+    return True
+
+
+def start_daemon_unless_running(paths: StatePaths) -> None:
+    """Launch a detached daemon if nothing answers on the socket; never waits for it."""
+    if daemon_answers(paths):
+        return
+    try:
+        prepare(paths)
+        out = daemon_output(paths)
+    except (OSError, Untrusted) as exc:
+        log.error("could not start the daemon: %s", exc)
+        return
+    daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
+    with out:
+        subprocess.run(
+            ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            env={**os.environ, WARM_KERNEL_ENV: "1"},
+            check=False,
+        )

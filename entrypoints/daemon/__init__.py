@@ -1,0 +1,1 @@
+"""The daemon process: its socket edge and its liveness stamp."""

@@ -1,0 +1,1 @@
+"""`nbstage harness SCRIPT.toml`: scripted multi-client runs against real processes."""

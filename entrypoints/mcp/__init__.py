@@ -1,0 +1,1 @@
+"""The `nbstage mcp` process: its own lean process image and its stdio edge."""

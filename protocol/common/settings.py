@@ -1,0 +1,113 @@
+"""Daemon settings: defaults, then config.toml in the state dir, then the environment."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from pathlib import Path
+
+from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.common.safe_files import (
+    DEFAULT_MAX_FILE_BYTES,
+    SMALL_FILE_BYTES,
+    read_regular,
+)
+
+OUTPUT_LIMIT_BYTES = 12 * 1024 * 1024
+"""Room for an image of about 4.5 MB in either half, and for a whole cell's reply inside
+the 16 MiB frame."""
+
+
+@frozen
+class Settings:
+    keep_alive_secs: float = 30.0
+    """Kernel teardown delay after a room's last peer leaves."""
+    reaper_interval_secs: float = 300.0
+    """How often the reaper looks for rooms nobody uses."""
+    reaper_ttl_secs: float = 86400.0
+    """How long a room with no peer, no kernel and nothing in flight stays before the
+    reaper closes it (after its final save)."""
+    reaper_soft_cap: int = 32
+    """Idle rooms beyond this many are closed early, oldest first."""
+    heartbeat_secs: float = 1.0
+    """How often the daemon sends its watchers a heartbeat and touches ``daemon.alive``;
+    a watcher that misses several takes the daemon for gone."""
+    autosave_delay_secs: float = 2.0
+    """Quiet time after an edit before a file-backed room saves itself."""
+    autosave_max_delay_secs: float = 10.0
+    """Longest a file-backed room waits to save under continuous edits."""
+    file_check_secs: float = 1.0
+    """How often a file-backed room with peers looks whether its file changed on disk
+    (a stat); 0 leaves it to the check every save makes."""
+    execution_retention: int = 1000
+    """How many finished execution records executions/ keeps."""
+    max_rooms: int = 128
+    """Resident rooms the daemon admits in all; a create or open beyond it is refused."""
+    max_rooms_per_connection: int = 48
+    """Resident rooms one client connection may have started."""
+    max_unsent_bytes: int = 64 * 1024 * 1024
+    """Bytes the daemon holds for one connection that has not read them (a watcher that
+    stopped reading, or a client that sends requests and never reads the replies); past
+    it the connection is closed. Four full frames."""
+    uv_config_file: str = ""
+    """A ``uv.toml`` every uv build and install of the daemon reads (an index mirror, say),
+    as ``--config-file``; by default they read none (``--no-config``)."""
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    """The largest notebook file (or execution record) the daemon reads; a larger one is
+    refused before it is read (``protocol/common/safe_files.py``)."""
+    output_limit_bytes: int = OUTPUT_LIMIT_BYTES
+    """Output one cell keeps (in the notebook, its file and its execution record): the
+    first and the last half of it, with a notice of what was dropped between (at least
+    4 KiB; actors/common/output_bounds.py)."""
+    figure_files: int = 64
+    """How many image files figures/ in the state dir keeps: each PNG or JPEG a tool result
+    attaches is also written there, for clients that drop image content (Codex); 0 writes
+    none. Read by `nbstage mcp` when it starts."""
+
+
+_ENV_NAMES = {
+    "keep_alive_secs": "NBSTAGE_KEEP_ALIVE_SECS",
+    "reaper_interval_secs": "NBSTAGE_REAPER_INTERVAL_SECS",
+    "reaper_ttl_secs": "NBSTAGE_REAPER_TTL_SECS",
+    "reaper_soft_cap": "NBSTAGE_REAPER_SOFT_CAP",
+    "heartbeat_secs": "NBSTAGE_HEARTBEAT_SECS",
+    "autosave_delay_secs": "NBSTAGE_AUTOSAVE_DELAY_SECS",
+    "autosave_max_delay_secs": "NBSTAGE_AUTOSAVE_MAX_DELAY_SECS",
+    "file_check_secs": "NBSTAGE_FILE_CHECK_SECS",
+    "execution_retention": "NBSTAGE_EXECUTION_RETENTION",
+    "max_rooms": "NBSTAGE_MAX_ROOMS",
+    "max_rooms_per_connection": "NBSTAGE_MAX_ROOMS_PER_CONNECTION",
+    "max_unsent_bytes": "NBSTAGE_MAX_UNSENT_BYTES",
+    "uv_config_file": "NBSTAGE_UV_CONFIG_FILE",
+    "max_file_bytes": "NBSTAGE_MAX_FILE_BYTES",
+    "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
+    "figure_files": "NBSTAGE_FIGURE_FILES",
+}
+
+
+def env_name(field_name: str) -> str:
+    return _ENV_NAMES[field_name]
+
+
+def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Settings:
+    """Read config.toml (if any) and let the environment override it."""
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    config = state_dir / "config.toml"
+    try:
+        text, _ = read_regular(config, SMALL_FILE_BYTES)
+    except FileNotFoundError:
+        pass
+    else:
+        values.update(tomllib.loads(text.decode("utf-8")))
+    for name, var in _ENV_NAMES.items():
+        if var in env:
+            values[name] = env[var]
+    settings = Settings()
+    types = {f.name: type(getattr(settings, f.name)) for f in fields(Settings)}
+    unknown = set(values) - set(types)
+    if unknown:
+        raise ValueError(f"unknown settings in {config}: {', '.join(sorted(unknown))}")
+    return replace(settings, **{k: types[k](v) for k, v in values.items()})

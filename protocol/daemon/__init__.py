@@ -1,0 +1,2 @@
+"""The conversation over the daemon's Unix socket: frames, requests, replies and the
+notices that travel with them."""
