@@ -27,8 +27,8 @@ import nbformat
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from nbstage.entrypoints.lab import launch
 from nbstage.entrypoints.common.statedir import state_paths
+from nbstage.entrypoints.lab import launch
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running
 from tests.y_person import YPerson
@@ -108,6 +108,9 @@ class WsPerson(YPerson):
     def __init__(self, lab: RunningLab, name: str) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
+        # tornado asks for the current loop outside coroutines too: it must be this one,
+        # or asyncio would make one that nobody closes.
+        asyncio.set_event_loop(self.loop)
         session = lab.session(name)
         self.notebook_id = session["fileId"]
         url = (
@@ -158,8 +161,11 @@ class WsPerson(YPerson):
 
     def close(self) -> None:
         """Close the websocket and wait for the server's close (read_message gives None)."""
-        self.ws.close()
-        with contextlib.suppress(TimeoutError):
-            while self._run(self.ws.read_message, 10) is not None:
-                pass
-        self.loop.close()
+        try:
+            self.ws.close()
+            with contextlib.suppress(TimeoutError):
+                while self._run(self.ws.read_message, 10) is not None:
+                    pass
+        finally:
+            asyncio.set_event_loop(None)
+            self.loop.close()

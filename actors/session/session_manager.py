@@ -63,6 +63,7 @@ from nbstage.protocol.daemon.requests import (
 from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.lifecycle import tool_error, tool_result
 from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.session.lab_wanted import LabStarted, LabWanted
 from nbstage.protocol.session.session_followups import (
     DeferredExpired,
     FiguresWritten,
@@ -90,6 +91,14 @@ from nbstage.protocol.session.watching import (
     DaemonWentAway,
     StartWatch,
 )
+
+
+def lab_started(state_dir: str) -> dict[str, Any]:
+    """On a worker thread: the state dir's Lab edge, started if none runs."""
+    from nbstage.entrypoints.lab.launch import ensure_running
+
+    return ensure_running(state_dir)
+
 
 log = logging.getLogger("nbstage.session")
 
@@ -451,6 +460,7 @@ class SessionManager(NbActor):
             cwd=self.config.cwd,
             active_id=active.notebook_id if active else None,
             parked_ids=tuple(s.notebook_id for s in self.state.parked),
+            state_dir=self.config.state_dir,
             figures=self._figures(),
         )
 
@@ -480,6 +490,9 @@ class SessionManager(NbActor):
         except Exception:
             log.exception("tool %s failed", self.calls.get(call_id))
             self._finish(call_id, tool_error("Internal error in nbstage; see its logs."))
+            return
+        if isinstance(request, LabWanted):
+            self.offload(LabStarted(call_id, handler), lambda: lab_started(request.state_dir))
             return
         self._daemon(request, lambda answer: self._run(call_id, handler, answer, request), call_id)
 
@@ -516,7 +529,15 @@ class SessionManager(NbActor):
         )
 
     def handlers(self) -> dict[Any, Any]:
-        return {finished(FiguresWritten): self._figures_written}
+        return {
+            finished(FiguresWritten): self._figures_written,
+            finished(LabStarted): self._lab_started,
+        }
+
+    def _lab_started(self, done: BlockingWorkDone) -> None:
+        token: LabStarted = done.token
+        failure = DaemonFailure(ErrorCode.INTERNAL, f"JupyterLab did not start: {done.error}")
+        self._run(token.call_id, token.handler, done.result if done.ok else failure)
 
     def _figures_written(self, done: BlockingWorkDone) -> None:
         """The result goes out once its images are on disk; if they could not be written,

@@ -32,6 +32,7 @@ from nbstage.protocol.daemon.requests import (
     CellsFormat,
     CreateCell,
     DeleteCell,
+    DescribeRoom,
     ExecuteCell,
     GetCell,
     GetCells,
@@ -49,6 +50,7 @@ from nbstage.protocol.daemon.requests import (
 from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.lifecycle import text_content, tool_result
 from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.session.lab_wanted import LabWanted, notebook_url
 
 
 @frozen
@@ -58,6 +60,7 @@ class ToolContext:
     cwd: str
     active_id: str | None = None
     parked_ids: tuple[str, ...] = ()
+    state_dir: str = ""
     figures: str | None = None
     """The folder attached images are also written to (figure_files.py); None: nowhere."""
 
@@ -332,6 +335,28 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
     return tool_result({"notebooks": notebooks}, text=text)
 
 
+def show_notebook(ctx: ToolContext, args: tools.ShowNotebookArgs) -> Handler:
+    notebook_id = args.notebook_id or ctx.notebook_id
+    room = yield DescribeRoom(notebook_id)
+    if room.path is None:
+        raise DaemonFailure(
+            ErrorCode.NO_PATH,
+            "This notebook has no file yet, and JupyterLab shows files. "
+            "Call save_notebook with a path first.",
+        )
+    lab = yield LabWanted(ctx.state_dir)
+    try:
+        url = notebook_url(lab, room.path, lab["token"])
+    except ValueError:
+        raise DaemonFailure(
+            ErrorCode.BAD_REQUEST,
+            f"{room.path} is outside JupyterLab's root ({lab['root']}). Run `nbstage lab "
+            "--root-dir DIR` with a DIR that holds it, or set NBSTAGE_LAB_ROOT.",
+        ) from None
+    structured = {"url": url, "notebook_id": notebook_id, "path": room.path}
+    return tool_result(structured, text=f"Open {url} to watch and edit {room.path} live.")
+
+
 SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.GET_CELL: get_cell,
     ToolName.GET_ALL_CELLS: get_all_cells,
@@ -348,4 +373,5 @@ SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.REPLACE_REGEX: replace_regex,
     ToolName.SAVE_NOTEBOOK: save_notebook,
     ToolName.MANAGE_DEPENDENCIES: manage_dependencies,
+    ToolName.SHOW_NOTEBOOK: show_notebook,
 }

@@ -25,11 +25,11 @@ from pycrdt import Decoder, Encoder
 from tornado import web
 from tornado.websocket import WebSocketHandler
 
+from nbstage.entrypoints.common.ownership import Untrusted
+from nbstage.entrypoints.common.statedir import client_paths
 from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
 from nbstage.entrypoints.lab.room_link import RoomLink
-from nbstage.entrypoints.common.ownership import Untrusted
-from nbstage.entrypoints.common.statedir import client_paths
 
 log = logging.getLogger("nbstage.lab")
 

@@ -13,18 +13,24 @@ import contextlib
 import os
 import secrets
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import Any, BinaryIO
 
 import orjson
 import psutil
 
+from nbstage.entrypoints.common.python_command import module_command
+from nbstage.entrypoints.common.statedir import StatePaths, prepare, state_paths
 from nbstage.entrypoints.control.daemon_launch import start_daemon_unless_running
-from nbstage.entrypoints.common.statedir import StatePaths, prepare
-from nbstage.protocol.common.safe_files import FileRefused, read_regular, write_private
+from nbstage.protocol.common.safe_files import (
+    FileRefused,
+    open_private,
+    read_regular,
+    write_private,
+)
 
 TOKEN_FILE = "lab-token"
 RECORD_FILE = "lab.json"
@@ -120,7 +126,24 @@ def wait_until_up(paths: StatePaths, timeout: float = 60.0) -> dict[str, Any]:
     raise TimeoutError(f"JupyterLab did not answer within {timeout:.0f}s; see logs/lab.out")
 
 
-def notebook_url(record: dict[str, Any], path: str, lab_token: str) -> str:
-    """The URL that opens ``path`` (absolute, under Lab's root) in JupyterLab."""
-    relative = Path(path).resolve().relative_to(record["root"])
-    return f"http://{HOST}:{record['port']}/lab/tree/{quote(str(relative))}?token={lab_token}"
+def ensure_running(state_dir: str, timeout: float = 90.0) -> dict[str, Any]:
+    """The record of the state dir's Lab edge and its token, starting ``nbstage lab``
+    detached (in a session of its own, like the daemon) when none runs."""
+    paths = state_paths(state_dir)
+    if running(paths) is None:
+        prepare(paths)
+        command = [*module_command("nbstage.entrypoints.cli"), "lab", "--state-dir", state_dir]
+        with open_private_append(paths.logs / "lab.out") as out:
+            subprocess.run(
+                ["/bin/sh", "-c", '"$@" &', "sh", *command],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                check=False,
+            )
+    return {**wait_until_up(paths, timeout), "token": token(paths)}
+
+
+def open_private_append(path: Path) -> BinaryIO:
+    return os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.entrypoints.common.ownership import check_peer, check_private_dir
+from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.protocol.daemon.frames import (
     WIRE_VERSION,
     FrameError,

@@ -85,6 +85,11 @@ class DisconnectArgs:
 
 
 @frozen
+class ShowNotebookArgs:
+    notebook_id: str | None = arg("Which notebook to show (default: the active one).", None)
+
+
+@frozen
 class GetCellArgs:
     cell_id: str = arg("The cell's id.")
     full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
@@ -437,6 +442,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Replace the single match of a regular expression.",
         ReplaceRegexArgs,
         A.DOCUMENT_MUTATION,
+    ),
+    ToolSpec(
+        "show_notebook",
+        "Show the notebook to the person",
+        "A link that opens the notebook live in JupyterLab (started if need be): the person "
+        "sees your edits and outputs as they happen, and their edits reach you. Call it when "
+        "the person asks to see or work on the notebook with you; give them the url.",
+        ShowNotebookArgs,
+        A.DOCUMENT_READ,
+        idempotent=True,
     ),
 )
 RECONNECT = ToolSpec(

@@ -9,11 +9,13 @@ import time
 import urllib.error
 import urllib.request
 
+import anyio
 import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from tests.lab_support import RunningLab, WsPerson
+from tests.support import McpClientSession, call_ok
 
 
 def _agent_sees(lab: RunningLab, notebook_id: str, cell_id: str, source: str) -> bool:
@@ -106,3 +108,22 @@ def test_a_malformed_message_closes_that_socket_and_the_room_carries_on(lab, per
     finally:
         bad.close()
         good.close()
+
+
+def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab) -> None:
+    """Through a real `nbstage mcp` on Lab's state dir: the url names the notebook under
+    Lab's root with the token, and Lab serves that page with it (without, its login page)."""
+    path = lab.notebook("shown.ipynb", "print('shown')")
+
+    async def body() -> None:
+        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
+            await call_ok(client, "connect_notebook", path=str(path))
+            shown = await call_ok(client, "show_notebook")
+            assert shown["path"] == str(path)
+            assert shown["url"] == f"{lab.base}/lab/tree/shown.ipynb?token={lab.token}"
+            with urllib.request.urlopen(shown["url"], timeout=30) as page:
+                assert page.status == 200
+            with urllib.request.urlopen(shown["url"].split("?")[0], timeout=30) as page:
+                assert "/login" in page.geturl()
+
+    anyio.run(body)

@@ -36,8 +36,8 @@ from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.once import OnceKeys
 from nbstage.actors.daemon.room.opening import Opening
 from nbstage.actors.daemon.room.peers import Closing, Peers, closing_error
-from nbstage.actors.daemon.room.sharing import Sharing, journalled
 from nbstage.actors.daemon.room.room_support import save_error, scoped_key
+from nbstage.actors.daemon.room.sharing import Sharing, journalled
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon import lab, replies, requests

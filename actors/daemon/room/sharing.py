@@ -20,7 +20,6 @@ from nbstage.actors.daemon.room.actions import Action, Answer, Offload, Send
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
-from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.lab import (
     JoinSharedDoc,
@@ -30,6 +29,7 @@ from nbstage.protocol.daemon.lab import (
     from_text,
     to_text,
 )
+from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import JournalAppended
 
 log = logging.getLogger("nbstage.room")
