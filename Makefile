@@ -57,9 +57,12 @@ agent-clis: $(NODE_STAMP)
 # Debian's chromium and its driver, for tests/e2e/test_lab_browser.py: installed where this
 # runs as root (CI); elsewhere that test is skipped and names the install command.
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		apt-get update -q >/dev/null 2>&1; apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; } || true
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -q >/dev/null 2>&1; \
+			apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || true; \
+		fi; \
+	fi
 
 $(NODE_STAMP): Makefile
 	@mkdir -p $(NODE_DIR)
