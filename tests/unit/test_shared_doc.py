@@ -209,3 +209,31 @@ def test_an_update_from_one_peer_is_relayed_to_the_others() -> None:
     for message in heard.relay:
         second.hear(message)
     assert second.sources() == ["a + 1"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.set_cell(d.cells[1].id, "edited", None),
+        lambda d: d.set_cell(d.cells[1].id, None, "markdown"),
+        lambda d: d.set_outputs(
+            d.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "a"}], 1
+        ),
+        lambda d: d.append_outputs(
+            d.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "b"}]
+        ),
+        lambda d: d.clear_outputs(d.cells[0].id),
+        lambda d: d.set_dependencies(["numpy"]),
+    ],
+    ids=["source", "type", "outputs", "appended", "cleared", "metadata"],
+)
+def test_a_content_change_leaves_the_y_document_equal_to_the_room(change) -> None:
+    doc = _doc("a", "b", "c")
+    doc.set_outputs(doc.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "0"}], 1)
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    change(doc)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert shared.content() == doc.to_json()
+    assert peer.notebook.get() == doc.to_json()

@@ -11,13 +11,17 @@ ADR 0004 has the design.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
+import orjson
 from jupyter_ydoc import YNotebook
 from pycrdt import (
     Awareness,
     Decoder,
     Doc,
+    Map,
+    Text,
     YMessageType,
     YSyncMessageType,
     create_awareness_message,
@@ -26,7 +30,7 @@ from pycrdt import (
     write_message,
 )
 
-from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.notebook.document import Cell, Document
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
@@ -58,6 +62,9 @@ class SharedDoc:
         """peer id -> the daemon connection its messages go to."""
         self.revision = -1
         """The Document revision the Y document holds."""
+        self._seen: dict[str, tuple] = {}
+        self._order: list[str] = []
+        self._metadata: dict = {}
         self._updates: list[bytes] = []
         self.ydoc.observe(lambda event: self._updates.append(event.update))
         self.mirror(doc)
@@ -66,12 +73,44 @@ class SharedDoc:
 
     def mirror(self, doc: Document) -> list[bytes]:
         """Bring the Y document to ``doc`` in one transaction, cell by cell id; the
-        update messages every person needs (none when nothing changed)."""
+        update messages every person needs (none when nothing changed).
+
+        When the cells and their order are the same, only the cells whose content
+        changed are touched (an edit or an output costs one cell, not the notebook);
+        otherwise YNotebook.set merges the whole notebook by cell id."""
         if doc.revision == self.revision:
             return []
         self.revision = doc.revision
-        self.notebook.set(doc.to_json())
+        seen = {cell.id: _fingerprint(cell) for cell in doc.cells}
+        order = list(seen)
+        if order != self._order or doc.metadata != self._metadata:
+            self.notebook.set(doc.to_json())
+        else:
+            with self.ydoc.transaction():
+                for index, cell in enumerate(doc.cells):
+                    if self._seen[cell.id] != seen[cell.id]:
+                        self._update(index, cell, self._seen[cell.id])
+        self._seen, self._order, self._metadata = seen, order, dict(doc.metadata)
         return [create_update_message(u) for u in self._take()]
+
+    def _update(self, index: int, cell: Cell, before: tuple) -> None:
+        ycell = self.notebook.ycells[index]
+        cell_type, source, outputs, count, metadata = _fingerprint(cell)
+        if cell_type != before[0]:
+            self.notebook.set_cell(index, cell.to_json())
+            return
+        if source != before[1]:
+            self.notebook.set_cell(index, source=source)
+        if metadata != before[4]:
+            ycell["metadata"] = Map(copy.deepcopy(cell.metadata))
+        if cell_type != "code":
+            return
+        if count != before[3]:
+            ycell["execution_count"] = count
+        if outputs != before[2]:
+            youtputs = ycell["outputs"]
+            youtputs.clear()
+            youtputs.extend([_youtput(output) for output in cell.outputs])
 
     def content(self) -> dict:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
@@ -136,6 +175,28 @@ class SharedDoc:
     def _take(self) -> list[bytes]:
         taken, self._updates = self._updates, []
         return taken
+
+
+def _fingerprint(cell: Cell) -> tuple:
+    """What the mirror compares: the Document replaces a cell's outputs list whenever
+    they change, so the list's identity stands for its content."""
+    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS)
+    return (
+        cell.cell_type,
+        cell.source,
+        (id(cell.outputs), len(cell.outputs)),
+        cell.execution_count,
+        metadata,
+    )
+
+
+def _youtput(output: dict) -> Map:
+    """An output as JupyterLab's schema holds it: a stream's text is a Y text."""
+    output = copy.deepcopy(output)
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+        output["text"] = Text(text if isinstance(text, str) else "".join(text))
+    return Map(output)
 
 
 def _payload(decoder: Decoder) -> bytes:
