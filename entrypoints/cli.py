@@ -9,15 +9,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 import orjson
 
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.statedir import STATE_DIR_ENV, client_paths, state_paths
+from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.common.safe_files import FileRefused
 from nbstage.protocol.common.version import VERSION
+
+if TYPE_CHECKING:
+    from nbstage.protocol.daemon.replies import DaemonStatus
 
 state_dir_option = click.option(
     "--state-dir",
@@ -31,13 +35,13 @@ state_dir_option = click.option(
 
 class _Group(click.Group):
     """Reports a state or socket dir (or daemon) that is not this user's, a file in it
-    that is not a regular file (a FIFO, a link), and a daemon that does not start or stop
-    in time, as a clear error."""
+    that is not a regular file (a FIFO, a link), a daemon that does not start or stop
+    in time, and one that refuses or garbles its answer, as a clear error."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except (Untrusted, FileRefused, TimeoutError) as exc:
+        except (Untrusted, FileRefused, TimeoutError, NbstageError) as exc:
             raise click.ClickException(str(exc)) from exc
 
 
@@ -52,13 +56,22 @@ def daemon() -> None:
     """Start, stop and inspect the per-user notebook daemon."""
 
 
-def _print_status(status: dict[str, Any], as_json: bool) -> None:
+def _print_status(status: DaemonStatus, as_json: bool) -> None:
     if as_json:
-        click.echo(orjson.dumps(status, option=orjson.OPT_INDENT_2).decode())
-        return
-    click.echo(
-        f"nbstage daemon {status['version']} pid {status['pid']} "
-        f"on {status['socket']}: {status['rooms']} rooms, {status['kernels']} kernels"
+        from nbstage.protocol.common.codec import to_wire
+
+        click.echo(orjson.dumps(to_wire(status), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(_status_line(status))
+
+
+def _status_line(status: DaemonStatus | None, socket: Path | None = None) -> str:
+    """One line on the daemon; question marks for one that did not answer on ``socket``."""
+    if status is None:
+        return f"nbstage daemon ? pid ? on {socket}: ? rooms, ? kernels"
+    return (
+        f"nbstage daemon {status.version} pid {status.pid} "
+        f"on {status.socket}: {status.rooms} rooms, {status.kernels} kernels"
     )
 
 
@@ -75,18 +88,7 @@ def daemon_start(foreground: bool, state_dir: str | None) -> None:
             daemon_control.run_foreground(paths)
         except daemon_control.AlreadyRunning:
             status = daemon_control.query_status(paths)
-            click.echo("already running: ", nl=False)
-            _print_status(
-                status
-                or {
-                    "version": "?",
-                    "pid": "?",
-                    "socket": str(paths.socket),
-                    "rooms": "?",
-                    "kernels": "?",
-                },
-                False,
-            )
+            click.echo("already running: " + _status_line(status, paths.socket))
         return
     status, started = daemon_control.start_background(paths)
     click.echo("started: " if started else "already running: ", nl=False)

@@ -21,7 +21,6 @@ from typing import Any
 
 from thespian.actors import ActorAddress, ActorTypeDispatcher, WakeupMessage
 
-from nbstage.actors.common.output_bounds import previewed
 from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
@@ -99,6 +98,10 @@ class NbActor(ActorTypeDispatcher):
 
     def answer(self, origin: Origin, reply: object) -> None:
         if origin.preview is not None:
+            # Only the daemon's actors answer with previews. Imported here, output_bounds
+            # and the reply classes it reads stay out of the `nbstage mcp` edge (SPEC §11).
+            from nbstage.actors.common.output_bounds import previewed
+
             reply = previewed(reply, origin.preview)
         self.send(self.edge, RequestAnswered(origin, dumps(reply), self.notices_for(origin)))
 

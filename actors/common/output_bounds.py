@@ -73,9 +73,11 @@ def cut_text(text: str, budget: int, why: str) -> str:
     return f"{head}\n… [nbstage: {what} cut here; {why}] …\n{tail}"
 
 
-def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
-    """One non-stream output made to fit ``budget`` bytes, marked where it lost something."""
-    if output_size(output) <= budget:
+def shrink_output(output: dict[str, Any], budget: int, size: int | None = None) -> dict[str, Any]:
+    """One non-stream output made to fit ``budget`` bytes, marked where it lost something.
+    ``size``: its ``output_size`` when the caller has it, so it is not encoded again."""
+    size = output_size(output) if size is None else size
+    if size <= budget:
         return output
     why = f"one output keeps at most {_count(budget, 'byte')} (setting {SETTING})"
     kind = output.get("output_type")
@@ -84,8 +86,7 @@ def shrink_output(output: dict[str, Any], budget: int) -> dict[str, Any]:
     given = output.get("data")
     data: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     mimes = cut_text(", ".join(map(str, data)) or str(kind), 256, why)
-    size = _count(output_size(output), "byte")
-    notice = f"[nbstage: an output of {size} ({mimes}) was dropped: {why}]"
+    notice = f"[nbstage: an output of {_count(size, 'byte')} ({mimes}) was dropped: {why}]"
     plain = data.get("text/plain")
     if plain is not None:
         notice += "\n" + cut_text(joined_text(plain), budget // 2, why)
@@ -166,8 +167,11 @@ class KeptOutputs:
 
     def add(self, output: dict[str, Any]) -> None:
         if output.get("output_type") != "stream":
-            output = shrink_output(output, self._half)
-            entry = _Entry(output, "", deque(), output_size(output))
+            size = output_size(output)
+            if size > self._half:
+                output = shrink_output(output, self._half, size)
+                size = output_size(output)
+            entry = _Entry(output, "", deque(), size)
             if self._open_head() and self._head_size + entry.size <= self._half:
                 self.head.append(entry)
                 self._head_size += entry.size

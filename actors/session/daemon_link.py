@@ -19,17 +19,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from nbstage.protocol.common.codec import to_wire
-from nbstage.protocol.common.errors import NbstageError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.daemon.frames import (
-    WIRE_VERSION,
-    FrameError,
-    decode_daemon_frame,
-    encode_frame,
-)
-from nbstage.protocol.daemon.replies import DaemonRefused, decode_reply
-from nbstage.protocol.daemon.requests import WIRE_NAMES
+from nbstage.protocol.daemon.conversation import answer_in, request_frame
+from nbstage.protocol.daemon.frames import FrameError, decode_daemon_frame
 
 log = logging.getLogger("nbstage.link")
 
@@ -100,9 +93,7 @@ class DaemonLink:
         """Send a request; returns its id. A link that failed reports so by message,
         so the caller's pending continuations are failed there, in one place."""
         request_id = next(self._ids)
-        envelope = {"v": WIRE_VERSION, "type": WIRE_NAMES[type(request)], "id": request_id}
-        frame = encode_frame({**envelope, **to_wire(request)})
-        self._tell_edge(SendToDaemon(self.link, frame))
+        self._tell_edge(SendToDaemon(self.link, request_frame(request_id, request)))
         return request_id
 
     def close(self) -> None:
@@ -131,10 +122,8 @@ def reply_in(frame: dict[str, Any], expected: type) -> object:
     """The ``expected`` reply a result frame carries, or the DaemonFailure an error frame
     (or a malformed reply) stands for."""
     try:
-        reply = decode_reply(frame, expected)
-    except NbstageError as exc:
-        log.error("%s", exc.message)
-        return DaemonFailure(exc.code, exc.message)
-    if isinstance(reply, DaemonRefused):
-        return DaemonFailure(reply.code, reply.message)
-    return reply
+        return answer_in(frame, expected, DaemonFailure)
+    except DaemonFailure as failure:
+        if failure.code is ErrorCode.BAD_REPLY:
+            log.error("%s", failure.message)
+        return failure

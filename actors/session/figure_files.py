@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +28,10 @@ EXTENSIONS: Final = {"image/png": ".png", "image/jpeg": ".jpg"}
 
 def figure_path(folder: str, encoded: str, mime: str) -> str:
     """Where the image whose base64 is ``encoded`` is written: the same image, the same file."""
+    # hashlib loads OpenSSL's libcrypto, about 3.6 MB that an idle session child does not
+    # need (entrypoints/common/lean.py); it comes in with the first image.
+    import hashlib
+
     digest = hashlib.sha256(encoded.encode("ascii", "replace")).hexdigest()[:32]
     return os.path.join(folder, digest + EXTENSIONS.get(mime, ".bin"))
 

@@ -38,7 +38,7 @@ def settle(paths: StatePaths) -> StatePaths:
     if paths.socket_dir == paths.root:
         make_private_dir(paths.kernel_dir)
         return paths
-    recorded = _own_recorded(paths)
+    recorded = own_recorded(paths)
     if recorded is not None:
         make_private_dir(recorded.kernel_dir)
         return recorded
@@ -77,7 +77,7 @@ def client_problem(paths: StatePaths) -> str | None:
     """Why no daemon could serve ``paths``' state dir, or None when one can: its recorded
     dir is its own, the short dir is (or can be made), or a fresh dir can be made for
     the daemon to fall back to (tried, and removed at once)."""
-    if paths.socket_dir == paths.root or _own_recorded(paths) is not None:
+    if paths.socket_dir == paths.root or own_recorded(paths) is not None:
         return None
     try:
         check_private_dir(paths.socket_dir)
@@ -93,10 +93,13 @@ def client_problem(paths: StatePaths) -> str | None:
     return None
 
 
-def _own_recorded(paths: StatePaths) -> StatePaths | None:
-    """The paths the state dir records, when the dir they name is this user's alone."""
+def own_recorded(paths: StatePaths) -> StatePaths | None:
+    """The paths the state dir records, when the dir they name is this user's alone: else
+    None, for a dir someone else made or changed holds no daemon of ours. The one check of
+    the record, for the daemon and its clients alike. Raises Untrusted when the state dir
+    itself is not this user's alone (then nothing in it is believed)."""
+    recorded = recorded_paths(paths)
     try:
-        recorded = recorded_paths(paths)
         check_private_dir(recorded.socket_dir)
     except (Untrusted, OSError):
         return None

@@ -12,22 +12,23 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import psutil
 
 from nbstage.entrypoints.common import runtime_dir
-from nbstage.entrypoints.common.ownership import Untrusted, check_private_dir
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import (
     StatePaths,
     daemon_output,
     prepare,
     record_socket_dir,
-    recorded_paths,
 )
 from nbstage.protocol.common.safe_files import open_private
 from nbstage.protocol.common.version import VERSION
+
+if TYPE_CHECKING:
+    from nbstage.protocol.daemon.replies import DaemonStatus
 
 VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
 START_TIMEOUT = 60.0
@@ -42,20 +43,23 @@ def daemon_version() -> str:
     return os.environ.get(VERSION_ENV) or VERSION
 
 
-def query_status(paths: StatePaths, timeout: float = 10.0) -> dict[str, Any] | None:
+def query_status(paths: StatePaths, timeout: float = 10.0) -> DaemonStatus | None:
     """The running daemon's status, or None if nothing answers on the socket it recorded
     (a socket dir that is not this user's alone holds no daemon of ours: runtime_dir.py).
-    Raises ownership.Untrusted if the process serving that socket is not this user's."""
-    from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
+    Raises ownership.Untrusted if the state dir, or the process serving that socket, is
+    not this user's."""
+    recorded = runtime_dir.own_recorded(paths)
+    return None if recorded is None else _status_on(recorded, timeout)
 
-    socket_path = recorded_paths(paths).socket
+
+def _status_on(recorded: StatePaths, timeout: float) -> DaemonStatus | None:
+    from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
+    from nbstage.protocol.daemon.replies import DaemonStatus
+    from nbstage.protocol.daemon.requests import GetStatus
+
     try:
-        check_private_dir(socket_path.parent)
-    except (Untrusted, OSError):
-        return None
-    try:
-        with DaemonClient(socket_path, timeout=timeout) as client:
-            return client.request("status")
+        with DaemonClient(recorded.socket, timeout=timeout) as client:
+            return client.call(GetStatus(), DaemonStatus)
     except (DaemonNotRunning, ConnectionError, OSError):
         return None
 
@@ -124,7 +128,7 @@ def work_in_state_dir(paths: StatePaths) -> None:
 
 def start_background(
     paths: StatePaths, env: Mapping[str, str] | None = None
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[DaemonStatus, bool]:
     """Start a detached daemon unless one runs; return (status, started_now). ``env``
     (default: this process's) is the daemon's environment, and so its settings'."""
     status = query_status(paths)
@@ -155,7 +159,7 @@ def start_background(
     while time.monotonic() < deadline:
         status = query_status(paths, timeout=2.0)
         if status is not None:
-            return status, status["pid"] == proc.pid
+            return status, status.pid == proc.pid
         if proc.poll() is not None:
             status = query_status(paths)
             if status is not None:
@@ -168,18 +172,20 @@ def start_background(
 def stop(paths: StatePaths) -> int | None:
     """Ask the daemon to stop and wait until its process is gone; return its pid."""
     from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
+    from nbstage.protocol.daemon.replies import DaemonStopping
+    from nbstage.protocol.daemon.requests import ShutdownDaemon
 
-    status = query_status(paths)
-    if status is None:
+    recorded = runtime_dir.own_recorded(paths)
+    status = None if recorded is None else _status_on(recorded, 10.0)
+    if recorded is None or status is None:
         return None
-    pid = status["pid"]
     with (
         contextlib.suppress(DaemonNotRunning, ConnectionError, OSError),
-        DaemonClient(recorded_paths(paths).socket) as client,
+        DaemonClient(recorded.socket) as client,
     ):
-        client.request("shutdown")
-    _wait_gone(pid, STOP_TIMEOUT)
-    return pid
+        client.call(ShutdownDaemon(), DaemonStopping)
+    _wait_gone(status.pid, STOP_TIMEOUT)
+    return status.pid
 
 
 def _wait_gone(pid: int, timeout: float) -> None:

@@ -13,9 +13,10 @@ import os
 import socket
 import subprocess
 
-from nbstage.entrypoints.common.ownership import Untrusted, check_private_dir
+from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.python_command import module_command
-from nbstage.entrypoints.common.statedir import StatePaths, daemon_output, prepare, recorded_paths
+from nbstage.entrypoints.common.runtime_dir import own_recorded
+from nbstage.entrypoints.common.statedir import StatePaths, daemon_output, prepare
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -29,13 +30,14 @@ def daemon_answers(paths: StatePaths) -> bool:
     """Whether something listens on the socket the state dir records, in a dir that is
     this user's alone (a planted dir holds no daemon of ours)."""
     try:
-        socket_path = recorded_paths(paths).socket
-        check_private_dir(socket_path.parent)
+        recorded = own_recorded(paths)
     except (OSError, Untrusted):
+        return False
+    if recorded is None:
         return False
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
-            probe.connect(str(socket_path))
+            probe.connect(str(recorded.socket))
         except OSError:
             return False
     return True

@@ -16,6 +16,9 @@ import anyio
 from nbstage.entrypoints.control.daemon_client import DaemonError, DaemonNotRunning
 from nbstage.entrypoints.harness.clients import McpClient
 from nbstage.entrypoints.harness.procs import FaultError, alive, sigkill, wait_gone
+from nbstage.protocol.daemon.replies import ClientsListed, RoomsListed, RoomView
+from nbstage.protocol.daemon.requests import ListClients, ListRooms
+from nbstage.protocol.daemon_actors.kernels import KernelState
 
 if TYPE_CHECKING:
     from nbstage.entrypoints.harness.run import Run
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 FIND_SECS = 15.0
 """How long a fault waits for the daemon to report the process it is after."""
 _T = TypeVar("_T")
+_NOT_RUNNING = (KernelState.NONE, KernelState.STARTING, KernelState.DEAD)
 Fault = Callable[["Run", dict[str, Any]], Awaitable[str | None]]
 
 
@@ -46,7 +50,7 @@ async def poll(probe: Callable[[], _T | None], what: str, timeout: float = FIND_
 
 def _client_entry(run: Run, client: McpClient) -> dict[str, Any] | None:
     """The daemon's report on this client's current session manager."""
-    reports = run.daemon.request("clients")["clients"]
+    reports = run.daemon.call(ListClients(), ClientsListed).clients
     live = [r for r in reports if r.get("session_manager_pid") and alive(r["session_manager_pid"])]
     mine = [r for r in live if r.get("label") == client.spec.label]
     if len(mine) > 1:
@@ -88,14 +92,14 @@ async def kill_daemon(run: Run, params: dict[str, Any]) -> str:
 
 async def start_daemon(run: Run, params: dict[str, Any]) -> str:
     identity = await run.daemon.start()
-    return f"daemon pid {identity['pid']}, version {identity['version']}"
+    return f"daemon pid {identity.pid}, version {identity.version}"
 
 
 async def restart_daemon(run: Run, params: dict[str, Any]) -> str:
     old = await run.daemon.stop()
     identity = await run.daemon.start()
     before = "no daemon was running" if old is None else f"daemon pid {old}"
-    return f"{before} → pid {identity['pid']}, version {identity['version']}"
+    return f"{before} → pid {identity.pid}, version {identity.version}"
 
 
 async def upgrade_daemon(run: Run, params: dict[str, Any]) -> str:
@@ -106,21 +110,21 @@ async def upgrade_daemon(run: Run, params: dict[str, Any]) -> str:
 # --- kernels -----------------------------------------------------------------------------
 
 
-def _room(run: Run, notebook_id: str) -> dict[str, Any] | None:
-    rooms = run.daemon.request("list_rooms")["rooms"]
-    return next((room for room in rooms if room["notebook_id"] == notebook_id), None)
+def _room(run: Run, notebook_id: str) -> RoomView | None:
+    rooms = run.daemon.call(ListRooms(), RoomsListed).rooms
+    return next((room for room in rooms if room.notebook_id == notebook_id), None)
 
 
 def _running_kernel(run: Run, notebook_id: str) -> int | None:
     room = _room(run, notebook_id)
-    if room is None or room["kernel_status"] in ("none", "starting", "dead"):
+    if room is None or room.kernel_status in _NOT_RUNNING:
         return None
-    return room["kernel_pid"]
+    return room.kernel_pid
 
 
 def _noticed_dead(run: Run, notebook_id: str, pid: int) -> bool | None:
     room = _room(run, notebook_id)
-    gone = room is None or room["kernel_status"] == "dead" or room["kernel_pid"] != pid
+    gone = room is None or room.kernel_status is KernelState.DEAD or room.kernel_pid != pid
     return True if gone else None
 
 

@@ -13,7 +13,7 @@ import os
 import signal
 import time
 from functools import partial
-from typing import Any
+from typing import TypeVar
 
 import anyio
 import anyio.abc
@@ -26,10 +26,13 @@ from nbstage.entrypoints.control.daemon_client import DaemonClient
 from nbstage.entrypoints.control.daemon_control import VERSION_ENV, query_status, stop
 from nbstage.entrypoints.mcp.mcp_main import REJOIN_ENV
 from nbstage.protocol.common.safe_files import open_private
+from nbstage.protocol.daemon.replies import DaemonIdentity
+from nbstage.protocol.daemon.requests import GetIdentity
 
 NBSTAGE = module_command("nbstage.entrypoints.cli")
 INHERITED_MARKERS = (EDGE_PID_ENV, REJOIN_ENV)
 GONE_SECS = 15.0
+_T = TypeVar("_T")
 
 
 class FaultError(Exception):
@@ -146,7 +149,7 @@ def stop_any_daemon(paths: StatePaths, owned: Owned, timeout: float) -> None:
     while time.monotonic() < deadline:
         status = query_status(paths, timeout=2.0)
         if status is not None:
-            owned.add(status["pid"])
+            owned.add(status.pid)
             with contextlib.suppress(TimeoutError, OSError):
                 stop(paths)
         elif not lock_held(paths):
@@ -165,12 +168,12 @@ class Daemon:
         self.version: str | None = os.environ.get(VERSION_ENV) or None
         self.pids: list[int] = []
 
-    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def call(self, request: object, expected: type[_T]) -> _T:
         with DaemonClient(self.paths.socket, timeout=10.0) as client:
-            return client.request(kind, **fields)
+            return client.call(request, expected)
 
-    async def ask(self, kind: str, **fields: Any) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(partial(self.request, kind, **fields))
+    async def ask(self, request: object, expected: type[_T]) -> _T:
+        return await anyio.to_thread.run_sync(partial(self.call, request, expected))
 
     def _environ(self) -> dict[str, str]:
         env = child_environ(self.env)
@@ -178,7 +181,7 @@ class Daemon:
             env[VERSION_ENV] = self.version
         return env
 
-    async def start(self) -> dict[str, Any]:
+    async def start(self) -> DaemonIdentity:
         command = [*NBSTAGE, "daemon", "start", "--state-dir", str(self.paths.root)]
         done = await anyio.run_process(command, env=self._environ(), check=False)
         said = (done.stdout + done.stderr).decode(errors="replace").strip()
@@ -186,21 +189,19 @@ class Daemon:
             raise FaultError(f"nbstage daemon start exited {done.returncode}: {said[-300:]}")
         if said.startswith("already running"):
             raise FaultError(f"a daemon was running already ({said})")
-        identity = await self.ask("identity")
-        self.owned.add(identity["pid"])
-        if identity["pid"] not in self.pids:
-            self.pids.append(identity["pid"])
-        if self.version and identity["version"] != self.version:
-            raise FaultError(
-                f"the daemon reports version {identity['version']}, not {self.version}"
-            )
+        identity = await self.ask(GetIdentity(), DaemonIdentity)
+        self.owned.add(identity.pid)
+        if identity.pid not in self.pids:
+            self.pids.append(identity.pid)
+        if self.version and identity.version != self.version:
+            raise FaultError(f"the daemon reports version {identity.version}, not {self.version}")
         return identity
 
     async def stop(self) -> int | None:
         return await anyio.to_thread.run_sync(stop, self.paths)
 
     async def kill(self) -> int:
-        pid = (await self.ask("identity"))["pid"]
+        pid = (await self.ask(GetIdentity(), DaemonIdentity)).pid
         sigkill(pid)
         await wait_gone(pid, "the killed daemon")
         return pid

@@ -2,10 +2,11 @@
 
 A request is answered by exactly one reply type (``reply_type``), or refused with
 :class:`DaemonRefused`. The daemon's actors and its socket edge build these and
-encode them with ``to_wire``; the session side decodes each result frame with
-``decode_reply`` into the type its request expects, so a malformed answer fails
-there, once, with the field named. The wire shapes are plain JSON objects, and
-the admin console, the harness and the tests read them as such.
+encode them with ``to_wire``; every client (the session child, the CLI, the admin
+console, the harness) decodes each result frame with ``decode_reply``, through
+``conversation.py``, into the type its request expects, so a malformed answer fails
+there, once, with the field named. The wire shapes are plain JSON objects, which
+tests may also read as such.
 """
 
 from __future__ import annotations

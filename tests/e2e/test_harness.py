@@ -346,7 +346,7 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(
         seen = _read_until(proc, "PASS   2", 120)
         status = query_status(state_paths(state_dir))
         assert status is not None
-        daemon_env = psutil.Process(status["pid"]).environ()
+        daemon_env = psutil.Process(status.pid).environ()
         assert daemon_env["NBSTAGE_KEEP_ALIVE_SECS"] == "2", "settings reach the daemon"
         assert daemon_env["NBSTAGE_HEARTBEAT_SECS"] == "0.5"
         proc.send_signal(signum)
@@ -364,6 +364,6 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(
     assert lines[-1] == "2 passed, 1 failed"
     report = json.loads(report_path.read_text())
     assert report["interrupted"] is True
-    assert report["daemon_pids"] == [status["pid"]]
+    assert report["daemon_pids"] == [status.pid]
     assert_nothing_left(report)
     assert query_status(state_paths(state_dir)) is None

@@ -8,26 +8,25 @@ from typing import Any
 
 import pytest
 
-from nbstage.entrypoints.admin.console import (
-    Outcome,
-    fit_message,
-    key_values,
-    render,
-    run_reap,
-    run_rooms,
-)
+from nbstage.entrypoints.admin.console import render
+from nbstage.entrypoints.admin.daemon_access import Outcome
+from nbstage.entrypoints.admin.interventions import run_reap
+from nbstage.entrypoints.admin.room_views import run_rooms
 from nbstage.entrypoints.admin.terminal_text import visible
+from nbstage.entrypoints.admin.text_layout import fit_message, key_values
+from nbstage.protocol.common.codec import from_wire
 
 
 class AnsweringAdmin:
-    """Stands in for Admin: gives run_* functions a width and one canned daemon answer."""
+    """Stands in for Admin: gives run_* functions a width and one canned daemon answer,
+    read as the reply they expect."""
 
     def __init__(self, width: int, answer: dict[str, Any]) -> None:
         self.width = width
         self.answer = answer
 
-    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
-        return self.answer
+    def call(self, request: object, expected: type) -> object:
+        return from_wire(expected, self.answer)
 
 
 @pytest.mark.parametrize("width", range(60, 101))
@@ -37,7 +36,7 @@ def test_reap_wraps_between_ids_never_inside_one(width: int) -> None:
     kept = [
         {
             "notebook_id": "e9e65c90-bbbb-4ccc-bac3-d55d0651842d",
-            "at": 0,
+            "at": 0.0,
             "reason": "idle",
             "problem": "No space.",
         }
@@ -58,10 +57,14 @@ def hostile_rooms() -> dict[str, Any]:
     room = {
         "notebook_id": "e9e65c90-bbbb-4ccc-bac3-d55d0651842d",
         "path": f"/work/{HOSTILE}",
+        "ephemeral": False,
+        "starting": False,
+        "room_pid": 11,
         "peers": [{"peer_id": "p1", "label": f"agent{HOSTILE}"}],
         "kernel_status": "idle",
         "kernel_pid": 10,
-        "room_pid": 11,
+        "kernelspec": None,
+        "environment": None,
     }
     return {"rooms": [room]}
 

@@ -49,3 +49,37 @@ def test_thespian_comes_in_without_its_unused_imports_and_they_still_work() -> N
         """
     )
     assert out.split() == ["--", "BadZipFile"]
+
+
+def loaded_after(imports: str, watched: tuple[str, ...]) -> list[str]:
+    """Which of ``watched`` are in sys.modules once a lean process has run ``imports``."""
+    out = run_python(
+        f"""
+        import sys
+        from nbstage.entrypoints.common.lean import thespian_without_extras, without_tls
+
+        without_tls()
+        thespian_without_extras()
+        {imports}
+        print(*sorted(name for name in {watched!r} if name in sys.modules))
+        """
+    )
+    return out.split()
+
+
+# Each of these grew an idle `nbstage mcp` (SPEC §11, 40 MB for both processes) when it came
+# in at start: _hashlib loads OpenSSL's libcrypto (3.6 MB RSS); output_bounds takes the
+# daemon's request and reply classes with it (1.2 MB).
+HEAVY = ("_hashlib", "nbstage.actors.common.output_bounds", "nbstage.protocol.daemon.replies")
+
+
+def test_the_mcp_edge_starts_without_hashlib_or_the_daemons_replies() -> None:
+    edge = "import nbstage.entrypoints.mcp.mcp_edge, nbstage.actors.proxy.supervisor"
+    assert loaded_after(edge, HEAVY) == []
+
+
+def test_the_session_child_starts_without_hashlib() -> None:
+    child = (
+        "import nbstage.entrypoints.session.session_child, nbstage.actors.session.session_manager"
+    )
+    assert loaded_after(child, ("_hashlib",)) == []
