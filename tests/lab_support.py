@@ -108,9 +108,6 @@ class WsPerson(YPerson):
     def __init__(self, lab: RunningLab, name: str) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        # tornado asks for the current loop outside coroutines too: it must be this one,
-        # or asyncio would make one that nobody closes.
-        asyncio.set_event_loop(self.loop)
         session = lab.session(name)
         self.notebook_id = session["fileId"]
         url = (
@@ -129,6 +126,9 @@ class WsPerson(YPerson):
         async def run() -> Any:
             return await asyncio.wait_for(make(), timeout)
 
+        # tornado asks for the current loop outside coroutines too: it must be this one,
+        # or asyncio would make one that nobody closes.
+        asyncio.set_event_loop(self.loop)
         return self.loop.run_until_complete(run())
 
     def _send(self, message: bytes) -> None:
@@ -162,6 +162,7 @@ class WsPerson(YPerson):
     def close(self) -> None:
         """Close the websocket and wait for the server's close (read_message gives None)."""
         try:
+            asyncio.set_event_loop(self.loop)
             self.ws.close()
             with contextlib.suppress(TimeoutError):
                 while self._run(self.ws.read_message, 10) is not None:
