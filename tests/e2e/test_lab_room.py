@@ -54,6 +54,8 @@ def test_a_persons_typing_reaches_the_agents_get_cell(daemon, room) -> None:
         person.flush()
         shown = agent.request("get_cell", notebook_id=notebook_id, cell_id=cell_id)
         assert shown["cell"]["source"] == "x = 1 + 41"
+        assert [n["kind"] for n in agent.notices] == ["person_edited"]
+        assert cell_id in agent.notices[0]["message"]
 
 
 def test_outputs_and_the_execution_count_reach_the_person(daemon, room) -> None:

@@ -24,7 +24,7 @@ from nbstage.actors.common.base import NbActor, finished, progress, request, wak
 from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import actions, lifetime, opening, views
+from nbstage.actors.daemon.room import actions, lifetime, opening, person_edits, views
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import (
     EnvironmentSeat,
@@ -290,6 +290,7 @@ class Room(NbActor):
             self.answer(origin, said.answer)
             return
         self._edited()
+        self.notices.post(person_edits.notice(said.records))
         if self._journalled:
             self.act(journalled(said.records, self.journal, origin, said.answer))
         else:

@@ -13,6 +13,7 @@ from typing import Any
 
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import CELL_TYPES, Document, valid_cell_id
+from nbstage.protocol.daemon.notices import Notice, NoticeKind
 
 EDITABLE = ("cell_type", "source", "metadata", "attachments")
 
@@ -64,3 +65,13 @@ def _kept(cell: dict[str, Any], mine: dict[str, Any] | None) -> dict[str, Any]:
     elif isinstance(cell.get("attachments"), dict):
         kept["attachments"] = cell["attachments"]
     return kept
+
+
+def notice(records: list[dict[str, Any]]) -> Notice:
+    """The line the agents' next results carry: which cells the person changed."""
+    ids = [r["cell"]["id"] if r["op"] == "put" else r["cell_id"] for r in records]
+    named = ", ".join(dict.fromkeys(ids))
+    return Notice(
+        NoticeKind.PERSON_EDITED,
+        f"A person changed cells in JupyterLab ({named}); read them again before editing them.",
+    )
