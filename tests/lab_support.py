@@ -105,14 +105,15 @@ def lab_running() -> Iterator[RunningLab]:
 class WsPerson(YPerson):
     """A browser tab, headless: one room's websocket, driven from a sync test."""
 
-    def __init__(self, lab: RunningLab, name: str) -> None:
+    def __init__(self, lab: RunningLab, name: str, held: str | None = None) -> None:
+        """``held``: the session id the page holds, if not the one the session gives."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
         session = lab.session(name)
         self.notebook_id = session["fileId"]
         url = (
             f"ws://127.0.0.1:{lab.port}/api/collaboration/room/json:notebook:{self.notebook_id}"
-            f"?sessionId={session['sessionId']}"
+            f"?sessionId={held or session['sessionId']}"
         )
         request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
         self.ws: WebSocketClientConnection = self._run(lambda: websocket_connect(request))

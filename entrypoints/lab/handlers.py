@@ -15,7 +15,6 @@ import base64
 import json
 import logging
 import os
-import uuid
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized, ws_authenticated
@@ -39,8 +38,6 @@ RAW = 2
 PERSON_LABEL = "person (JupyterLab)"
 REFUSED = 4400
 GONE = 1003
-SESSION = uuid.uuid4().hex
-"""This server's collaboration session; the front end sends it back on each websocket."""
 
 
 def socket_path():
@@ -66,12 +63,16 @@ class CollaborationSession(APIHandler):
             raise web.HTTPError(503, f"the nbstage daemon is not reachable: {exc}") from None
         try:
             joined = await link.request("open", path=full, peer_label=PERSON_LABEL)
+            notebook_id = joined["notebook_id"]
+            shared = await link.request(
+                "lab_join", notebook_id=notebook_id, peer_id=joined["peer_id"]
+            )
         except DaemonError as exc:
             raise web.HTTPError(404, exc.message) from None
         finally:
             link.close()
-        session = {"format": body.get("format"), "type": "notebook", "sessionId": SESSION}
-        self.finish(json.dumps({**session, "fileId": joined["notebook_id"]}))
+        answer = {"format": body.get("format"), "type": "notebook", "fileId": notebook_id}
+        self.finish(json.dumps({**answer, "sessionId": shared["session"]}))
 
 
 class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
@@ -107,6 +108,10 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             )
         except (OSError, Untrusted, DaemonError) as exc:
             self._refuse(GONE, f"room unavailable: {exc}")
+            return
+        held = self.get_query_argument("sessionId", "")
+        if held != hello["session"]:
+            self._refuse(GONE, _reload("the room's history is not the one this page holds"))
             return
         self._pushed(hello["messages"])
 
@@ -149,9 +154,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.write_message(message, binary=True)
 
     def _lost(self) -> None:
-        self._refuse(
-            GONE, json.dumps({"reason": "the nbstage daemon went away", "reloadable": True})
-        )
+        self._refuse(GONE, _reload("the nbstage daemon went away"))
 
     def _refuse(self, code: int, reason: str) -> None:
         log.warning("room %s: closing a websocket (%d): %s", self.room, code, reason)
@@ -175,6 +178,12 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         encoder.write_var_uint(RAW)
         encoder.write_var_string(json.dumps(reply))
         self.write_binary(encoder.to_bytes())
+
+
+def _reload(reason: str) -> str:
+    """Jupyter's close reason that tells the front end to reload, not to merge (it must
+    stay within a close frame's 123 bytes)."""
+    return json.dumps({"reason": reason, "reloadable": True})
 
 
 HANDLERS = [

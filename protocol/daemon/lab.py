@@ -46,6 +46,8 @@ class PassSharedDocMessage:
 class SharedDocAnswered:
     messages: list[str]
     """base64 y-websocket messages for the person who asked."""
+    session: str
+    """The room's Y history: a browser that holds another must reload (ADR 0004)."""
 
 
 @frozen

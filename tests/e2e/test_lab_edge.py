@@ -127,3 +127,21 @@ def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab) -> None:
                 assert "/login" in page.geturl()
 
     anyio.run(body)
+
+
+def test_a_page_holding_another_history_is_told_to_reload(lab) -> None:
+    """A browser whose Y history is not the room's (the daemon restarted since it loaded)
+    gets Jupyter's reloadable close instead of merging, which would double cells."""
+    lab.notebook("stale.ipynb", "s = 1")
+    stale = WsPerson(lab, "stale.ipynb", held="0" * 32)
+    try:
+        with pytest.raises(ConnectionError, match=r"1003.*reloadable"):
+            stale.synced()
+    finally:
+        stale.close()
+    fresh = WsPerson(lab, "stale.ipynb")
+    try:
+        fresh.synced()
+        assert [c["source"] for c in fresh.cells()] == ["s = 1"]
+    finally:
+        fresh.close()

@@ -12,6 +12,7 @@ ADR 0004 has the design.
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import dataclass, field
 
 import orjson
@@ -60,6 +61,8 @@ class SharedDoc:
         self.awareness = Awareness(self.ydoc)
         self.people: dict[str, int] = {}
         """peer id -> the daemon connection its messages go to."""
+        self.session = uuid.uuid4().hex
+        """This Y document's history: a browser that holds another must reload, never merge."""
         self.revision = -1
         """The Document revision the Y document holds."""
         self._seen: dict[str, tuple] = {}

@@ -67,7 +67,7 @@ class Sharing:
         else:
             self.shared.mirror(doc)
         hello = self.shared.join(req.peer_id, origin.conn)
-        return Answer(origin, SharedDocAnswered(to_text(hello)))
+        return Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))
 
     def heard(self, req: PassSharedDocMessage, doc: Document) -> Said:
         """Apply a person's message; an edit is applied to ``doc`` as journal records."""
@@ -86,7 +86,8 @@ class Sharing:
             fresh = Document.from_json(replayed.notebook)
             doc.cells, doc.metadata = fresh.cells, fresh.metadata
             doc.revision += 1
-        return Said(SharedDocAnswered(to_text(heard.replies)), records, pushes)
+        answer = SharedDocAnswered(to_text(heard.replies), shared.session)
+        return Said(answer, records, pushes)
 
     def mirror(self, doc: Document | None, peers: Peers) -> list[Action]:
         """Everything the Room changed since the last call, to every person still here."""
