@@ -1,7 +1,7 @@
 """A real browser on `nbstage lab`: Debian's chromium, headless, driven by selenium through
 chromium-driver. It opens the notebook's url (as show_notebook gives it), sees a cell the
-agent creates and its output appear without a reload, and the person's typing reaches
-the agent's get_cell. The screenshot is kept in build/test-artifacts/."""
+agent creates and its output appear without a reload, a running cell's [*] and a print
+loop's lines as they come, and the person's typing reaches the agent's get_cell. The screenshot is kept in build/test-artifacts/."""
 
 from __future__ import annotations
 
@@ -89,6 +89,22 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: Runnin
         wait_until(lambda: _button(browser, "No Kernel"), 30, "Lab's kernel dialog").click()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
+
+        loop = (
+            "import time\nfor i in range(3):\n    print(f'line {i}', flush=True)\n    time.sleep(1)"
+        )
+        looping = agent.request("create_cell", notebook_id=notebook_id, source=loop)
+        agent.request("execute", notebook_id=notebook_id, cell_id=looping["cell_id"], wait_secs=0)
+        prompts = ".jp-Notebook .jp-Cell .jp-InputPrompt"
+        wait_until(
+            lambda: browser.find_elements(By.CSS_SELECTOR, prompts)[2].text == "[*]:", 20, "[*]"
+        )
+        wait_until(lambda: "line 0" in _cell_texts(browser)[2], 20, "the loop's first line")
+        assert "line 2" not in _cell_texts(browser)[2], "the lines came all at once"
+        wait_until(
+            lambda: browser.find_elements(By.CSS_SELECTOR, prompts)[2].text == "[2]:", 20, "[2]"
+        )
+        assert "line 2" in _cell_texts(browser)[2]
 
         editor = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")[0]
         editor.click()

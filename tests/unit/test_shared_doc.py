@@ -237,3 +237,26 @@ def test_a_content_change_leaves_the_y_document_equal_to_the_room(change) -> Non
         peer.hear(update)
     assert shared.content() == doc.to_json()
     assert peer.notebook.get() == doc.to_json()
+
+
+def test_queued_and_running_cells_show_as_running_until_they_finish() -> None:
+    doc = _doc("a", "b")
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    first, second = doc.cells[0].id, doc.cells[1].id
+
+    def states() -> list[str]:
+        return [str(c.get("execution_state")) for c in peer.notebook.ycells.to_py()]
+
+    for running, expected in [
+        ({first, second}, ["running", "running"]),
+        ({second}, ["idle", "running"]),
+        (set(), ["idle", "idle"]),
+    ]:
+        for update in shared.mirror(doc, frozenset(running)):
+            peer.hear(update)
+        assert states() == expected
+    doc.create_cell("c", "code", 0)
+    for update in shared.mirror(doc, frozenset({first})):
+        peer.hear(update)
+    assert states() == ["idle", "running", "idle"]

@@ -279,7 +279,8 @@ class Room(NbActor):
         """Whatever the message changed reaches the people watching, as one Y update."""
         super().receiveMessage(msg, sender)
         if self.sharing.watched:
-            self.act(*self.sharing.mirror(self.doc, self.peers))
+            running = self.seat.book.live_cells()
+            self.act(*self.sharing.mirror(self.doc, self.peers, running))
 
     def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
         """A person's edit is journalled like an agent's; they hear back once it is."""

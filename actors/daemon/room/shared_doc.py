@@ -11,6 +11,7 @@ ADR 0004 has the design.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from pycrdt import (
 )
 
 from nbstage.actors.daemon.notebook.document import Cell, Document
+from nbstage.protocol.common.errors import NbstageError
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
@@ -68,33 +70,47 @@ class SharedDoc:
         self._seen: dict[str, tuple] = {}
         self._order: list[str] = []
         self._metadata: dict = {}
+        self._running: frozenset[str] = frozenset()
         self._updates: list[bytes] = []
         self.ydoc.observe(lambda event: self._updates.append(event.update))
         self.mirror(doc)
 
     # --- the Room's side --------------------------------------------------------------
 
-    def mirror(self, doc: Document) -> list[bytes]:
+    def mirror(self, doc: Document, running: frozenset[str] = frozenset()) -> list[bytes]:
         """Bring the Y document to ``doc`` in one transaction, cell by cell id; the
         update messages every person needs (none when nothing changed).
 
         When the cells and their order are the same, only the cells whose content
         changed are touched (an edit or an output costs one cell, not the notebook);
-        otherwise YNotebook.set merges the whole notebook by cell id."""
-        if doc.revision == self.revision:
+        otherwise YNotebook.set merges the whole notebook by cell id. ``running``: the
+        cells queued or running, whose ``execution_state`` is "running" (Lab's ``[*]``)."""
+        if doc.revision == self.revision and running == self._running:
             return []
         self.revision = doc.revision
         seen = {cell.id: _fingerprint(cell) for cell in doc.cells}
         order = list(seen)
-        if order != self._order or doc.metadata != self._metadata:
-            self.notebook.set(doc.to_json())
-        else:
-            with self.ydoc.transaction():
+        with self.ydoc.transaction():
+            changed = running ^ self._running
+            if order != self._order or doc.metadata != self._metadata:
+                self.notebook.set(doc.to_json())
+                changed = running | self._running
+            else:
                 for index, cell in enumerate(doc.cells):
                     if self._seen[cell.id] != seen[cell.id]:
                         self._update(index, cell, self._seen[cell.id])
+            self._mark_running(doc, running, changed)
         self._seen, self._order, self._metadata = seen, order, dict(doc.metadata)
         return [create_update_message(u) for u in self._take()]
+
+    def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset) -> None:
+        for cell_id in cells:
+            with contextlib.suppress(NbstageError):
+                index = doc.index_of(cell_id)
+                if doc.cells[index].cell_type == "code":
+                    state = "running" if cell_id in running else "idle"
+                    self.notebook.ycells[index]["execution_state"] = state
+        self._running = running
 
     def _update(self, index: int, cell: Cell, before: tuple) -> None:
         ycell = self.notebook.ycells[index]

@@ -89,14 +89,16 @@ class Sharing:
         answer = SharedDocAnswered(to_text(heard.replies), shared.session)
         return Said(answer, records, pushes)
 
-    def mirror(self, doc: Document | None, peers: Peers) -> list[Action]:
+    def mirror(
+        self, doc: Document | None, peers: Peers, running: frozenset[str] = frozenset()
+    ) -> list[Action]:
         """Everything the Room changed since the last call, to every person still here."""
         shared = self.shared
         if shared is None or doc is None:
             return []
         for peer_id in [p for p in shared.people if p not in peers.labels]:
             shared.leave(peer_id)
-        return self._push(shared.mirror(doc), shared.others(None))
+        return self._push(shared.mirror(doc, running), shared.others(None))
 
     def _push(self, messages: list[bytes], to: list[tuple[str, int]]) -> list[Action]:
         if not messages or not to:
