@@ -1,7 +1,8 @@
 """A real browser on `nbstage lab`: Debian's chromium, headless, driven by selenium through
 chromium-driver. It opens the notebook's url (as show_notebook gives it), sees a cell
 the agent creates and its output appear without a reload, a running cell's [*] and a
-print loop's lines as they come, and the person's typing reaches the agent's get_cell. The screenshot is kept in build/test-artifacts/."""
+print loop's lines as they come, and the person's typing reaches the agent's get_cell.
+The screenshot is kept in build/test-artifacts/."""
 
 from __future__ import annotations
 
