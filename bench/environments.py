@@ -23,7 +23,7 @@ from common import daemon
 from jupyter_client.manager import KernelManager
 
 from nbstage.actors.daemon.environment import dependencies, environments
-from nbstage.actors.daemon.kernel.kernel_environment import place_kernel
+from nbstage.actors.daemon.kernel.kernel_environment import place_kernel, project_around
 from nbstage.entrypoints.common.statedir import state_paths
 from nbstage.entrypoints.control.daemon_client import DaemonClient
 from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
@@ -69,7 +69,7 @@ def placement(state: Path) -> float:
     fp = dependencies.fingerprint(SET)
     wanted = EnvironmentWanted(dependencies.normalised_set(SET), fp)
     start = time.perf_counter()
-    placed = place_kernel(wanted, str(state), "bench")
+    placed = place_kernel(wanted, str(state), "bench", project_around(wanted))
     took = time.perf_counter() - start
     assert placed.view.source == "inline", placed
     assert placed.view.problem is None, placed

@@ -9,8 +9,9 @@ failure into a :class:`RequestFailed` reply. Answers are the reply dataclasses o
 Dispatch: ``handlers()`` is the actor's one table, built once, keyed by message type.
 An envelope is keyed by what it carries: ``request(GetCell)`` for a client request,
 ``finished(SaveFinished)`` for offloaded work by its token, ``progress(...)`` for a line
-that work reported, ``wakeup(AutosaveDue)`` for a timer by its payload. A message the
-table does not name goes to thespian's ``receiveMsg_<ClassName>`` as before.
+that work reported, ``wakeup(AutosaveDue)`` for a timer by its payload. The envelopes
+themselves, and ``ActorExitRequest``, are rows the base adds to every table; a message
+the table does not name goes to ``receiveUnrecognizedMessage``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from thespian.actors import ActorAddress, ActorTypeDispatcher, WakeupMessage
+from thespian.actors import Actor, ActorAddress, ActorExitRequest, WakeupMessage
 
 from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
@@ -57,8 +58,8 @@ def wakeup(payload: type) -> Key:
     return (WakeupMessage, payload)
 
 
-class NbActor(ActorTypeDispatcher):
-    """Base of the Daemon, Room and Kernel actors."""
+class NbActor(Actor):
+    """Base of every nbstage actor."""
 
     edge: ActorAddress | None = None
     _table: dict[Key, Callable[..., None]] | None = None
@@ -70,13 +71,20 @@ class NbActor(ActorTypeDispatcher):
 
     def handler_for(self, key: Key) -> Callable[..., None] | None:
         if self._table is None:
-            self._table = self.handlers()
+            self._table = {
+                ClientRequest: self.receiveMsg_ClientRequest,
+                WorkProgressed: self.receiveMsg_WorkProgressed,
+                WakeupMessage: self.receiveMsg_WakeupMessage,
+                BlockingWorkDone: self.receiveMsg_BlockingWorkDone,
+                ActorExitRequest: self.receiveMsg_ActorExitRequest,
+                **self.handlers(),
+            }
         return self._table.get(key)
 
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
         handler = self.handler_for(type(msg))
         if handler is None:
-            super().receiveMessage(msg, sender)
+            self.receiveUnrecognizedMessage(msg, sender)
         else:
             handler(msg, sender)
 

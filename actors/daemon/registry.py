@@ -8,12 +8,17 @@ both processes use it.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from pathlib import Path
 
 from nbstage.actors.daemon.sqlite_space import give_back, reclaiming
+from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.common.safe_files import private_database
+from nbstage.protocol.daemon_actors.rooms import PathRecorded
+
+log = logging.getLogger("nbstage.daemon")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bindings (
@@ -99,3 +104,13 @@ class Registry:
     def forget_untitled(self, notebook_id: str) -> None:
         self._db.execute("DELETE FROM untitled WHERE notebook_id = ?", (notebook_id,))
         give_back(self._db)
+
+
+def binding_recorded(done: BlockingWorkDone) -> PathRecorded:
+    """What the room waiting for a binding (``BindingStored``) is told once it is written,
+    or failed to be (logged)."""
+    stored = done.token
+    if not done.ok:
+        log.error("could not record %s at %s: %s", stored.notebook_id, stored.path, done.error)
+    problem = None if done.ok else f"the registry could not record the path: {done.error}"
+    return PathRecorded(stored.path, stored.origin, problem)

@@ -23,7 +23,7 @@ import orjson
 from nbstage.actors.common.output_bounds import PREVIEW_CUT
 from nbstage.actors.session.figure_files import figure_path
 from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.mcp.lifecycle import image_content, text_content
+from nbstage.protocol.mcp.tool_results import image_content, text_content
 
 TEXT_LIMIT: Final = 8192
 IMAGE_LIMIT: Final = 1 << 20

@@ -1,234 +1,63 @@
 """The session model as pure decisions: active and parked sessions, activations,
 the intent epoch and drop info (SPEC §6).
 
-``decide(state, event)`` returns the new state and the actions the
-SessionManager actor must carry out. Nothing here talks to the daemon; joins
-and leaves are actions, and their outcomes come back as events. That is what
-lets the races of SPEC §14 be tested as plain tables.
+``decide(state, event)`` returns the new state (``session_model.py``) and the actions
+(``session_events.py``) the SessionManager actor must carry out. Nothing here talks to
+the daemon; joins and leaves are actions, and their outcomes come back as events. That
+is what lets the races of SPEC §14 be tested as plain tables.
 """
 
 from __future__ import annotations
 
-from dataclasses import field, replace
-from enum import StrEnum
+from dataclasses import replace
 from typing import Any
 
-from nbstage.protocol.common.frozen import frozen
+from nbstage.actors.session import session_events as ev
+from nbstage.actors.session.session_events import (
+    Action,
+    Answer,
+    Join,
+    Leave,
+    Refuse,
+    RetryRecoveryLater,
+    TellNextResult,
+)
+from nbstage.actors.session.session_model import (
+    FIRST_RECOVERY_DELAY,
+    MAX_PARKED,
+    MAX_RECOVERY_DELAY,
+    Activation,
+    Drop,
+    DropReason,
+    Session,
+    SessionState,
+    Target,
+)
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
-
-MAX_PARKED = 8
-
-
-class DropReason(StrEnum):
-    """Why the slot is empty (SPEC §4). SWITCHED is part of the contract's vocabulary, but
-    this model never produces it: a switch parks the old session and installs the new one
-    in one step, and a failed switch leaves the old session in place."""
-
-    SWITCHED = "switched to another notebook"
-    DISCONNECTED = "disconnected"
-    EVICTED = "notebook is no longer available"
-
-
-FIRST_RECOVERY_DELAY = 0.2
-MAX_RECOVERY_DELAY = 5.0
-
-
-@frozen
-class Target:
-    """What a connect asks for: a file path, a notebook id, or a new notebook."""
-
-    path: str | None = None
-    notebook_id: str | None = None
-    create: dict[str, Any] | None = None
-
-    @property
-    def shareable(self) -> bool:
-        return self.create is None
-
-
-@frozen
-class Session:
-    notebook_id: str
-    path: str | None
-    peer_id: str
-    incarnation: tuple[Any, ...] | None = None
-
-    def matches(self, target: Target) -> bool:
-        return target.notebook_id == self.notebook_id or (
-            target.path is not None and target.path == self.path
-        )
-
-    @property
-    def best_target(self) -> str:
-        """A saved path ahead of a UUID (SPEC §7.5)."""
-        return self.path or self.notebook_id
-
-
-@frozen
-class Drop:
-    reason: DropReason
-    notebook_id: str | None
-    path: str | None
-
-
-@frozen
-class Activation:
-    activation_id: int
-    target: Target
-    waiters: tuple[str, ...]
-    epoch: int
-    background: bool = False
-
-
-@frozen
-class SessionState:
-    active: Session | None = None
-    parked: tuple[Session, ...] = ()
-    """Least recently active first."""
-    epoch: int = 0
-    next_activation: int = 1
-    pending: Activation | None = None
-    drop: Drop | None = None
-    stale: tuple[int, ...] = field(default=())
-    """Activations that were superseded or cancelled; their joins are released on arrival."""
-    incarnation: tuple[Any, ...] | None = None
-    """The daemon incarnation new sessions are bound to."""
-    recovery: Target | None = None
-    """What to rejoin after the daemon came back, until it works or proves impossible."""
-    recovery_delay: float = FIRST_RECOVERY_DELAY
-    """How long the next failed rejoin waits before it is tried again (doubling)."""
-    lost_kernel_of: str | None = None
-    """The notebook whose session a new daemon incarnation ended: its rejoin gets a new
-    kernel, and the agent is told so once."""
-
-
-# --- events -------------------------------------------------------------------------------
-
-
-@frozen
-class ConnectRequested:
-    call_id: str
-    target: Target
-
-
-@frozen
-class RejoinRequested:
-    """A background rejoin (watch loop or restart target); never beats an installed session."""
-
-    target: Target
-
-
-@frozen
-class JoinSucceeded:
-    activation_id: int
-    session: Session
-    details: dict[str, Any]
-
-
-@frozen
-class JoinFailed:
-    activation_id: int
-    message: str
-    unavailable: bool = False
-
-
-@frozen
-class DisconnectRequested:
-    call_id: str
-    notebook_id: str | None
-
-
-@frozen
-class IncarnationSeen:
-    """The watch loop saw this daemon incarnation alive.
-
-    Handles bound to another incarnation are removed; the active one's best target
-    (or the supervisor's handoff target, given the first time) is recovered.
-    Parked handles are dropped, not recovered.
-    """
-
-    incarnation: tuple[Any, ...]
-    handoff_target: Target | None = None
-
-
-@frozen
-class SessionSaved:
-    """A notebook of this session was saved to ``path``: its best target is now the file."""
-
-    notebook_id: str
-    path: str
-
-
-@frozen
-class RecoveryDue:
-    """Time to try the recovery target (again)."""
-
-
-# --- actions ------------------------------------------------------------------------------
-
-
-@frozen
-class Join:
-    activation_id: int
-    target: Target
-
-
-@frozen
-class Leave:
-    notebook_id: str
-    peer_id: str
-
-
-@frozen
-class Answer:
-    call_id: str
-    result: dict[str, Any]
-
-
-@frozen
-class Refuse:
-    call_id: str
-    message: str
-
-
-@frozen
-class TellNextResult:
-    """A notice for the next tool result, whichever tool it is."""
-
-    notice: Notice
-
-
-@frozen
-class RetryRecoveryLater:
-    after: float
-    """Seconds: 0.2 after the first failed rejoin, doubling to 5 while they keep failing."""
-
-
-Action = Join | Leave | Answer | Refuse | RetryRecoveryLater | TellNextResult
 
 
 def decide(state: SessionState, event: object) -> tuple[SessionState, list[Action]]:
     match event:
-        case ConnectRequested():
+        case ev.ConnectRequested():
             return _connect(state, event)
-        case RejoinRequested(target):
+        case ev.RejoinRequested(target):
             return _rejoin(state, target)
-        case JoinSucceeded():
+        case ev.JoinSucceeded():
             return _joined(state, event)
-        case JoinFailed():
+        case ev.JoinFailed():
             return _join_failed(state, event)
-        case DisconnectRequested():
+        case ev.DisconnectRequested():
             return _disconnect(state, event)
-        case IncarnationSeen():
+        case ev.IncarnationSeen():
             return _incarnation_seen(state, event)
-        case RecoveryDue():
+        case ev.RecoveryDue():
             return _recover(state)
-        case SessionSaved(notebook_id, path):
+        case ev.SessionSaved(notebook_id, path):
             return _saved(state, notebook_id, path), []
     raise TypeError(f"unknown session event {event!r}")
 
 
-def _connect(state: SessionState, event: ConnectRequested) -> tuple[SessionState, list[Action]]:
+def _connect(state: SessionState, event: ev.ConnectRequested) -> tuple[SessionState, list[Action]]:
     pending = state.pending
     if pending is not None and pending.target == event.target and event.target.shareable:
         shared = replace(pending, waiters=(*pending.waiters, event.call_id))
@@ -258,7 +87,7 @@ def _supersede(state: SessionState) -> SessionState:
     return replace(state, pending=None, stale=(*state.stale, state.pending.activation_id))
 
 
-def _joined(state: SessionState, event: JoinSucceeded) -> tuple[SessionState, list[Action]]:
+def _joined(state: SessionState, event: ev.JoinSucceeded) -> tuple[SessionState, list[Action]]:
     pending = state.pending
     new = event.session
     release: list[Action] = [Leave(new.notebook_id, new.peer_id)]
@@ -272,7 +101,7 @@ def _joined(state: SessionState, event: JoinSucceeded) -> tuple[SessionState, li
 
 
 def _install(
-    state: SessionState, activation: Activation, event: JoinSucceeded
+    state: SessionState, activation: Activation, event: ev.JoinSucceeded
 ) -> tuple[SessionState, list[Action]]:
     new = event.session
     previous = state.active
@@ -329,7 +158,7 @@ def _result(
     return result
 
 
-def _join_failed(state: SessionState, event: JoinFailed) -> tuple[SessionState, list[Action]]:
+def _join_failed(state: SessionState, event: ev.JoinFailed) -> tuple[SessionState, list[Action]]:
     pending = state.pending
     if pending is None or pending.activation_id != event.activation_id:
         return replace(state, stale=_without(state.stale, event.activation_id)), []
@@ -345,7 +174,7 @@ def _join_failed(state: SessionState, event: JoinFailed) -> tuple[SessionState, 
 
 
 def _disconnect(
-    state: SessionState, event: DisconnectRequested
+    state: SessionState, event: ev.DisconnectRequested
 ) -> tuple[SessionState, list[Action]]:
     actions: list[Action] = []
     rejoin_before = state
@@ -399,7 +228,7 @@ def _rejoin_target(state: SessionState) -> Target | None:
 
 
 def _incarnation_seen(
-    state: SessionState, event: IncarnationSeen
+    state: SessionState, event: ev.IncarnationSeen
 ) -> tuple[SessionState, list[Action]]:
     current = event.incarnation
     if state.incarnation is None:
@@ -447,6 +276,14 @@ def _recover(state: SessionState) -> tuple[SessionState, list[Action]]:
 
 def _without(items: tuple[int, ...], item: int) -> tuple[int, ...]:
     return tuple(i for i in items if i != item)
+
+
+def rejoining(state: SessionState) -> bool:
+    """Whether session calls wait for a rejoin: the first after a start, or one under way
+    in the background."""
+    pending = state.pending
+    first_rejoin = state.recovery is not None and state.incarnation is None
+    return first_rejoin or (pending is not None and pending.background)
 
 
 def no_session_message(drop: Drop | None, rejoining: bool = False) -> str:

@@ -44,7 +44,7 @@ from nbstage.protocol.daemon.requests import (
     SetCell,
 )
 from nbstage.protocol.daemon_actors.kernels import KernelState
-from nbstage.protocol.mcp.lifecycle import tool_error
+from nbstage.protocol.mcp.tool_results import tool_error
 
 MAX_LISTINGS = 16
 """GetCells answers kept, over all notebooks; the oldest goes first."""

@@ -48,8 +48,8 @@ from nbstage.protocol.daemon.requests import (
     SetCell,
 )
 from nbstage.protocol.mcp import tools
-from nbstage.protocol.mcp.lifecycle import text_content, tool_result
 from nbstage.protocol.mcp.tool_names import ToolName
+from nbstage.protocol.mcp.tool_results import text_content, tool_result
 from nbstage.protocol.session.lab_wanted import LabWanted, notebook_url
 
 
@@ -336,6 +336,7 @@ def list_active_notebooks(ctx: ToolContext, args: tools.NoArgs) -> Handler:
 
 
 def show_notebook(ctx: ToolContext, args: tools.ShowNotebookArgs) -> Handler:
+    """The notebook's live view in JupyterLab; the Lab edge is started if none runs."""
     notebook_id = args.notebook_id or ctx.notebook_id
     room = yield DescribeRoom(notebook_id)
     if room.path is None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from thespian.actors import ActorAddress, WakeupMessage
+from thespian.actors import ActorAddress, ActorExitRequest
 
-from nbstage.actors.common.base import NbActor
+from nbstage.actors.common.base import Key, NbActor, wakeup
 from nbstage.actors.session import reconcile
 from nbstage.actors.session.daemon_link import (
     DaemonFrameArrived,
@@ -56,7 +57,19 @@ class WatchLoop(NbActor):
         self.last_beat = time.monotonic()
         self.reconnect_pending = False
 
-    def receiveMsg_StartWatch(self, msg: StartWatch, sender: ActorAddress) -> None:
+    def handlers(self) -> dict[Key, Callable[..., None]]:
+        return {
+            StartWatch: self._start,
+            ClientInfoChanged: self._client_info_changed,
+            DaemonFrameArrived: self._frame_arrived,
+            DaemonLinkClosed: self._link_closed,
+            DaemonLinkRefused: self._link_refused,
+            wakeup(ReconnectDue): self._reconnect_due,
+            wakeup(LagCheck): self._lag_check,
+            ActorExitRequest: self._exit,
+        }
+
+    def _start(self, msg: StartWatch, sender: ActorAddress) -> None:
         self.config = msg
         self.session_manager = sender
         self._connect()
@@ -73,12 +86,12 @@ class WatchLoop(NbActor):
     def _tell_edge(self, message: object) -> None:
         self.send(self.config.edge, message)
 
-    def receiveMsg_ClientInfoChanged(self, msg: ClientInfoChanged, sender: ActorAddress) -> None:
+    def _client_info_changed(self, msg: ClientInfoChanged, sender: ActorAddress) -> None:
         self.config = replace(self.config, client=msg.client)
         if self.link is not None:
             self.link.send(Watch(bounded_client(msg.client)))
 
-    def receiveMsg_DaemonFrameArrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
+    def _frame_arrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)
         if frame is None:
             return
@@ -88,27 +101,26 @@ class WatchLoop(NbActor):
             seen = reconcile.Identity(identity.pid, identity.started_at, identity.version)
             self._step(reconcile.HeartbeatSeen(seen))
 
-    def receiveMsg_DaemonLinkClosed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
+    def _link_closed(self, msg: DaemonLinkClosed, sender: ActorAddress) -> None:
         if is_current(self.link, msg):
             self.link = None
             self._step(reconcile.LinkClosed())
 
-    def receiveMsg_DaemonLinkRefused(self, msg: DaemonLinkRefused, sender: ActorAddress) -> None:
+    def _link_refused(self, msg: DaemonLinkRefused, sender: ActorAddress) -> None:
         if is_current(self.link, msg):
             self.link = None
             self._step(reconcile.QueryFailed())
 
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
-        match msg.payload:
-            case ReconnectDue():
-                self.reconnect_pending = False
-                if self.link is None:
-                    self._connect()
-            case LagCheck():
-                lagging = time.monotonic() - self.last_beat > self._lag_period().total_seconds()
-                if self.link is not None and lagging:
-                    self._step(reconcile.DeliveryLagged())
-                self.wakeupAfter(self._lag_period(), payload=LagCheck())
+    def _reconnect_due(self, due: ReconnectDue) -> None:
+        self.reconnect_pending = False
+        if self.link is None:
+            self._connect()
+
+    def _lag_check(self, check: LagCheck) -> None:
+        lagging = time.monotonic() - self.last_beat > self._lag_period().total_seconds()
+        if self.link is not None and lagging:
+            self._step(reconcile.DeliveryLagged())
+        self.wakeupAfter(self._lag_period(), payload=LagCheck())
 
     def _step(self, event: object) -> None:
         self.state, actions = reconcile.reconcile(self.state, event)
@@ -129,7 +141,7 @@ class WatchLoop(NbActor):
                 case reconcile.QueryIdentity():
                     self.link.send(GetIdentity())
 
-    def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
+    def _exit(self, msg: object, sender: ActorAddress) -> None:
         if self.link is not None:
             self.link.close()
 

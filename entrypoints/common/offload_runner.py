@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.worker_threads import DetachedWorkers
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
@@ -27,15 +26,15 @@ class OffloadRunner:
     ) -> None:
         self._tell = tell
         self._lanes: dict[str, asyncio.Future] = {}
-        self._tasks: set[asyncio.Task] = set()
-        self._tokens: dict[asyncio.Task, Any] = {}
+        self._running: dict[asyncio.Task, Any] = {}
+        """Each task under way, held until it ends, with the token of its work."""
         self._workers = workers or DetachedWorkers(MOST_THREADS, "offload")
 
     def start(self, request: BlockingWorkRequested) -> None:
         previous = self._lanes.get(request.lane) if request.lane is not None else None
-        task = start_kept(self._tasks, self._run(request, previous))
-        self._tokens[task] = request.token
-        task.add_done_callback(self._tokens.pop)
+        task = asyncio.create_task(self._run(request, previous))
+        self._running[task] = request.token
+        task.add_done_callback(self._running.pop)
         if request.lane is not None:
             self._lanes[request.lane] = task
             task.add_done_callback(lambda done: self._forget_lane(request.lane, done))
@@ -44,12 +43,12 @@ class OffloadRunner:
         """Wait up to ``timeout`` seconds for all work under way (at stop, so nothing
         acknowledged is cut short); return the tokens of the work still running then."""
         deadline = time.monotonic() + timeout
-        while self._tasks:
+        while self._running:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            await asyncio.wait(list(self._tasks), timeout=left)
-        return [self._tokens[task] for task in self._tasks if task in self._tokens]
+            await asyncio.wait(list(self._running), timeout=left)
+        return list(self._running.values())
 
     def _forget_lane(self, lane: str, done: asyncio.Task) -> None:
         if self._lanes.get(lane) is done:

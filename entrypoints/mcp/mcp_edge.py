@@ -5,7 +5,7 @@ is kept on a private fd and fd 1 is pointed at stderr, so no stray print from
 this process, its session child or a library can corrupt the stream; fd 0 is
 likewise moved aside and replaced by /dev/null.
 
-Lines from stdin are parsed here, and the MCP lifecycle (protocol.mcp.Lifecycle)
+Lines from stdin are parsed here, and the MCP lifecycle (``lifecycle.py``)
 runs here too: a line that is not JSON-RPC, initialize, ping, server/discover and
 every refusal are answered at once. Admitted tools/list and tools/call go to the
 ProxySupervisor actor, which runs in this process on the same loop.
@@ -37,11 +37,13 @@ from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths
+from nbstage.entrypoints.mcp.envelope import Answer, Dispatch, Reject, method_not_found
+from nbstage.entrypoints.mcp.lifecycle import Lifecycle
 from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular, write_private
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.frames import FrameError
 from nbstage.protocol.mcp import jsonrpc
-from nbstage.protocol.mcp import lifecycle as mcp
+from nbstage.protocol.mcp.tool_results import tools_list_changed
 from nbstage.protocol.session import session_frames
 from nbstage.protocol.session.session_frames import SESSION_FD_ENV
 from nbstage.protocol.session.supervision import (
@@ -162,7 +164,7 @@ class McpEdge:
         self._stopped = asyncio.Event()
         self._at_eof = False
         self._supervisor_stopped = asyncio.Event()
-        self.lifecycle = mcp.Lifecycle(version=VERSION)
+        self.lifecycle = Lifecycle(version=VERSION)
         self._children: dict[int, SessionChild] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -275,16 +277,16 @@ class McpEdge:
     def _admit(self, request: jsonrpc.Request) -> None:
         admission = self.lifecycle.admit(request)
         match admission:
-            case mcp.Answer() | mcp.Reject():
+            case Answer() | Reject():
                 self._write(admission.response(request.id))
-            case mcp.Dispatch() if request.method in SUPERVISED_METHODS:
+            case Dispatch() if request.method in SUPERVISED_METHODS:
                 label = self.lifecycle.client_label
                 admitted = McpRequestAdmitted(
                     request, admission.version, admission.progress_token, label
                 )
                 self._to_supervisor(admitted)
-            case mcp.Dispatch():
-                self._write(mcp.method_not_found(request.method).response(request.id))
+            case Dispatch():
+                self._write(method_not_found(request.method).response(request.id))
 
     def _to_supervisor(self, message: Any) -> None:
         self._host.tell(self._supervisor, message)
@@ -316,7 +318,7 @@ class McpEdge:
             case ToolCacheChanged(tools):
                 self._spawn(asyncio.to_thread(write_tool_cache, self.paths.root, tools))
             case ToolListChanged() if self.lifecycle.may_send_list_changed:
-                self._write(mcp.tools_list_changed())
+                self._write(tools_list_changed())
             case ToolListChanged():
                 pass
             case _:

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from nbstage.protocol.mcp.lifecycle import INSTRUCTIONS
+from nbstage.entrypoints.mcp.lifecycle import INSTRUCTIONS
 from tests.e2e.test_rejoin import first_answer_after_recovery
 from tests.e2e.test_supervision import kill_session_manager
 from tests.support import RunningDaemon, call_ok, mcp_client, run_bounded, start_daemon, texts_of

@@ -1,7 +1,7 @@
 """Issue 13 §3: bounded replies, watcher descriptions and paths.
 
 - a reply over the frame limit becomes a small ``result_too_large`` error, never a
-  dropped frame or a closed connection (``daemon_edge.Connection.send``, ``_answer``);
+  dropped frame or a closed connection (``Connection.send``, ``ClientServer.answer``);
 - ``get_all_cells`` through MCP pages by itself when the daemon says so;
 - a watcher's description is bounded in depth and size as it arrives;
 - a path with a NUL byte or over PATH_MAX is a ``bad_request`` at decode time.
@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from nbstage.entrypoints.daemon.daemon_edge import Connection, too_large_frame
+from nbstage.entrypoints.daemon.connection import Connection, too_large_frame
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.labels import MAX_LABEL_CHARS, fitted_label, label_problem
 from nbstage.protocol.common.paths import PATH_MAX, path_problem

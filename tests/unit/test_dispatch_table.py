@@ -1,5 +1,6 @@
 """NbActor's one dispatch table (actors/common/base.py): built once, keyed by message type, with
-envelopes keyed by what they carry, and thespian's receiveMsg_ names for the rest."""
+envelopes keyed by what they carry; a message it does not name is unrecognized, whatever
+methods the actor has."""
 
 from __future__ import annotations
 
@@ -45,7 +46,10 @@ class Probe(NbActor):
         }
 
     def receiveMsg_Named(self, msg: Named, sender: Any) -> None:
-        self.seen.append(("named", msg.n))
+        self.seen.append(("named by method", msg.n))
+
+    def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
+        self.seen.append(("unrecognized", msg.n))
 
 
 def test_each_kind_reaches_its_handler_and_the_table_is_built_once() -> None:
@@ -65,7 +69,7 @@ def test_each_kind_reaches_its_handler_and_the_table_is_built_once() -> None:
         ("finished", "done"),
         ("progress", "line"),
         ("wakeup", 3),
-        ("named", 4),
+        ("unrecognized", 4),
     ]
     assert probe.tables == 1
 
@@ -74,6 +78,22 @@ def test_a_timer_the_table_does_not_name_is_dropped() -> None:
     probe = Probe()
     probe.receiveMessage(WakeupMessage(0, payload=Ping(5)), None)
     assert probe.seen == []
+
+
+def test_actors_name_no_receive_methods_beyond_the_bases_hooks() -> None:
+    """Every handler is in a table: a receiveMsg_ method is only ever one of the hooks the
+    base puts in every table (which the Room, the Daemon and the Kernel extend)."""
+    from nbstage.actors.daemon.actor import Daemon
+    from nbstage.actors.daemon.kernel.actor import Kernel
+    from nbstage.actors.daemon.room.actor import Room
+    from nbstage.actors.proxy.supervisor import ProxySupervisor
+    from nbstage.actors.session.session_manager import SessionManager
+    from nbstage.actors.session.watch_loop import WatchLoop
+
+    hooks = {name for name in vars(NbActor) if name.startswith("receiveMsg_")}
+    for actor in (Daemon, Kernel, Room, ProxySupervisor, SessionManager, WatchLoop):
+        named = {name for name in dir(actor) if name.startswith("receiveMsg_")}
+        assert named <= hooks, actor.__name__
 
 
 def test_the_room_carries_out_every_action_a_part_may_return() -> None:

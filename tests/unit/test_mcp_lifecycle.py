@@ -6,6 +6,8 @@ import mcp_types
 import orjson
 import pytest
 
+from nbstage.entrypoints.mcp.envelope import Answer, ClientInfo, Dispatch, Reject
+from nbstage.entrypoints.mcp.lifecycle import Lifecycle, State
 from nbstage.protocol.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -18,7 +20,13 @@ from nbstage.protocol.mcp.jsonrpc import (
     Response,
     encode,
 )
-from nbstage.protocol.mcp.lifecycle import (
+from nbstage.protocol.mcp.tool_results import (
+    progress_notification,
+    tool_error,
+    tool_result,
+    tools_list_changed,
+)
+from nbstage.protocol.mcp.versions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,
@@ -26,17 +34,7 @@ from nbstage.protocol.mcp.lifecycle import (
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
     SUPPORTED_LEGACY_VERSIONS,
-    Answer,
-    ClientInfo,
-    Dispatch,
-    Lifecycle,
-    Reject,
-    State,
     decorate_result,
-    progress_notification,
-    tool_error,
-    tool_result,
-    tools_list_changed,
 )
 
 SERVER_INFO = {"name": "nbstage", "version": "1.2.3", "title": "nbstage (daemon 1.2.0)"}

@@ -10,7 +10,8 @@ import pytest
 
 from nbstage.actors.daemon.environment import projects
 from nbstage.actors.daemon.environment.projects import ProjectFound, ProjectRefused, find_project
-from nbstage.actors.daemon.kernel.kernel_environment import pool_view
+from nbstage.actors.daemon.kernel import kernel_environment as environment
+from nbstage.actors.daemon.kernel.kernel_environment import pool_view, project_around
 from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvironmentWanted, EnvSource
 
 ME = os.geteuid()
@@ -215,7 +216,7 @@ def test_the_trust_decision(
     if approved == "stale":
         write(repo / "uv.lock", "version = 1\n")
     wanted = EnvironmentWanted(search_from=str(notebooks), trusted_projects=trusted)
-    view = pool_view(wanted, home=tree)
+    view = pool_view(wanted, project_around(wanted, tree))
     if pool == "waiting":
         now = projects.project_fingerprint(repo)
         expected = EnvironmentView(
@@ -230,7 +231,19 @@ def test_the_trust_decision(
         assert projects.approval_line(view, {now}) is None, "approved: the line goes"
     else:
         assert view == pool
-    assert pool_view(EnvironmentWanted(("six",), "f1", str(notebooks)), tree) is None
+    inline = EnvironmentWanted(("six",), "f1", str(notebooks))
+    assert pool_view(inline, project_around(inline, tree)) is None
+
+
+def test_an_inline_set_decides_without_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's launch walks once, and not at all when its inline set decides."""
+    walks: list[Path] = []
+    monkeypatch.setattr(environment, "find_project", lambda start, home: walks.append(start))
+    assert project_around(EnvironmentWanted(("six",), "f1", "/somewhere")) is None
+    assert project_around(EnvironmentWanted(search_from=None)) is None
+    assert walks == []
+    project_around(EnvironmentWanted(search_from="/somewhere"))
+    assert walks == [Path("/somewhere")]
 
 
 @pytest.mark.parametrize(

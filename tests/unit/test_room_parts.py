@@ -19,20 +19,26 @@ from nbstage.actors.daemon.room.actions import (
     Fail,
     FinishClose,
     FlushFirst,
+    Loaded,
     Offload,
     Persist,
+    ReadDone,
     ReadJournal,
     ReadKernelspecs,
+    RefuseHeld,
     ReportStatus,
     SaveFile,
     Send,
     SetOutputs,
+    SettleClose,
     Started,
+    StartFailed,
     StartKernelChild,
     TruncateJournal,
     Wake,
     WantKernel,
 )
+from nbstage.actors.daemon.room.closing import Closing
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.file_seat import FileSeat
@@ -59,12 +65,13 @@ from nbstage.protocol.daemon_actors.room_followups import (
     FileCheckDue,
     FileOnDisk,
     LiveExecutionRecorded,
+    NotebookFileRead,
     SaveFinished,
     SavePurpose,
     StoredExecutionRead,
     WaitExpired,
 )
-from nbstage.protocol.daemon_actors.rooms import RoomSource, StartRoom
+from nbstage.protocol.daemon_actors.rooms import RoomClosed, RoomSource, StartRoom
 
 ACTOR_MODULES = {"actor"}
 
@@ -174,7 +181,7 @@ def test_when_the_file_part_wants_a_save(
 ) -> None:
     seat = FileSeat(NoticeBoard())
     seat.start(start_for(tmp_path))
-    seat.disk_problem = problem
+    seat.disk.problem = problem
     assert seat.wants_save(revision, purpose) is wanted
 
 
@@ -204,9 +211,9 @@ def test_a_file_gone_from_disk_is_said_once_and_autosave_waits_for_an_edit(
     notices.follow(1)
     seat = FileSeat(notices)
     seat.start(start_for(tmp_path))
-    seat.disk_stamp = DiskStamp(1, 2, 3, 4)
+    seat.disk.stamp = DiskStamp(1, 2, 3, 4)
     assert seat.changed(FileOnDisk(None, None), "/a.ipynb", {}) == (None, False)
-    assert seat.missing
+    assert seat.disk.missing
     assert seat.autosave_generation == 1
     seat.changed(FileOnDisk(None, None), "/a.ipynb", {})
     assert len(notices.take(1)) == 1
@@ -227,7 +234,7 @@ def test_how_a_save_goes_on_after_the_file_changed_under_it(
 ) -> None:
     seat = FileSeat(NoticeBoard())
     seat.start(start_for(tmp_path))
-    seat.disk_problem, seat.missing = problem, missing
+    seat.disk.problem, seat.disk.missing = problem, missing
     token = SaveFinished("/a.ipynb", 1, purpose, origin(1), 0)
     assert seat.again(token) == wanted
 
@@ -235,7 +242,7 @@ def test_how_a_save_goes_on_after_the_file_changed_under_it(
 def test_a_close_over_a_file_that_is_no_notebook_finishes_unsaved(tmp_path: Path) -> None:
     seat = FileSeat(NoticeBoard())
     seat.start(start_for(tmp_path))
-    seat.disk_problem = "not a notebook"
+    seat.disk.problem = "not a notebook"
     [finish] = seat.again(SaveFinished("/a.ipynb", 1, SavePurpose.CLOSE, None, 0))
     assert isinstance(finish, FinishClose)
     assert not finish.saved
@@ -275,25 +282,25 @@ def test_saves_wait_their_turn_and_a_close_is_a_persist(tmp_path: Path) -> None:
     assert seat.next_job() is None
 
 
-def seat_with(tmp_path: Path) -> KernelSeat:
-    seat = KernelSeat()
+def seat_with(tmp_path: Path, env: EnvironmentSeat | None = None) -> KernelSeat:
+    seat = KernelSeat(env or EnvironmentSeat())
     seat.start(start_for(tmp_path), has_runtime=True)
     return seat
 
 
 def test_how_an_execution_is_answered(tmp_path: Path) -> None:
-    seat, asker = seat_with(tmp_path), origin(1)
-    record, _ = seat.book.queue("c1")
-    [live] = seat.answer_execution(asker, record.execution_id, 0)
+    runs, asker = seat_with(tmp_path).runs, origin(1)
+    record, _ = runs.book.queue("c1")
+    [live] = runs.answer_execution(asker, record.execution_id, 0)
     assert isinstance(live, Offload)
     assert live.token == LiveExecutionRecorded(record.execution_id, asker)
-    [wait] = seat.answer_execution(asker, record.execution_id, 5)
+    [wait] = runs.answer_execution(asker, record.execution_id, 5)
     assert wait == Wake(5, WaitExpired(record.execution_id, asker))
-    seat.book.finish(record.execution_id, ExecutionStatus.DONE, 1)
-    [done] = seat.answer_execution(asker, record.execution_id, 5)
+    runs.book.finish(record.execution_id, ExecutionStatus.DONE, 1)
+    [done] = runs.answer_execution(asker, record.execution_id, 5)
     assert isinstance(done, Answer)
     assert done.origin == asker
-    [stored] = seat.answer_execution(asker, "gone", 0)
+    [stored] = runs.answer_execution(asker, "gone", 0)
     assert isinstance(stored, Offload)
     assert stored.token == StoredExecutionRead("gone", asker)
 
@@ -302,40 +309,38 @@ def test_the_latch_stops_the_child_once_and_forgets_it(tmp_path: Path) -> None:
     seat = seat_with(tmp_path)
     seat.seated("kernel-address")
     assert seat.state is KernelState.STARTING
-    env = EnvironmentSeat()
-    detached = seat.detach("stopped", env)
+    detached = seat.detach("stopped")
     assert detached == [Send("kernel-address", ShutdownKernel()), ReportStatus()]
     assert seat.address is None
     assert seat.stopping == ["kernel-address"]
-    assert seat.detach("stopped", env) == [ReportStatus()]
+    assert seat.detach("stopped") == [ReportStatus()]
     assert not seat.is_current("kernel-address")
 
 
 def test_a_run_clears_the_cell_once_and_a_finish_writes_it_back(tmp_path: Path) -> None:
-    seat = seat_with(tmp_path)
-    seat.seated("kernel")
-    execution_id, start = seat.run("c1", "1 + 1")
+    runs = seat_with(tmp_path).runs
+    execution_id, start = runs.run("c1", "1 + 1", "kernel")
     assert start[0] == SetOutputs("c1", [], None)
     assert start[1] == Send("kernel", RunCode(execution_id, "1 + 1"))
-    assert seat.run("c1", "1 + 1") == (execution_id, [])  # joins the run under way
-    finished = seat.finish(execution_id, ExecutionStatus.DONE, 4)
+    assert runs.run("c1", "1 + 1", "kernel") == (execution_id, [])  # joins the run under way
+    finished = runs.finish(execution_id, ExecutionStatus.DONE, 4)
     assert finished[0] == SetOutputs("c1", [], 4)
     assert isinstance(finished[-1], Edited)
-    assert seat.finish(execution_id, ExecutionStatus.DONE, 4) == []  # already settled
+    assert runs.finish(execution_id, ExecutionStatus.DONE, 4) == []  # already settled
 
 
 def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
-    seat, env = seat_with(tmp_path), EnvironmentSeat()
+    seat = seat_with(tmp_path)
     seat.pending_restart = [origin(1), origin(2)]
     seat.up(pid=42)
-    answers = seat.answer_restarts(env)
+    answers = seat.answer_restarts()
     assert [(a.origin, a.reply) for a in answers] == [
         (origin(1), RestartCompleted(42)),
         (origin(2), RestartCompleted(42)),
     ]
-    assert seat.answer_restarts(env) == []
+    assert seat.answer_restarts() == []
     seat.pending_restart = [origin(3)]
-    [failed] = seat.fail_restarts(env)
+    [failed] = seat.fail_restarts()
     assert isinstance(failed, Fail)
     assert failed.origin == origin(3)
     assert seat.pending_restart == []
@@ -344,10 +349,10 @@ def test_restarts_waiting_are_answered_or_failed_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("restart", "closing", "wanted"),
     [
-        (False, False, [Answer]),
-        (False, True, [Answer]),  # the edit is durable: it is answered even while closing
-        (True, True, [Fail]),  # the kernel is not restarted into a closing room
-        (True, False, [DetachKernel, WantKernel]),  # answered once the new kernel is up
+        (False, False, [Answer, SettleClose]),
+        (False, True, [Answer, SettleClose]),  # the edit is durable: answered even while closing
+        (True, True, [Fail, SettleClose]),  # the kernel is not restarted into a closing room
+        (True, False, [DetachKernel, WantKernel, SettleClose]),  # answered once the kernel is up
     ],
 )
 def test_what_follows_a_recorded_dependency_edit(
@@ -371,7 +376,8 @@ def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
     calls.start(start_for(tmp_path))
     env.jobs = 1
     token = DependenciesPrepared(origin(1), None, "restart", 0.0)
-    [refused] = calls.prepared(BlockingWorkDone(token), {}, closing=True)
+    [refused, settle] = calls.prepared(BlockingWorkDone(token), {}, closing=True)
+    assert settle == SettleClose()
     assert isinstance(refused, Fail)
     assert refused.error.code is ErrorCode.SHUTTING_DOWN
     assert env.jobs == 0
@@ -385,12 +391,12 @@ def test_environment_work_that_comes_back_to_a_closing_room_changes_nothing(
     ],
 )
 def test_how_a_restart_goes(tmp_path: Path, state: KernelState, wanted: list[type]) -> None:
-    seat = seat_with(tmp_path)
-    seat.seated("kernel")
-    seat.state = state
     env = EnvironmentSeat()
     env.kernel_name = "python3"
-    todo = seat.restart(origin(1), env)
+    seat = seat_with(tmp_path, env)
+    seat.seated("kernel")
+    seat.state = state
+    todo = seat.restart(origin(1))
     if state is KernelState.DEAD:
         todo = [action for action in todo if not isinstance(action, Send)]
     assert [type(action) for action in todo] == wanted
@@ -400,10 +406,10 @@ def test_how_a_restart_goes(tmp_path: Path, state: KernelState, wanted: list[typ
 def test_a_restart_without_a_kernel_runtime_is_refused_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
-    seat = KernelSeat()
+    seat = KernelSeat(EnvironmentSeat())
     seat.start(start_for(tmp_path), has_runtime=False)
     with pytest.raises(NbstageError):
-        seat.restart(origin(1), EnvironmentSeat())
+        seat.restart(origin(1))
     assert seat.pending_restart == []
 
 
@@ -430,3 +436,46 @@ def test_what_the_start_does_once_the_document_is_loaded(
     assert [type(action) for action in part.loaded(start, journalled, "lane")] == wanted
     assert part.reads == reads
     assert (part.held is not None) is (wanted[-1] is not Started)
+
+
+@pytest.mark.parametrize(
+    ("stopping", "journal_jobs", "env_jobs", "reported"),
+    [
+        ([], 0, 0, True),
+        (["kernel"], 0, 0, False),  # a kernel told to stop has not said it stopped
+        ([], 1, 0, False),  # journal work under way
+        ([], 0, 1, False),  # an environment build under way
+    ],
+)
+def test_the_close_is_reported_once_nothing_it_waits_for_is_under_way(
+    tmp_path: Path, stopping: list, journal_jobs: int, env_jobs: int, reported: bool
+) -> None:
+    env, journalling = EnvironmentSeat(), Journalling()
+    seat, file = KernelSeat(env), FileSeat(NoticeBoard())
+    seat.start(start_for(tmp_path), has_runtime=True)
+    file.start(start_for(tmp_path))
+    close = Closing(seat, journalling, env, file)
+    close.by = "daemon"
+    assert close.settle() == []  # nothing to report before the last flush is over
+    seat.stopping, journalling.jobs, env.jobs = stopping, journal_jobs, env_jobs
+    finished = close.finish(saved=True, error=None)
+    assert (Send("daemon", RoomClosed("nb", True, None)) in finished) is reported
+    seat.stopping, journalling.jobs, env.jobs = [], 0, 0
+    assert len(close.settle()) == (0 if reported else 1)  # reported once, when settled
+
+
+@pytest.mark.parametrize(
+    ("closing", "ok", "wanted"),
+    [
+        (True, True, [RefuseHeld]),  # the room closes before anyone joined it
+        (False, False, [StartFailed]),
+        (False, True, [Loaded, ReadDone]),
+    ],
+)
+def test_what_the_start_does_once_the_file_is_read(
+    closing: bool, ok: bool, wanted: list[type]
+) -> None:
+    done = BlockingWorkDone(
+        NotebookFileRead(), ("doc", "stamp", {}) if ok else None, None if ok else OSError("gone")
+    )
+    assert [type(action) for action in Opening().file_read(done, closing)] == wanted

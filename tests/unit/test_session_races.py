@@ -26,7 +26,7 @@ from thespian.actors import ActorAddress
 from nbstage.actors.proxy.supervisor import ProxySupervisor
 from nbstage.actors.session.session_manager import SessionManager
 from nbstage.protocol.mcp import jsonrpc, tools
-from nbstage.protocol.mcp.lifecycle import tool_error, tool_result
+from nbstage.protocol.mcp.tool_results import tool_error, tool_result
 from nbstage.protocol.session import session_frames
 from nbstage.protocol.session.session_followups import ReconnectDue, RetryRecovery
 from nbstage.protocol.session.supervision import (

@@ -15,14 +15,11 @@ from typing import Any
 
 import pytest
 
-from nbstage.actors.session.sessions import (
-    MAX_PARKED,
+from nbstage.actors.session.session_events import (
     Action,
     Answer,
     ConnectRequested,
     DisconnectRequested,
-    Drop,
-    DropReason,
     IncarnationSeen,
     Join,
     JoinFailed,
@@ -31,14 +28,17 @@ from nbstage.actors.session.sessions import (
     RecoveryDue,
     Refuse,
     RetryRecoveryLater,
+    TellNextResult,
+)
+from nbstage.actors.session.session_model import (
+    MAX_PARKED,
+    Drop,
+    DropReason,
     Session,
     SessionState,
     Target,
-    TellNextResult,
-    decide,
-    kernel_lost_line,
-    no_session_message,
 )
+from nbstage.actors.session.sessions import decide, kernel_lost_line, no_session_message
 
 # --- vocabulary -----------------------------------------------------------------------------
 

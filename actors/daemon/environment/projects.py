@@ -22,6 +22,7 @@ import stat
 import tomllib
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -113,14 +114,18 @@ def _bytes_of(path: Path) -> bytes:
     return read_regular(path, SMALL_FILE_BYTES)[0]
 
 
-def _declares_project(pyproject: Path) -> bool:
-    """A ``[project]`` table: a file holding only tool settings is no environment. Only a
-    regular file is read (a FIFO would block the walk)."""
+def read_pyproject(pyproject: Path) -> dict[str, Any] | None:
+    """The tables of a ``pyproject.toml``; None when it is missing, not a regular file (a
+    FIFO would block the walk), too large or not TOML."""
     try:
-        text = read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8")
-        return isinstance(tomllib.loads(text).get("project"), dict)
+        return tomllib.loads(read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
+        return None
+
+
+def _declares_project(pyproject: Path) -> bool:
+    """A ``[project]`` table: a file holding only tool settings is no environment."""
+    return isinstance((read_pyproject(pyproject) or {}).get("project"), dict)
 
 
 def _checked(folder: Path, user: User) -> ProjectFound | ProjectRefused:

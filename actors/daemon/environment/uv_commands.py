@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular
+from nbstage.actors.daemon.environment.projects import read_pyproject
 
 GUARD = Path(__file__).with_name("uv_guard.py")
 
@@ -51,11 +50,7 @@ def config_options() -> list[str]:
 
 
 def _uv_table(pyproject: Path) -> dict[str, Any] | None:
-    try:
-        text = read_regular(pyproject, SMALL_FILE_BYTES)[0].decode("utf-8")
-        tool = tomllib.loads(text).get("tool")
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return None
+    tool = (read_pyproject(pyproject) or {}).get("tool")
     uv = tool.get("uv") if isinstance(tool, dict) else None
     return uv if isinstance(uv, dict) else None
 

@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from thespian.actors import ActorAddress
 
@@ -72,6 +72,9 @@ from nbstage.protocol.daemon_actors.kernels import (
     WatchKernelSockets,
 )
 
+if TYPE_CHECKING:
+    from nbstage.actors.daemon.kernel.kernel_environment import Found
+
 log = logging.getLogger("nbstage.kernel")
 
 POLLING_TICK = timedelta(milliseconds=1)
@@ -84,25 +87,29 @@ INFO_RETRY_SECS = 0.2
 def _launch(msg: StartKernel) -> tuple[Any, str]:
     """Worker-thread work: build the backend (a kernelspec lookup) and start the kernel,
     or adopt the daemon's spare kernel (actors/daemon/kernel/spare_kernel.py) when it fits."""
-    adopted = _adopt_spare(msg)
+    from nbstage.actors.daemon.kernel.kernel_environment import project_around
+
+    placed = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
+    found = project_around(msg.environment) if placed else None
+    adopted = _adopt_spare(msg, found)
     if adopted is not None:
         try:
             return adopted, adopted.resume(msg.working_dir)
         except Exception:
             log.exception("could not adopt the spare kernel; starting one")
             adopted.shutdown()
-    backend = _make_backend(msg)
+    backend = _make_backend(msg, found)
     return backend, backend.start(msg.working_dir)
 
 
-def _adopt_spare(msg: StartKernel) -> Any:
+def _adopt_spare(msg: StartKernel, found: Found) -> Any:
     from nbstage.actors.daemon.kernel.kernel_environment import pool_view
     from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, SPARE, stop_spare
 
     fits = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
     if not fits or msg.kernel_name != KERNEL_NAME:
         return None
-    pool = pool_view(msg.environment)
+    pool = pool_view(msg.environment, found)
     if pool is None:
         return None
     spare = SPARE.take()
@@ -131,7 +138,7 @@ class Run:
     last_flush: float = field(default_factory=time.monotonic)
 
 
-def _make_backend(msg: StartKernel) -> Any:
+def _make_backend(msg: StartKernel, found: Found) -> Any:
     if msg.backend == KernelBackendKind.SCRIPTED:
         from nbstage.actors.daemon.kernel.scripted_backend import ScriptedBackend
 
@@ -148,7 +155,7 @@ def _make_backend(msg: StartKernel) -> Any:
         msg.kernel_name,
         Path(msg.kernel_dir),
         kernel_id,
-        lambda: place_kernel(msg.environment, state_dir, kernel_id),
+        lambda: place_kernel(msg.environment, state_dir, kernel_id, found),
     )
 
 

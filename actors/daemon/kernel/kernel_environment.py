@@ -39,17 +39,28 @@ class Placement:
     """An environment that is this kernel's alone, removed when it shuts down."""
 
 
+Found = ProjectFound | ProjectRefused | None
+
+
+def project_around(wanted: EnvironmentWanted, home: Path | None = None) -> Found:
+    """The project a kernel of ``wanted`` may run in, by one walk up from its notebook;
+    None, without a walk, when its inline set decides or it has no folder to search."""
+    if _inline_wanted(wanted) or not wanted.search_from:
+        return None
+    return find_project(Path(wanted.search_from), home or Path.home())
+
+
 def place_kernel(
-    wanted: EnvironmentWanted, state_dir: str, kernel_id: str, home: Path | None = None
+    wanted: EnvironmentWanted, state_dir: str, kernel_id: str, found: Found
 ) -> Placement:
-    if wanted.requirements and wanted.fingerprint:
+    """``found`` is what ``project_around`` found for ``wanted``."""
+    if _inline_wanted(wanted):
         try:
             return _inline(wanted, state_dir, kernel_id)
         except environments.EnvironmentUnavailable as exc:
             problem = f"the inline environment could not be built: {exc}"
             log.warning("kernel %s starts in the pool: %s", kernel_id, problem)
             return _pool(state_dir, kernel_id, EnvironmentView(EnvSource.POOL, problem=problem))
-    found = _find_project(wanted, home)
     if _approved(found, wanted):
         try:
             return _project(found.folder)
@@ -60,32 +71,27 @@ def place_kernel(
     return _pool(state_dir, kernel_id, _unused_project(found))
 
 
-def pool_view(wanted: EnvironmentWanted, home: Path | None = None) -> EnvironmentView | None:
+def pool_view(wanted: EnvironmentWanted, found: Found) -> EnvironmentView | None:
     """What ``place_kernel`` would report of the pool (naming any project found but not
     used), or None when it would not choose the pool: an inline set, an approved project."""
-    if wanted.requirements and wanted.fingerprint:
+    if _inline_wanted(wanted) or _approved(found, wanted):
         return None
-    found = _find_project(wanted, home)
-    return None if _approved(found, wanted) else _unused_project(found)
+    return _unused_project(found)
 
 
 def runs_in_pool(wanted: EnvironmentWanted, home: Path | None = None) -> bool:
-    return pool_view(wanted, home) is not None
+    return pool_view(wanted, project_around(wanted, home)) is not None
 
 
-def _find_project(
-    wanted: EnvironmentWanted, home: Path | None
-) -> ProjectFound | ProjectRefused | None:
-    if not wanted.search_from:
-        return None
-    return find_project(Path(wanted.search_from), home or Path.home())
+def _inline_wanted(wanted: EnvironmentWanted) -> bool:
+    return bool(wanted.requirements and wanted.fingerprint)
 
 
 def _approved(found: object, wanted: EnvironmentWanted) -> TypeGuard[ProjectFound]:
     return isinstance(found, ProjectFound) and found.fingerprint in wanted.trusted_projects
 
 
-def _unused_project(found: ProjectFound | ProjectRefused | None) -> EnvironmentView:
+def _unused_project(found: Found) -> EnvironmentView:
     """The pool's view, naming a project that waits for approval or was refused."""
     if isinstance(found, ProjectFound):
         problem = f"the project at {found.folder} is not approved"

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
+
+from nbstage.actors.daemon.kernel.running_processes import each_process, exists
 
 PIPE_PREFIX = "pipe-"
 CONNECTION_SUFFIX = ".json"
@@ -31,7 +33,7 @@ def sweep_kernel_dir(kernel_dir: Path) -> list[str]:
     removed = []
     for pipe in kernel_dir.glob(f"{PIPE_PREFIX}*"):
         pid = pipe.name.removeprefix(PIPE_PREFIX)
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and not exists(int(pid)):
             pipe.unlink(missing_ok=True)
             removed.append(pipe.name)
     names = _names(kernel_dir)
@@ -64,24 +66,12 @@ def named_on_command_lines(kernel_dir: Path) -> set[str]:
     line (alone, or as ``--f=FILE``)."""
     inside = f"{kernel_dir}/".encode()
     found = set()
-    for argv in _command_lines():
-        for arg in argv:
+    for _, command_line in each_process("cmdline"):
+        for arg in command_line.split(b"\0"):
             at = arg.find(inside)
             if at == 0 or (at > 0 and arg[at - 1 : at] == b"="):
                 found.add(os.fsdecode(arg[at + len(inside) :]))
     return found
-
-
-def _command_lines() -> Iterator[list[bytes]]:
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as file:
-                command_line = file.read()
-        except OSError:
-            continue
-        yield command_line.split(b"\0")
 
 
 def _names(kernel_dir: Path) -> list[str]:

@@ -18,6 +18,8 @@ import contextlib
 import os
 import signal
 
+from nbstage.actors.daemon.kernel.running_processes import each_process, running
+
 TAG_ENV = "NBSTAGE_KERNEL_TAG"
 ROUNDS = 10
 """Kill rounds before giving up: a round kills what it found, the next finds what they
@@ -38,21 +40,9 @@ def tagged(tag: str, *, prefix: bool = False) -> set[int]:
     ``prefix``, a tag that starts so)."""
     ends = "" if prefix else "\0"
     marker = f"\0{TAG_ENV}={tag}{ends}".encode()
-    uid = os.getuid()
-    found = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            with open(f"/proc/{entry.name}/environ", "rb") as file:
-                environ = b"\0" + file.read()
-        except OSError:
-            continue
-        if marker in environ:
-            found.add(int(entry.name))
-    return found
+    return {
+        pid for pid, environ in each_process("environ", os.getuid()) if marker in b"\0" + environ
+    }
 
 
 def descendants(pid: int | None) -> set[int]:
@@ -69,18 +59,9 @@ def end_orphans_of(daemon_pid: int) -> set[int]:
     """SIGKILL what the kernels of the daemon ``daemon_pid``, SIGKILLed, left running. Only
     once that pid has ended (a zombie has: its kernels end with it): while it runs, so may
     its kernels, or the pid may be another daemon's now."""
-    if _running(daemon_pid):
+    if running(daemon_pid):
         return set()
     return end_tree(f"{daemon_pid}-", None, prefix=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            state = file.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
 
 
 def end_tree(tag: str, root: int | None, *, prefix: bool = False) -> set[int]:

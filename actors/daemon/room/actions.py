@@ -62,6 +62,34 @@ class DetachKernel:
 
 
 @frozen
+class EndChild:
+    """A Kernel child said it stopped: the Room ends its actor (only an actor can)."""
+
+    child: Any
+
+
+@frozen
+class Restart:
+    """Restart the kernel for ``origin`` now (the kernelspecs it waited for are read)."""
+
+    origin: Origin
+
+
+@frozen
+class ProjectReported:
+    """The kernel is up: what its project says (a refusal, a lock newly trusted) is heard."""
+
+
+@frozen
+class CommitDependencies:
+    """Make manage_dependencies' edit (``plan``), then trust and record it."""
+
+    origin: Origin
+    plan: Any
+    applied: Any = None
+
+
+@frozen
 class ReadKernelspecs:
     """Read the installed kernelspecs (and, at the start, the trusted dependency sets);
     ``restart`` is the restart_kernel call that waits for them, if any."""
@@ -77,6 +105,35 @@ class ReadJournal:
 @frozen
 class FlushFirst:
     """Write a new persisted notebook's untitled row before anyone joins it."""
+
+
+@frozen
+class Loaded:
+    """The document is loaded (from the file: with the file's stamp and notebook as read);
+    the start goes on with the reads that follow."""
+
+    doc: Any
+    stamp: Any = None
+    base: dict | None = None
+
+
+@frozen
+class StartFailed:
+    """The room could not open: the Daemon is told, and the joins held are refused."""
+
+    error: NbstageError
+
+
+@frozen
+class RefuseHeld:
+    """Refuse the joins held for the start (the room is closing)."""
+
+    error: NbstageError
+
+
+@frozen
+class ReadDone:
+    """One read the start waits for came back: joins are let in after the last."""
 
 
 @frozen
@@ -122,6 +179,11 @@ class FinishClose:
 
 
 @frozen
+class SettleClose:
+    """Work the close waited for is over: the close is reported once nothing is left."""
+
+
+@frozen
 class FirstFlushed:
     """A new persisted notebook's untitled row is written (or not): the start goes on."""
 
@@ -148,6 +210,25 @@ class Edited:
 
 
 @frozen
+class Merged:
+    """The file changed from outside: the document takes ``notebook`` (None: the merge left
+    it as it was); with ``holds_all``, the file holds every edit, so none is unsaved."""
+
+    notebook: dict | None
+    holds_all: bool
+
+
+@frozen
+class ResumeAutosave:
+    """After a merge: unsaved edits are saved again once the file is a notebook again."""
+
+
+@frozen
+class NextFileJob:
+    """Start the saves and looks waiting for the one that just came back."""
+
+
+@frozen
 class SetOutputs:
     """Write an execution's outputs (and, once finished, its count) into the document."""
 
@@ -164,18 +245,30 @@ Action = (
     | Fail
     | StartKernelChild
     | DetachKernel
+    | EndChild
+    | ProjectReported
+    | CommitDependencies
+    | Restart
     | Persist
     | SaveFile
     | FinishClose
+    | SettleClose
     | FirstFlushed
     | BindPath
     | TruncateJournal
     | SetOutputs
+    | Merged
+    | ResumeAutosave
+    | NextFileJob
     | Edited
     | WantKernel
     | ReportStatus
     | ReadKernelspecs
     | ReadJournal
     | FlushFirst
+    | Loaded
+    | StartFailed
+    | RefuseHeld
+    | ReadDone
     | Started
 )

@@ -18,15 +18,18 @@ from nbstage.actors.daemon.notebook.journal_store import JournalStore
 from nbstage.actors.daemon.room.actions import (
     Action,
     Answer,
+    CommitDependencies,
     DetachKernel,
     Fail,
     Offload,
+    Send,
+    SettleClose,
     WantKernel,
 )
+from nbstage.actors.daemon.room.closing import closing_error
 from nbstage.actors.daemon.room.environment import EnvironmentSeat, record_trust
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.notices import NoticeBoard
-from nbstage.actors.daemon.room.peers import closing_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import (
@@ -37,7 +40,7 @@ from nbstage.protocol.daemon.replies import (
     DependencyTrust,
 )
 from nbstage.protocol.daemon.requests import ApplyDependencies, ManageDependencies
-from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.edge import Origin, RequestProgressed
 from nbstage.protocol.daemon_actors.kernels import EnvironmentView
 from nbstage.protocol.daemon_actors.room_followups import (
     DependenciesPrepared,
@@ -69,6 +72,16 @@ class DependencyCalls:
             current, self.env.trusted, req.add, req.remove, req.trust, req.dependency_fingerprint
         )
 
+    def manage(
+        self, origin: Origin, req: ManageDependencies, metadata: dict, seat: Any
+    ) -> list[Action]:
+        """manage_dependencies: the edit alone, or first the environment work, which needs
+        the kernel (``seat``) to be possible."""
+        plan = self.plan(req, metadata)
+        if req.apply is ApplyDependencies.NONE:
+            return [CommitDependencies(origin, plan)]
+        return [*seat.require(), self.prepare(origin, req, plan)]
+
     def prepare(
         self, origin: Origin, req: ManageDependencies, plan: dependencies.DependencyPlan
     ) -> Offload:
@@ -83,19 +96,19 @@ class DependencyCalls:
         self.env.jobs += 1
         return Offload(token, work, reports=True)
 
-    def prepared(
-        self, done: BlockingWorkDone, metadata: dict, closing: bool
-    ) -> DependenciesApplied | list[Action]:
-        """The environment work came back: what to commit, or whom to refuse."""
+    def prepared(self, done: BlockingWorkDone, metadata: dict, closing: bool) -> list[Action]:
+        """The environment work came back: the edit to commit, or whom to refuse."""
         token: DependenciesPrepared = done.token
         self.env.jobs -= 1
         seconds = round(time.monotonic() - token.started, 3)
         if closing:
-            return [Fail(token.origin, closing_error("the dependencies were not changed"))]
+            refused = closing_error("the dependencies were not changed")
+            return [Fail(token.origin, refused), SettleClose()]
         refusal = refusal_after_work(done, metadata)
         if refusal is not None:
             return [Fail(token.origin, refusal)]
-        return DependenciesApplied(token.mode, True, seconds)
+        applied = DependenciesApplied(token.mode, True, seconds)
+        return [CommitDependencies(token.origin, token.plan, applied)]
 
     def commit(
         self,
@@ -132,11 +145,16 @@ class DependencyCalls:
                 "could not record the dependencies of %s: %s", self.config.notebook_id, done.error
             )
         if not token.restart:
-            return [Answer(token.origin, token.reply)]
+            return [Answer(token.origin, token.reply), SettleClose()]
         if closing:
-            return [Fail(token.origin, closing_error("the kernel was not restarted"))]
+            refused = closing_error("the kernel was not restarted")
+            return [Fail(token.origin, refused), SettleClose()]
         self.env.pending.append((token.origin, token.reply))
-        return [DetachKernel("restarted into its new environment"), WantKernel()]
+        return [DetachKernel("restarted into its new environment"), WantKernel(), SettleClose()]
+
+    def progressed(self, token: DependenciesPrepared, line: str) -> list[Action]:
+        """A line of the environment work, for the caller."""
+        return [Send(self.config.edge, RequestProgressed(token.origin, f"uv: {line}"))]
 
     def project_reported(self, path: str | None) -> list[Action]:
         """A kernel up in a project: say a refusal once; record a lock newly trusted."""
@@ -147,10 +165,11 @@ class DependencyCalls:
             return []
         return [self.journal.work(ProjectTrustRecorded(), self._record(None, path, [locked]))]
 
-    def project_trust_recorded(self, done: BlockingWorkDone, path: str | None) -> None:
+    def project_trust_recorded(self, done: BlockingWorkDone, path: str | None) -> list[Action]:
         self.journal.settled()
         if not done.ok:
             log.error("could not record the project trust of %s: %s", path, done.error)
+        return [SettleClose()]
 
     def _record(
         self, journalled: tuple[str, ...] | None, path: str | None, trusts: list[str]

@@ -1,8 +1,9 @@
-"""The Room's file part: saves, autosave, the watch on the file and what it found there.
+"""The Room's file part: its path, saves, autosave, and what follows a save.
 
-It owns what the Room knows of its file (the stamp and notebook it last read or wrote,
-why autosave is paused, whether the file went missing), the one-at-a-time queue of saves
-and looks, the claims of new paths, and the autosave and file-check timers' generations.
+It owns the room's path, the one-at-a-time queue of saves and looks at the file, the
+autosave timer's generation and the registry connection. What the room knows of the file
+on disk, and the watch on it, is its ``disk`` (disk_watch.py); saves to a new path are
+its ``new_paths`` (new_paths.py).
 It returns its work and timers as actions. It never changes the document: a merge with
 the disk comes back as the notebook the Room then takes (docs/notes/file-watch.md).
 """
@@ -16,48 +17,43 @@ from typing import Any
 
 import orjson
 
-from nbstage.actors.daemon.notebook import notebook_merge, persistence, save_target
+from nbstage.actors.daemon.notebook import persistence
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.registry import Registry
 from nbstage.actors.daemon.room.actions import (
     Action,
     Answer,
-    BindPath,
     Fail,
     FinishClose,
     FirstFlushed,
+    Merged,
+    NextFileJob,
     Offload,
     Persist,
+    ReportStatus,
+    ResumeAutosave,
     SaveFile,
     Send,
     TruncateJournal,
     Wake,
 )
-from nbstage.actors.daemon.room.environment import record_trust_after_save
+from nbstage.actors.daemon.room.disk_watch import DiskWatch
+from nbstage.actors.daemon.room.new_paths import NewPaths
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
-from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon.replies import NotebookSaved
+from nbstage.protocol.daemon.requests import SaveNotebook
 from nbstage.protocol.daemon_actors.edge import EventKind, Origin, RoomEventOccurred
 from nbstage.protocol.daemon_actors.room_followups import (
     AutosaveDue,
-    DiskStamp,
     FileCheckDue,
-    FileLooked,
     FileOnDisk,
     SaveFinished,
     SavePurpose,
 )
-from nbstage.protocol.daemon_actors.rooms import (
-    ClaimPath,
-    PathBound,
-    PathClaimed,
-    PathRefused,
-    PathReleased,
-    StartRoom,
-)
+from nbstage.protocol.daemon_actors.rooms import StartRoom
 
 log = logging.getLogger("nbstage.room")
 
@@ -67,32 +63,36 @@ class FileSeat:
         self.notices = notices
         self.config: StartRoom | None = None
         self.daemon: Any = None
+        self.path: str | None = None
+        """The room's file; None for an untitled notebook."""
+        self.ephemeral = True
         self.saved_revision = 0
         self.autosave_generation = 0
         self.first_unsaved_at: float | None = None
-        self.disk_stamp: DiskStamp | None = None
-        """The file as this room last read or wrote it; None: the room knows it is gone."""
-        self.disk_base: dict | None = None
-        """The notebook as last read from or written to the file: the merge's base."""
-        self.disk_problem: str | None = None
-        """Why the file on disk is not a notebook; autosave is paused while it is set."""
-        self.disk_bad_stamp: DiskStamp | None = None
-        self.missing = False
-        """The file was deleted under the room; the next save writes it again."""
+        self.disk = DiskWatch(notices)
         self.busy = False
         """A save or a look at the file is under way; others wait in ``queue``, so each
         one starts from what the one before it found."""
         self.queue: list[tuple[SavePurpose, str, Origin | None]] = []
         self.writing: dict | None = None
         """The notebook the save under way writes: the base once it is written."""
-        self.claims: dict[Origin, tuple[str, bool]] = {}
-        """A save to a new path → the path as asked (links unresolved) and its ``overwrite``."""
-        self.check_generation = 0
-        self.check_armed = False
+        self.new_paths = NewPaths()
         self._registry: Registry | None = None
 
     def start(self, config: StartRoom, daemon: Any = None) -> None:
         self.config, self.daemon = config, daemon
+        self.new_paths.start(config, daemon)
+        self.path, self.ephemeral = config.path, config.ephemeral
+
+    @property
+    def journalled(self) -> bool:
+        """Ephemeral rooms stay in memory only; every other room journals its edits."""
+        return not (self.ephemeral and self.path is None)
+
+    def bind(self, path: str, has_peers: bool) -> list[Action]:
+        """The notebook now lives at ``path`` (a save to a new path was recorded)."""
+        self.path, self.ephemeral = path, False
+        return [*self.arm_check(path, has_peers), ReportStatus()]
 
     @property
     def registry_file(self) -> Path:
@@ -115,8 +115,10 @@ class FileSeat:
 
     # --- autosave -------------------------------------------------------------------------
 
-    def edited(self) -> Wake:
+    def edited(self) -> list[Wake]:
         """Schedule an autosave: about ``delay`` after the last edit, at most ``max_delay``."""
+        if not self.journalled:
+            return []
         now = time.monotonic()
         if self.first_unsaved_at is None:
             self.first_unsaved_at = now
@@ -124,7 +126,10 @@ class FileSeat:
         deadline = self.first_unsaved_at + settings.autosave_max_delay_secs
         delay = max(0.0, min(settings.autosave_delay_secs, deadline - now))
         self.autosave_generation += 1
-        return Wake(delay, AutosaveDue(self.autosave_generation))
+        return [Wake(delay, AutosaveDue(self.autosave_generation))]
+
+    def autosave_due(self, due: AutosaveDue) -> list[Action]:
+        return [Persist(SavePurpose.AUTOSAVE)] if due.generation == self.autosave_generation else []
 
     def saved_up_to(self, revision: int, current: int) -> None:
         self.saved_revision = max(self.saved_revision, revision)
@@ -135,9 +140,27 @@ class FileSeat:
         if revision == self.saved_revision:
             self.first_unsaved_at = None
             return False
-        return purpose is not SavePurpose.AUTOSAVE or self.disk_problem is None
+        return purpose is not SavePurpose.AUTOSAVE or self.disk.problem is None
 
     # --- saves ----------------------------------------------------------------------------
+
+    def persist(self, doc: Document, purpose: SavePurpose, seq: int) -> list[Action]:
+        """Save unsaved edits; a close with nothing to save is finished at once."""
+        if self.journalled and self.wants_save(doc.revision, purpose):
+            if self.path is not None:
+                return [SaveFile(None, purpose)]
+            return [self.flush_untitled(doc, purpose, seq)]
+        return [FinishClose(True)] if purpose is SavePurpose.CLOSE else []
+
+    def save_request(self, origin: Origin, req: SaveNotebook) -> list[Action]:
+        """save_notebook: to a new path (claimed first), or to the room's own file."""
+        if req.path is not None:
+            return [self.new_paths.claim(origin, req.path, req.overwrite)]
+        if self.path is None:
+            raise NbstageError(
+                ErrorCode.NO_PATH, "This notebook has no file yet. Call save_notebook with a path."
+            )
+        return [SaveFile(None, SavePurpose.REQUEST, origin)]
 
     def save(
         self,
@@ -162,20 +185,11 @@ class FileSeat:
         self.writing = doc.to_json()
         snapshot = orjson.dumps(self.writing)
         token = SaveFinished(path, doc.revision, purpose, origin, seq)
-        target, limit = Path(path), self.config.settings.max_file_bytes
         if purpose is SavePurpose.NEW_PATH:
-            given, overwrite = self.claims.pop(origin, (path, False))
-            where = self.registry_file
-
-            def save_there() -> Any:
-                saved = persistence.save_to_new_path(
-                    Path(given), target, snapshot, own, overwrite, limit
-                )
-                record_trust_after_save(where, path, trusted)
-                return saved
-
-            return [Offload(token, save_there, self.lane)]
-        expected, explicit = self.disk_stamp, purpose is SavePurpose.REQUEST
+            write = self.new_paths.write(origin, path, snapshot, own, trusted)
+            return [Offload(token, write, self.lane)]
+        target, limit = Path(path), self.config.settings.max_file_bytes
+        expected, explicit = self.disk.stamp, purpose is SavePurpose.REQUEST
         return [
             Offload(
                 token,
@@ -210,24 +224,13 @@ class FileSeat:
             return Persist(purpose)
         return SaveFile(path if purpose is SavePurpose.NEW_PATH else None, purpose, origin)
 
-    def claim(self, origin: Origin, path: str, overwrite: bool) -> Send:
-        """A save to a new path asks the Daemon for the path first (PathClaimed/Refused)."""
-        from nbstage.actors.daemon.notebook.notebook_files import absolute_notebook_path
-
-        target = absolute_notebook_path(path)
-        given = str(Path(path).expanduser())
-        refusal = save_target.path_refusal(given, target)
-        if refusal is not None:
-            raise refusal
-        self.claims[origin] = (given, overwrite)
-        return Send(self.daemon, ClaimPath(self.config.notebook_id, target, origin))
-
-    def claimed(self, msg: PathClaimed) -> SaveFile:
-        return SaveFile(msg.path, SavePurpose.NEW_PATH, msg.origin)
-
-    def refused(self, msg: PathRefused) -> Fail:
-        self.claims.pop(msg.origin, None)
-        return Fail(msg.origin, NbstageError(msg.code, msg.message))
+    def save_returned(self, done: BlockingWorkDone, doc: Document) -> list[Action]:
+        """What follows a save; when the file changed from outside instead, the merge,
+        then the save again from there."""
+        seen = self.finished(done)
+        if seen is None:
+            return [*self.settled(done, doc.revision), NextFileJob()]
+        return [self.merge(seen, doc), *self.again(done.token), NextFileJob()]
 
     def finished(self, done: BlockingWorkDone) -> FileOnDisk | None:
         """A save came back; what the file held instead, when it changed from outside and
@@ -238,7 +241,7 @@ class FileSeat:
         if done.ok and isinstance(done.result, FileOnDisk):
             return done.result
         if done.ok:
-            self.wrote(done.result.stamp, written)
+            self.disk.wrote(done.result.stamp, written)
         return None
 
     def settled(self, done: BlockingWorkDone, revision: int) -> list[Action]:
@@ -263,12 +266,8 @@ class FileSeat:
                 return [Answer(origin, NotebookSaved(notebook_id, token.path))]
             case SavePurpose.REQUEST:
                 return [Fail(origin, save_error(done.error))]
-            case SavePurpose.NEW_PATH if done.ok:
-                bound = PathBound(notebook_id, token.path, origin)
-                return [Send(self.daemon, bound), BindPath(token.path)]
             case SavePurpose.NEW_PATH:
-                released = PathReleased(notebook_id, token.path)
-                return [Send(self.daemon, released), Fail(origin, save_error(done.error))]
+                return self.new_paths.written(token, done)
             case SavePurpose.CLOSE:
                 return [FinishClose(done.ok, done.error)]
             case SavePurpose.FIRST:
@@ -281,129 +280,58 @@ class FileSeat:
         match token.purpose:
             case SavePurpose.REQUEST:
                 return [SaveFile(None, SavePurpose.REQUEST, token.origin)]
-            case SavePurpose.CLOSE if self.disk_problem is not None:
-                return [FinishClose(False, NbstageError(ErrorCode.SAVE_FAILED, self.disk_problem))]
+            case SavePurpose.CLOSE if self.disk.problem is not None:
+                return [FinishClose(False, NbstageError(ErrorCode.SAVE_FAILED, self.disk.problem))]
             case SavePurpose.CLOSE:
                 return [Persist(SavePurpose.CLOSE)]
-            case SavePurpose.AUTOSAVE if not self.missing:
+            case SavePurpose.AUTOSAVE if not self.disk.missing:
                 return [Persist(SavePurpose.AUTOSAVE)]
         return []
 
-    # --- the file on disk -----------------------------------------------------------------
-
-    def wrote(self, stamp: DiskStamp, notebook: dict) -> None:
-        self.disk_stamp = stamp
-        self.disk_base = notebook
-        self.missing = False
-        self.resume_autosave()
-
-    def resume_autosave(self) -> None:
-        self.disk_problem = None
-        self.disk_bad_stamp = None
-        self.notices.stand("file", None)
+    # --- the watch on the file (disk_watch.py) --------------------------------------------
 
     def arm_check(self, path: str | None, has_peers: bool) -> list[Wake]:
-        every = self.config.settings.file_check_secs
-        if self.check_armed or every <= 0 or path is None or not has_peers:
-            return []
-        self.check_armed = True
-        self.check_generation += 1
-        return [Wake(every, FileCheckDue(self.check_generation))]
+        return self.disk.arm(self.config.settings.file_check_secs, path, has_peers)
 
-    def check_due(
-        self, due: FileCheckDue, path: str | None, has_peers: bool, closing: bool
-    ) -> list[Action]:
-        if due.generation != self.check_generation:
+    def check_due(self, due: FileCheckDue, has_peers: bool, closing: bool) -> list[Action]:
+        """A look waits for the save under way; a closing room looks no more."""
+        if not self.disk.due(due):
             return []
-        self.check_armed = False
         if self.busy or closing:
-            return self.arm_check(path, has_peers)
-        return [self.look(path)] if path is not None and has_peers else []
+            return self.arm_check(self.path, has_peers)
+        if self.path is None or not has_peers:
+            return []
+        self.busy = True
+        return [self.disk.look(self.path, self.config.settings.max_file_bytes, self.lane)]
 
-    def looked(self, done: BlockingWorkDone, path: str | None) -> FileOnDisk | None:
+    def looked(self, done: BlockingWorkDone) -> FileOnDisk | None:
         """A look came back: what the file holds, if it changed and is still the room's."""
         self.busy = False
         if not done.ok:
             log.warning("could not look at %s: %s", done.token.path, done.error)
-        elif done.result is not None and done.token.path == path:
+        elif done.result is not None and done.token.path == self.path:
             return done.result
         return None
+
+    def look_returned(self, done: BlockingWorkDone, doc: Document, has_peers: bool) -> list[Action]:
+        seen = self.looked(done)
+        merged = [] if seen is None else [self.merge(seen, doc), ResumeAutosave()]
+        return [*merged, *self.arm_check(self.path, has_peers), NextFileJob()]
+
+    def merge(self, seen: FileOnDisk, doc: Document) -> Merged:
+        return Merged(*self.changed(seen, self.path, doc.to_json()))
+
+    def resumed(self, revision: int) -> list[Wake]:
+        return self.edited() if self.autosave_resumes(revision) else []
 
     def autosave_resumes(self, revision: int) -> bool:
         """After a look: unsaved edits are saved again once the file is a notebook again."""
         unsaved = revision != self.saved_revision
-        return unsaved and self.disk_problem is None and not self.missing
-
-    def look(self, path: str) -> Offload:
-        """Stat the file (read it only when it changed), between saves, on this room's lane."""
-        self.busy = True
-        known = (self.disk_stamp,)
-        if self.disk_problem is not None:
-            known += (self.disk_bad_stamp,)
-        limit = self.config.settings.max_file_bytes
-        return Offload(
-            FileLooked(path), lambda: persistence.look_at_file(Path(path), known, limit), self.lane
-        )
+        return unsaved and self.disk.problem is None and not self.disk.missing
 
     def changed(self, seen: FileOnDisk, path: str, ours: dict) -> tuple[dict | None, bool]:
-        """What the file holds now, seen by a look or a save: merged, or why not said.
-        Returns the notebook the room should hold when a merge changed it, and whether
-        the file now holds all the room has (so nothing is unsaved)."""
-        if seen.notebook is not None:
-            try:
-                disk = Document.from_json(seen.notebook).to_json()
-            except NbstageError as exc:
-                seen = FileOnDisk(seen.stamp, None, f"{path}: {exc.message}")
-            else:
-                return self._merge(seen, disk, path, ours)
-        if seen.stamp is None:
-            if self.disk_stamp is not None:
-                self.disk_stamp = None
-                self.missing = True
-                self.autosave_generation += 1
-                self.resume_autosave()
-                self.notices.post(
-                    Notice(
-                        NoticeKind.DELETED_ON_DISK,
-                        f"{path} was deleted on disk. The notebook stays open here, "
-                        "unsaved; the next save (save_notebook, or autosave after an edit) "
-                        "writes the file again.",
-                        "save_notebook()",
-                    )
-                )
-        else:
-            self.disk_bad_stamp = seen.stamp
-            self.disk_problem = seen.problem
-            self.notices.stand(
-                "file",
-                Notice(
-                    NoticeKind.AUTOSAVE_PAUSED,
-                    f"Autosave is paused and the file is left as it is: {seen.problem} "
-                    "Autosave resumes once it parses again; save_notebook writes over it now.",
-                    "save_notebook()",
-                ),
-            )
-        return None, False
-
-    def _merge(
-        self, seen: FileOnDisk, disk: dict, path: str, ours: dict
-    ) -> tuple[dict | None, bool]:
-        cells = seen.notebook["cells"]
-        missing = {i for i, cell in enumerate(cells) if cell.get("id") is None}
-        base = self.disk_base or {"cells": [], "metadata": {}}
-        in_room = frozenset(c["id"] for c in ours["cells"])
-        theirs = notebook_merge.recover_ids(base["cells"], disk["cells"], missing, in_room)
-        merged = notebook_merge.merge_cells(base["cells"], ours["cells"], theirs)
-        metadata = notebook_merge.merge_metadata(
-            base["metadata"], ours["metadata"], disk["metadata"]
-        )
-        self.disk_stamp = seen.stamp
-        self.disk_base = {**disk, "cells": theirs}
-        self.missing = False
-        self.resume_autosave()
-        if merged.summary.changed:
-            self.notices.post(notebook_merge.notice_line(path, merged.summary))
-        holds_all = merged.cells == theirs and metadata == disk["metadata"]
-        if merged.cells != ours["cells"] or metadata != ours["metadata"]:
-            return {"cells": merged.cells, "metadata": metadata}, holds_all
-        return None, holds_all
+        """The merge (disk_watch.py); a file gone from disk waits for an edit to be saved."""
+        merged, holds_all, gone = self.disk.changed(seen, path, ours)
+        if gone:
+            self.autosave_generation += 1
+        return merged, holds_all

@@ -18,8 +18,16 @@ import orjson
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.notebook.journal_store import JournalStore
-from nbstage.actors.daemon.room.actions import Offload
+from nbstage.actors.daemon.room.actions import (
+    Action,
+    Answer,
+    Edited,
+    Offload,
+    ReadDone,
+    SettleClose,
+)
 from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import (
     JournalAppended,
@@ -72,7 +80,8 @@ class Journalling:
         self.seq += 1
         return self.seq, orjson.dumps(record)
 
-    def appended(self, done: BlockingWorkDone) -> None:
+    def appended(self, done: BlockingWorkDone) -> list[Action]:
+        """The edit is durable (or logged as not): its answer goes now."""
         self.settled()
         if not done.ok:
             log.error(
@@ -81,6 +90,7 @@ class Journalling:
                 self.notebook_id,
                 done.error,
             )
+        return [Answer(done.token.origin, done.token.reply), SettleClose()]
 
     def read(self) -> Offload:
         store, notebook_id = self.store, self.notebook_id
@@ -115,6 +125,12 @@ class Journalling:
         self.restored = replay.applied
         return True, []
 
+    def replayed(self, done: BlockingWorkDone, doc: Document, untitled: bool) -> list[Action]:
+        """Edits acknowledged after the last save come back; a file-backed room counts them
+        as unsaved and writes them with its next save, through the checked save."""
+        changed, work = self.replay(done, doc)
+        return [*work, *([Edited()] if changed and untitled else []), ReadDone()]
+
     def truncate(self, upto: int) -> Offload:
         store, notebook_id = self.store, self.notebook_id
         return self.work(JournalTruncated(upto), lambda: store.truncate(notebook_id, upto))
@@ -123,12 +139,23 @@ class Journalling:
         """After a save or a merge that holds every record so far."""
         return [self.truncate(self.seq)] if self.seq > 0 else []
 
-    def truncated(self, done: BlockingWorkDone) -> None:
+    def truncated(self, done: BlockingWorkDone) -> list[Action]:
         self.settled()
         if not done.ok:
             log.warning("could not truncate the journal of %s: %s", self.notebook_id, done.error)
+        return [SettleClose()]
 
     def close(self) -> list[Offload]:
         if self._store is None:
             return []
         return [self.work(JournalClosed(), self._store.close)]
+
+    def closed(self, done: BlockingWorkDone) -> list[Action]:
+        self.settled()
+        return [SettleClose()]
+
+    def restored_notice(self, path: str | None) -> Notice | None:
+        """Edits the last daemon acknowledged came back at the start: said once."""
+        if not self.restored:
+            return None
+        return journal.restored_notice(path or self.notebook_id, self.restored, path is not None)

@@ -37,8 +37,10 @@ class OnceKeys:
         self.repeats[key].append(origin)
         return True
 
-    def begin(self, key: str, origin: Origin) -> None:
+    def begin(self, key: str | None, origin: Origin) -> None:
         """``origin`` carries ``key`` out; it is answered later, through ``answered``."""
+        if key is None:
+            return
         self.repeats[key] = []
         self.under_way[origin] = key
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,22 @@ from nbstage.actors.daemon.kernel.kernelspecs import NoKernelspec, choose_kernel
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room.actions import (
     Action,
+    Fail,
     FlushFirst,
+    Loaded,
     Offload,
+    ReadDone,
     ReadJournal,
     ReadKernelspecs,
+    RefuseHeld,
+    ReportStatus,
+    Restart,
     Started,
+    StartFailed,
 )
+from nbstage.actors.daemon.room.closing import closing_error
 from nbstage.actors.daemon.room.environment import EnvironmentSeat, trusted_for
+from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.edge import Origin
@@ -47,15 +57,37 @@ class Opening:
         """Reads a loaded notebook waits for before it takes joins (kernelspecs, journal)."""
         self.error: NbstageError | None = None
 
-    def start(self, msg: StartRoom, lane: str) -> Offload | None:
+    def start(self, msg: StartRoom, lane: str) -> list[Action]:
         """Joins wait for every read the start makes; an open by path also waits until the
         Daemon has recorded the path (PathRecorded), which may come before the file. A
-        file is read off the loop (the read to make); other notebooks load at once."""
+        file is read off the loop; other notebooks load at once."""
         self.reads = int(msg.binding_pending)
-        if msg.source is not RoomSource.FILE:
-            return None
-        self.hold(1)
-        return read_file(msg.path, msg.settings.max_file_bytes, lane)
+        if msg.source is RoomSource.FILE:
+            self.hold(1)
+            return [read_file(msg.path, msg.settings.max_file_bytes, lane)]
+        try:
+            return [Loaded(load(msg))]
+        except NbstageError as exc:
+            return [StartFailed(exc)]
+
+    def file_read(self, done: BlockingWorkDone, closing: bool) -> list[Action]:
+        if closing:
+            return [RefuseHeld(closing_error("nobody joined it"))]
+        if not done.ok:
+            return [StartFailed(read_error(done))]
+        return [Loaded(*done.result), ReadDone()]
+
+    def kernelspecs_read(self, done: BlockingWorkDone, seat: Any, metadata: dict) -> list[Action]:
+        """A kernelspec fits the notebook or none does; a restart that waited goes on."""
+        fits = choose(done, seat.env, metadata)
+        seat.life = replace(seat.life, has_runtime=fits)
+        restart = done.token.restart
+        if restart is None:
+            return [ReadDone()]
+        if fits:
+            return [ReportStatus(), Restart(restart)]
+        refused = NbstageError(ErrorCode.UNKNOWN_RUNTIME, seat.env.kernel_refused)
+        return [ReportStatus(), Fail(restart, refused)]
 
     def loaded(self, msg: StartRoom, journalled: bool, lane: str) -> list[Action]:
         """The document is loaded: what the start reads next, or writes, before joins."""
@@ -83,10 +115,16 @@ class Opening:
         held, self.held = self.held or [], None
         return held
 
-    def read_done(self) -> list[JoinRoom] | None:
-        """One read came back: the joins to let in once it was the last, else None."""
+    def read_done(self) -> list[Action]:
+        """One read came back: the joins held are let in once it was the last."""
         self.reads -= 1
-        return None if self.reads > 0 else self.release()
+        return [] if self.reads > 0 else [Started(tuple(self.release()))]
+
+    def first_flushed(self, error: BaseException | None) -> list[Action]:
+        """A new persisted notebook exists once its untitled row is durable; joins wait."""
+        if error is not None:
+            return [StartFailed(save_error(error))]
+        return [Started(tuple(self.release()))]
 
     def unloaded_error(self) -> NbstageError:
         if self.error is not None:
@@ -147,9 +185,10 @@ def swept(done: BlockingWorkDone, path: str) -> None:
         log.info("removed %d temp file(s) that killed saves left beside %s", done.result, path)
 
 
-def read_kernelspecs(registry: Path, path: str | None, restart: Origin | None) -> Offload:
-    """At the start, the trusted dependency sets of the notebook's path come too."""
-    path = path if restart is None else None
+def read_kernelspecs(file: Any, restart: Origin | None) -> Offload:
+    """At the start, the trusted dependency sets of the notebook's path (``file``, the
+    room's file part) come too."""
+    registry, path = file.registry_file, file.path if restart is None else None
 
     def read() -> tuple[dict[str, KernelspecInfo], set[str]]:
         from nbstage.actors.daemon.kernel.kernel_backend import installed_kernelspecs

@@ -1,5 +1,6 @@
-"""Who is in a Room, and how its closing stands: plain state the Room keeps beside the
-document (views.py reads it for the Daemon and for describe_room)."""
+"""Who is in a Room: plain state the Room keeps beside the document (views.py reads it
+for the Daemon and for describe_room), the notices each connection follows, and the
+events a join or a leave sends to the edge."""
 
 from __future__ import annotations
 
@@ -7,19 +8,28 @@ import time
 import uuid
 from typing import Any
 
+from nbstage.actors.daemon.room.actions import Action, Answer, ReportStatus, Send
+from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
-from nbstage.protocol.daemon.replies import KeptRoom
-from nbstage.protocol.daemon_actors.rooms import RoomClosed
+from nbstage.protocol.daemon.replies import RoomLeft
+from nbstage.protocol.daemon.requests import LeaveRoom
+from nbstage.protocol.daemon_actors.edge import EventKind, Origin, RoomEventOccurred
+from nbstage.protocol.daemon_actors.rooms import StartRoom
 
 
 class Peers:
-    def __init__(self) -> None:
+    def __init__(self, notices: NoticeBoard) -> None:
+        self.notices = notices
+        self.config: StartRoom | None = None
         self.labels: dict[str, str] = {}
         """peer id → its label."""
         self.conns: dict[str, int] = {}
         """peer id → the daemon connection it joined on (the answers' ``Origin.conn``)."""
         self.idle_since: float | None = time.monotonic()
         self.joins_seen = 0
+
+    def start(self, config: StartRoom) -> None:
+        self.config = config
 
     def __bool__(self) -> bool:
         return bool(self.labels)
@@ -28,32 +38,26 @@ class Peers:
         self.joins_seen = max(self.joins_seen, join_seq)
 
     def join(self, label: str, conn: int) -> str:
+        """A new peer: its id; its connection follows the room's notices from now on."""
         peer_id = uuid.uuid4().hex[:12]
         self.labels[peer_id] = label
         self.conns[peer_id] = conn
         self.idle_since = None
+        self.notices.follow(conn)
         return peer_id
 
-    def leave(self, peer_id: str) -> tuple[str | None, int | None]:
-        """(its label, its connection when no other peer is on it); no label: not a peer."""
-        label = self.labels.pop(peer_id, None)
-        conn = self.conns.pop(peer_id, None)
+    def leave(self, origin: Origin, req: LeaveRoom, seat: Any) -> list[Action]:
+        """leave_room: the seat hears the room may be empty; the answer and event follow."""
+        if req.peer_id not in self.labels:
+            raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} is not in this room.")
+        label = self.labels.pop(req.peer_id)
+        conn = self.conns.pop(req.peer_id)
         if not self.labels:
             self.idle_since = time.monotonic()
-        return label, None if conn in self.conns.values() else conn
+        if conn not in self.conns.values():
+            self.notices.unfollow(conn)
+        left = self.event(EventKind.PEER_LEFT, {"peer_id": req.peer_id, "label": label})
+        return [*seat.peer_left(), Answer(origin, RoomLeft()), left, ReportStatus()]
 
-
-class Closing:
-    def __init__(self) -> None:
-        self.by: Any = None
-        """Who asked this room to close; from then on it acknowledges no mutation."""
-        self.kept: KeptRoom | None = None
-        """Why the reaper kept this room instead of removing it, shown while edits are unsaved."""
-        self.report: RoomClosed | None = None
-        """The close's outcome, held until the seat's kernels have stopped."""
-
-
-def closing_error(outcome: str) -> NbstageError:
-    return NbstageError(
-        ErrorCode.SHUTTING_DOWN, f"This notebook is closing, so {outcome}; try again."
-    )
+    def event(self, kind: EventKind, detail: dict[str, Any]) -> Send:
+        return Send(self.config.edge, RoomEventOccurred(kind, self.config.notebook_id, detail))

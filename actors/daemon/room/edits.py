@@ -1,0 +1,50 @@
+"""The edits a client asks of a Room's document, by request type: each applies its
+request to the document the Room hands it and returns the reply. Only the Room calls
+them, inside its once-only and journal wrapper (actor.py ``_mutation``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.protocol.daemon import replies, requests
+
+
+def create_cell(doc: Document, req: requests.CreateCell) -> replies.CellCreated:
+    cell, index = doc.create_cell(req.source, req.cell_type, req.index)
+    return replies.CellCreated(cell.id, index)
+
+
+def set_cell(doc: Document, req: requests.SetCell) -> replies.CellUpdated:
+    return replies.CellUpdated(doc.set_cell(req.cell_id, req.source, req.cell_type).id)
+
+
+def delete_cell(doc: Document, req: requests.DeleteCell) -> replies.CellDeleted:
+    doc.delete_cell(req.cell_id)
+    return replies.CellDeleted(req.cell_id)
+
+
+def move_cell(doc: Document, req: requests.MoveCell) -> replies.CellMoved:
+    return replies.CellMoved(req.cell_id, doc.move_cell(req.cell_id, req.after_cell_id))
+
+
+def replace_match(doc: Document, req: requests.ReplaceMatch) -> replies.CellUpdated:
+    cell = doc.replace_match(
+        req.cell_id, req.match, req.content, req.context_before, req.context_after
+    )
+    return replies.CellUpdated(cell.id)
+
+
+def replace_regex(doc: Document, req: requests.ReplaceRegex) -> replies.CellUpdated:
+    return replies.CellUpdated(doc.replace_regex(req.cell_id, req.pattern, req.content).id)
+
+
+EDITS: dict[type, Callable[[Document, Any], Any]] = {
+    requests.CreateCell: create_cell,
+    requests.SetCell: set_cell,
+    requests.DeleteCell: delete_cell,
+    requests.MoveCell: move_cell,
+    requests.ReplaceMatch: replace_match,
+    requests.ReplaceRegex: replace_regex,
+}
