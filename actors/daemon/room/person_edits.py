@@ -46,7 +46,9 @@ def _usable(cells: object) -> dict[str, dict[str, Any]]:
         if not isinstance(cell, dict) or cell.get("cell_type") not in CELL_TYPES:
             continue
         cell_id = cell.get("id")
-        if valid_cell_id(cell_id) and cell_id not in kept and isinstance(cell.get("source"), str):
+        if not (isinstance(cell_id, str) and valid_cell_id(cell_id)) or cell_id in kept:
+            continue
+        if isinstance(cell.get("source"), str):
             kept[cell_id] = cell
     return kept
 

@@ -15,6 +15,7 @@ import contextlib
 import copy
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 from jupyter_ydoc import YNotebook
@@ -40,6 +41,11 @@ QUERY_AWARENESS = 3
 EMPTY_UPDATE = b"\x00\x00"
 
 
+Fingerprint = tuple[str, str, tuple[int, int], int | None, bytes]
+"""A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
+metadata (as sorted JSON)."""
+
+
 class UnreadableMessage(ValueError):
     """A person's message is not a y-websocket message this room can apply."""
 
@@ -58,7 +64,7 @@ class Heard:
 
 class SharedDoc:
     def __init__(self, doc: Document) -> None:
-        self.ydoc = Doc()
+        self.ydoc: Doc[Any] = Doc()
         self.notebook = YNotebook(self.ydoc)
         self.awareness = Awareness(self.ydoc)
         self.people: dict[str, int] = {}
@@ -67,9 +73,9 @@ class SharedDoc:
         """This Y document's history: a browser that holds another must reload, never merge."""
         self.revision = -1
         """The Document revision the Y document holds."""
-        self._seen: dict[str, tuple] = {}
+        self._seen: dict[str, Fingerprint] = {}
         self._order: list[str] = []
-        self._metadata: dict = {}
+        self._metadata: dict[str, Any] = {}
         self._running: frozenset[str] = frozenset()
         self._updates: list[bytes] = []
         self.ydoc.observe(lambda event: self._updates.append(event.update))
@@ -103,7 +109,7 @@ class SharedDoc:
         self._seen, self._order, self._metadata = seen, order, dict(doc.metadata)
         return [create_update_message(u) for u in self._take()]
 
-    def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset) -> None:
+    def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
         for cell_id in cells:
             with contextlib.suppress(NbstageError):
                 index = doc.index_of(cell_id)
@@ -112,7 +118,7 @@ class SharedDoc:
                     self.notebook.ycells[index]["execution_state"] = state
         self._running = running
 
-    def _update(self, index: int, cell: Cell, before: tuple) -> None:
+    def _update(self, index: int, cell: Cell, before: Fingerprint) -> None:
         ycell = self.notebook.ycells[index]
         cell_type, source, outputs, count, metadata = _fingerprint(cell)
         if cell_type != before[0]:
@@ -131,7 +137,7 @@ class SharedDoc:
             youtputs.clear()
             youtputs.extend([_youtput(output) for output in cell.outputs])
 
-    def content(self) -> dict:
+    def content(self) -> dict[str, Any]:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
         return self.notebook.get()
 
@@ -196,7 +202,7 @@ class SharedDoc:
         return taken
 
 
-def _fingerprint(cell: Cell) -> tuple:
+def _fingerprint(cell: Cell) -> Fingerprint:
     """What the mirror compares: the Document replaces a cell's outputs list whenever
     they change, so the list's identity stands for its content."""
     metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS)
@@ -209,7 +215,7 @@ def _fingerprint(cell: Cell) -> tuple:
     )
 
 
-def _youtput(output: dict) -> Map:
+def _youtput(output: dict[str, Any]) -> Map[Any]:
     """An output as JupyterLab's schema holds it: a stream's text is a Y text."""
     output = copy.deepcopy(output)
     if output.get("output_type") == "stream":
