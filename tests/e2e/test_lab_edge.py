@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 
 import anyio
+import jsonschema
 import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
@@ -119,6 +120,9 @@ def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab) -> None:
         async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
             await call_ok(client, "connect_notebook", path=str(path))
             shown = await call_ok(client, "show_notebook")
+            listed = await client.list_tools()
+            schema = next(t.output_schema for t in listed.tools if t.name == "show_notebook")
+            jsonschema.validate(shown, schema)
             assert shown["path"] == str(path)
             assert shown["url"] == f"{lab.base}/lab/tree/shown.ipynb?token={lab.token}"
             with urllib.request.urlopen(shown["url"], timeout=30) as page:
