@@ -6,6 +6,7 @@ The screenshot is kept in build/test-artifacts/."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -38,10 +39,15 @@ def browser() -> Iterator[object]:
             "--no-sandbox",
             "--disable-dev-shm-usage",
             "--window-size=1400,1000",
+            "--disable-crash-reporter",
+            "--disable-breakpad",
             f"--user-data-dir={profile}",
         ):
             options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+        # Chromium keeps crash reports and caches under XDG dirs even with a profile dir.
+        home = {"XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile}
+        service = Service(DRIVER, env={**os.environ, **home})
+        driver = webdriver.Chrome(service=service, options=options)
         try:
             yield driver
         finally:
