@@ -16,7 +16,7 @@ AGENT_CLIS := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
 NODE_DIR := $(VENV)/node
 NODE_STAMP := $(NODE_DIR)/.installed
 
-.PHONY: install bytecode run daemon test lint format bench demo docs clean agent-clis
+.PHONY: install bytecode run daemon test lint format bench demo docs clean agent-clis browser
 
 install: $(STAMP)
 
@@ -48,11 +48,21 @@ daemon: bytecode
 
 # The tests' temp files go in one dir that is removed afterwards, so a run leaves
 # nothing behind in /tmp.
-test: bytecode agent-clis
+test: bytecode agent-clis browser
 	@tmp=$$(mktemp -d /tmp/nbstage-tests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 		$(BIN)/python -m pytest -q --basetemp="$$tmp/t"
 
 agent-clis: $(NODE_STAMP)
+
+# Debian's chromium and its driver, for tests/e2e/test_lab_browser.py: installed where this
+# runs as root (CI); elsewhere that test is skipped and names the install command.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -q >/dev/null 2>&1; \
+			apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || true; \
+		fi; \
+	fi
 
 $(NODE_STAMP): Makefile
 	@mkdir -p $(NODE_DIR)

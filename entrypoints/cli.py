@@ -180,6 +180,17 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     become_edge(recorded_paths(paths), label, not no_autostart, problem)
 
 
+@main.command("lab")
+@click.option("--root-dir", default=None, help="Lab's root (default $NBSTAGE_LAB_ROOT or home).")
+@click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
+@state_dir_option
+def lab_command(root_dir: str | None, port: int | None, state_dir: str | None) -> None:
+    """Serve the daemon's notebooks to a person, live, in JupyterLab (127.0.0.1, token)."""
+    from nbstage.entrypoints.lab import launch
+
+    launch.run(state_paths(state_dir), launch.root_dir(root_dir), port)
+
+
 @main.command("admin", context_settings={"ignore_unknown_options": True})
 @click.argument("command", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON (one-shot).")

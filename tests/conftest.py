@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,16 @@ def _one_set_of_environments(tmp_path_factory: pytest.TempPathFactory) -> Iterat
     os.environ[ENVS_DIR_ENV] = str(tmp_path_factory.mktemp("envs"))
     yield
     del os.environ[ENVS_DIR_ENV]
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[Any]:
+    """One real `nbstage lab` (and its daemon) for every test of the session that needs one
+    (a tests.lab_support.RunningLab)."""
+    from tests.lab_support import lab_running
+
+    with lab_running() as running:
+        yield running
 
 
 @pytest.fixture

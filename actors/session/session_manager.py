@@ -67,6 +67,7 @@ from nbstage.protocol.daemon.requests import (
 from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import tool_error
+from nbstage.protocol.session.lab_wanted import LabStarted, LabWanted
 from nbstage.protocol.session.session_followups import (
     DeferredExpired,
     FiguresWritten,
@@ -94,6 +95,14 @@ from nbstage.protocol.session.watching import (
     DaemonWentAway,
     StartWatch,
 )
+
+
+def lab_started(state_dir: str) -> dict[str, Any]:
+    """On a worker thread: the state dir's Lab edge, started if none runs (ADR 0004)."""
+    from nbstage.entrypoints.lab.launch import ensure_running
+
+    return ensure_running(state_dir)
+
 
 log = logging.getLogger("nbstage.session")
 
@@ -139,7 +148,13 @@ class SessionManager(NbActor):
             wakeup(FirstLinkOverdue): lambda due: self._first_link_settled(),
             wakeup(DeferredExpired): self._deferred_expired,
             finished(FiguresWritten): self._figures_written,
+            finished(LabStarted): self._lab_started,
         }
+
+    def _lab_started(self, done: BlockingWorkDone) -> None:
+        token: LabStarted = done.token
+        failure = DaemonFailure(ErrorCode.INTERNAL, f"JupyterLab did not start: {done.error}")
+        self._run(token.call_id, token.handler, done.result if done.ok else failure)
 
     # --- start and the daemon link --------------------------------------------------------
 
@@ -330,7 +345,10 @@ class SessionManager(NbActor):
         self._run(call_id, tool(ctx, args))
 
     def _context(self, msg: ToolCallRequested) -> ToolContext:
-        return tool_context(self.state, msg.idempotency_key, self.config.cwd, self._figures())
+        config = self.config
+        return tool_context(
+            self.state, msg.idempotency_key, config.cwd, self._figures(), config.state_dir
+        )
 
     def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
         """Advance a handler until it waits on the daemon or finishes."""
@@ -351,6 +369,8 @@ class SessionManager(NbActor):
         match step(handler, reply, self.book.names.get(call_id)):
             case Done(result):
                 self._finish(call_id, result)
+            case Ask(LabWanted(state_dir)):
+                self.offload(LabStarted(call_id, handler), lambda: lab_started(state_dir))
             case Ask(request):
                 self.daemon.send(request, self._resume(call_id, handler, request), call_id)
 

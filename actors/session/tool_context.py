@@ -20,6 +20,7 @@ class ToolContext:
     cwd: str
     active_id: str | None = None
     parked_ids: tuple[str, ...] = ()
+    state_dir: str = ""
     figures: str | None = None
     """The folder attached images are also written to (figure_files.py); None: nowhere."""
 

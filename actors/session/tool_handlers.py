@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nbstage.actors.session.cell_reads import get_all_cells, get_cell
+from nbstage.actors.session.daemon_link import DaemonFailure
 from nbstage.actors.session.dependency_rendering import render_dependencies
 from nbstage.actors.session.tool_context import (
     PREVIEW,
@@ -23,10 +24,12 @@ from nbstage.actors.session.tool_context import (
     rendered_execution,
 )
 from nbstage.protocol.common.codec import to_wire
+from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.daemon.dependency_modes import ApplyDependencies
 from nbstage.protocol.daemon.requests import (
     CreateCell,
     DeleteCell,
+    DescribeRoom,
     ExecuteCell,
     GetCells,
     GetExecution,
@@ -43,6 +46,7 @@ from nbstage.protocol.daemon.requests import (
 from nbstage.protocol.mcp import tool_args
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import text_content, tool_result
+from nbstage.protocol.session.lab_wanted import LabWanted, notebook_url
 
 
 def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
@@ -224,6 +228,29 @@ def list_active_notebooks(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
     return tool_result({"notebooks": notebooks}, text=text)
 
 
+def show_notebook(ctx: ToolContext, args: tool_args.ShowNotebookArgs) -> Handler:
+    """The notebook's live view in JupyterLab; the Lab edge is started if none runs."""
+    notebook_id = args.notebook_id or ctx.notebook_id
+    room = yield DescribeRoom(notebook_id)
+    if room.path is None:
+        raise DaemonFailure(
+            ErrorCode.NO_PATH,
+            "This notebook has no file yet, and JupyterLab shows files. "
+            "Call save_notebook with a path first.",
+        )
+    lab = yield LabWanted(ctx.state_dir)
+    try:
+        url = notebook_url(lab, room.path, lab["token"])
+    except ValueError:
+        raise DaemonFailure(
+            ErrorCode.BAD_REQUEST,
+            f"{room.path} is outside JupyterLab's root ({lab['root']}). Run `nbstage lab "
+            "--root-dir DIR` with a DIR that holds it, or set NBSTAGE_LAB_ROOT.",
+        ) from None
+    structured = {"url": url, "notebook_id": notebook_id, "path": room.path}
+    return tool_result(structured, text=f"Open {url} to watch and edit {room.path} live.")
+
+
 SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.GET_CELL: get_cell,
     ToolName.GET_ALL_CELLS: get_all_cells,
@@ -240,4 +267,5 @@ SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.REPLACE_REGEX: replace_regex,
     ToolName.SAVE_NOTEBOOK: save_notebook,
     ToolName.MANAGE_DEPENDENCIES: manage_dependencies,
+    ToolName.SHOW_NOTEBOOK: show_notebook,
 }

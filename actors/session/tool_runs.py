@@ -49,7 +49,9 @@ def step(handler: Generator[Any, Any, Any], reply: Any, name: object) -> Ask | D
         return Done(tool_error("Internal error in nbstage; see its logs."))
 
 
-def tool_context(state: SessionState, key: str, cwd: str, figures: str | None) -> ToolContext:
+def tool_context(
+    state: SessionState, key: str, cwd: str, figures: str | None, state_dir: str = ""
+) -> ToolContext:
     active = state.active
     return ToolContext(
         notebook_id=active.notebook_id if active else "",
@@ -57,5 +59,6 @@ def tool_context(state: SessionState, key: str, cwd: str, figures: str | None) -
         cwd=cwd,
         active_id=active.notebook_id if active else None,
         parked_ids=tuple(s.notebook_id for s in state.parked),
+        state_dir=state_dir,
         figures=figures,
     )

@@ -23,6 +23,7 @@ from nbstage.entrypoints.common.offload_runner import OffloadRunner
 from nbstage.entrypoints.common.worker_threads import DetachedWorkers
 from nbstage.protocol.common.offload import BlockingWorkRequested
 from nbstage.protocol.daemon.frames import FrameKind
+from nbstage.protocol.daemon.lab import SharedDocPushed
 from nbstage.protocol.daemon_actors.edge import (
     KernelProcessEnded,
     KernelProcessStarted,
@@ -119,6 +120,8 @@ class ActorWiring:
             case RoomEventOccurred(kind, notebook_id, detail):
                 event = {"kind": kind, "notebook_id": notebook_id, **detail}
                 clients.broadcast({"type": FrameKind.EVENT, "event": event})
+            case SharedDocPushed(conn_id, notebook_id, peer_id, messages):
+                clients.push_lab(conn_id, notebook_id, peer_id, messages)
             case RoomResident(notebook_id, address):
                 self.rooms[notebook_id] = address
             case RoomGone(notebook_id):

@@ -166,6 +166,13 @@ class ClientServer:
                 {"id": origin.request_id, "type": FrameKind.PROGRESS, "message": message[:2000]}
             )
 
+    def push_lab(self, conn_id: int, notebook_id: str, peer_id: str, messages: list) -> None:
+        """Y messages for one person, on the connection it joined from (ADR 0004)."""
+        conn = self.connections.get(conn_id)
+        if conn is not None:
+            frame = {"type": FrameKind.LAB, "notebook_id": notebook_id, "messages": messages}
+            conn.send({"id": peer_id, **frame})
+
     def broadcast(self, payload: dict[str, Any]) -> None:
         for conn in self.connections.values():
             if conn.watch_id is not None:

@@ -34,6 +34,8 @@ class FrameKind(StrEnum):
     PROGRESS = "progress"
     HEARTBEAT = "heartbeat"
     EVENT = "event"
+    LAB = "lab"
+    """Y messages for one person watching a room (protocol/lab.py)."""
 
 
 class FrameError(Exception):

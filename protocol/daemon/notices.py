@@ -29,6 +29,8 @@ class NoticeKind(StrEnum):
     JOURNAL_RESTORED = "journal_restored"
     APPROVAL_NEEDED = "approval_needed"
     STALE = "stale"
+    PERSON_EDITED = "person_edited"
+    """A person changed cells in JupyterLab (ADR 0004)."""
     NOTE = "note"
     """Any other line (one from an older daemon, which sends bare strings)."""
 

@@ -161,6 +161,7 @@ SHAPES: dict[str, Schema] = {
         removed=_or_null({"type": "object"}),
         apply=_or_null({"type": "object"}),
     ),
+    "show_notebook": _obj(("url", "notebook_id", "path"), url=STR, notebook_id=STR, path=STR),
     "reconnect": _obj(("restarted",), restarted=BOOL, restarts=INT),
 }
 

@@ -65,6 +65,11 @@ class DisconnectArgs:
 
 
 @frozen
+class ShowNotebookArgs:
+    notebook_id: str | None = arg("Which notebook to show (default: the active one).", None)
+
+
+@frozen
 class GetCellArgs:
     cell_id: str = arg("The cell's id.")
     full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)

@@ -30,5 +30,6 @@ class ToolName(StrEnum):
     MANAGE_DEPENDENCIES = "manage_dependencies"
     REPLACE_MATCH = "replace_match"
     REPLACE_REGEX = "replace_regex"
+    SHOW_NOTEBOOK = "show_notebook"
     RECONNECT = "reconnect"
     """Carried out by the supervisor itself; it never reaches the session child."""

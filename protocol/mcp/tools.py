@@ -35,6 +35,7 @@ from nbstage.protocol.mcp.tool_args import (
     RunAllArgs,
     SaveArgs,
     SetCellArgs,
+    ShowNotebookArgs,
 )
 
 
@@ -239,6 +240,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Replace the single match of a regular expression.",
         ReplaceRegexArgs,
         A.DOCUMENT_MUTATION,
+    ),
+    ToolSpec(
+        "show_notebook",
+        "Show the notebook to the person",
+        "A link that opens the notebook live in JupyterLab (started if need be): the person "
+        "sees your edits and outputs as they happen, and their edits reach you. Call it when "
+        "the person asks to see or work on the notebook with you; give them the url.",
+        ShowNotebookArgs,
+        A.DOCUMENT_READ,
+        idempotent=True,
     ),
 )
 

@@ -52,6 +52,7 @@ SESSION_TOOL_CALLS: dict[str, dict[str, Any]] = {
     "replace_regex": {"cell_id": "c1", "pattern": "a", "content": "b"},
     "save_notebook": {"path": "somewhere.ipynb"},
     "manage_dependencies": {},
+    "show_notebook": {},
 }
 
 

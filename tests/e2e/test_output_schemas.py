@@ -58,6 +58,7 @@ CALLS: list[tuple[str, dict[str, Any], bool]] = [
     ("save_notebook", {}, False),
     ("delete_cell", {"cell_id": "plot"}, False),
     ("create_notebook", {}, False),
+    ("show_notebook", {}, True),
     ("disconnect_notebook", {}, False),
     ("reconnect", {}, False),
 ]

@@ -52,6 +52,7 @@ SPEC_TOOLS = {
     },
     "replace_regex": {"cell_id", "pattern", "content", "and_run", "timeout_secs"},
     "manage_dependencies": {"add", "remove", "trust", "dependency_fingerprint", "apply"},
+    "show_notebook": {"notebook_id"},
     "reconnect": set(),
 }
 """SPEC §4's table: every tool and the arguments it takes."""

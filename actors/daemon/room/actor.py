@@ -23,7 +23,7 @@ from nbstage.actors.common.base import NbActor, finished, progress, request, wak
 from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import actions, edits, opening, views
+from nbstage.actors.daemon.room import actions, edits, opening, person_edits, views
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -36,8 +36,9 @@ from nbstage.actors.daemon.room.once import OnceKeys
 from nbstage.actors.daemon.room.opening import Opening
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.room_support import scoped_key
+from nbstage.actors.daemon.room.sharing import Sharing, journalled
 from nbstage.protocol.common.errors import NbstageError
-from nbstage.protocol.daemon import replies, requests
+from nbstage.protocol.daemon import lab, replies, requests
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
 from nbstage.protocol.daemon_actors import room_followups as followups
@@ -65,6 +66,7 @@ class Room(NbActor):
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
         self.opening = Opening()
+        self.sharing = Sharing()
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -103,6 +105,10 @@ class Room(NbActor):
             ),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
+            request(lab.JoinSharedDoc): lambda o, req: self.act(
+                self.sharing.join(o, req, self.doc, self.peers)
+            ),
+            request(lab.PassSharedDocMessage): self._person_said,
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(
                 *self.file.look_returned(d, self.doc, bool(self.peers))
@@ -196,6 +202,7 @@ class Room(NbActor):
 
     def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
+        self.sharing.notebook_id, self.sharing.edge = msg.notebook_id, msg.edge
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.deps.start(msg)
         self.peers.start(msg)
@@ -269,6 +276,30 @@ class Room(NbActor):
         self.close.by = sender
         self._fail_held_joins(closing_error("nobody joined it"))
         self.act(*self.close.begin(msg.reason, loaded=self.doc is not None))
+
+    # --- the people watching in JupyterLab (room/sharing.py, ADR 0004) ---------------------
+
+    def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
+        """Whatever the message changed reaches the people watching, as one Y update."""
+        super().receiveMessage(msg, sender)
+        if self.sharing.watched:
+            running = self.seat.runs.book.live_cells()
+            self.act(*self.sharing.mirror(self.doc, self.peers, running))
+
+    def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
+        """A person's edit is journalled like an agent's; they hear back once it is."""
+        self.close.refuse("the edit was not taken")
+        said = self.sharing.heard(req, self.doc)
+        self.act(*said.pushes)
+        if not said.records:
+            self.answer(origin, said.answer)
+            return
+        self.act(*self.file.edited())
+        self.notices.post(person_edits.notice(said.records))
+        if self.file.journalled:
+            self.act(journalled(said.records, self.journal, origin, said.answer))
+        else:
+            self.answer(origin, said.answer)
 
     # --- reads and edits ------------------------------------------------------------------
 

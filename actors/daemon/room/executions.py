@@ -79,6 +79,10 @@ class ExecutionBook:
     def live_ids(self) -> list[str]:
         return list(self._live_by_cell.values())
 
+    def live_cells(self) -> frozenset[str]:
+        """The cells queued or running (Jupyter shows them as ``[*]``)."""
+        return frozenset(self._live_by_cell)
+
     def started(self, execution_id: str) -> Execution | None:
         record = self._records.get(execution_id)
         if record is not None:

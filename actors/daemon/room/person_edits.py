@@ -1,0 +1,80 @@
+"""A person's edit, as the Room takes it: the journal records that turn the Room's
+Document into what the shared Y document now holds, matched by cell id.
+
+Pure. Only what a person may change reaches the records: sources, cell types,
+metadata, new cells, deletions and order. Outputs and execution counts are the
+kernel's, so a record never carries them (``journal.apply_records`` keeps a cell's
+outputs); the mirror that follows puts the Room's back in the Y document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nbstage.actors.daemon.notebook import journal
+from nbstage.actors.daemon.notebook.cell_model import CELL_TYPES, valid_cell_id
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.protocol.daemon.notices import Notice, NoticeKind
+
+EDITABLE = ("cell_type", "source", "metadata", "attachments")
+
+
+def records(doc: Document, shared: dict[str, Any]) -> list[dict[str, Any]]:
+    """Deletes first, then puts (new and changed cells, at their index in ``shared``), then
+    the moves that bring the order to ``shared``'s. A Y cell without a usable id, or
+    repeating an earlier one, is not taken."""
+    theirs = _usable(shared.get("cells"))
+    ours = {cell.id: cell.to_json(include_outputs=False) for cell in doc.cells}
+    out = [journal.delete(cell_id) for cell_id in ours if cell_id not in theirs]
+    order = [cell_id for cell_id in ours if cell_id in theirs]
+    for index, (cell_id, cell) in enumerate(theirs.items()):
+        mine = ours.get(cell_id)
+        if mine is None or _edited(mine, cell):
+            out.append(journal.put(_kept(cell, mine), index))
+        if mine is None:
+            order.insert(min(index, len(order)), cell_id)
+    for index, cell_id in enumerate(theirs):
+        if order[index] != cell_id:
+            order.remove(cell_id)
+            order.insert(index, cell_id)
+            out.append(journal.move(cell_id, index))
+    return out
+
+
+def _usable(cells: object) -> dict[str, dict[str, Any]]:
+    kept: dict[str, dict[str, Any]] = {}
+    for cell in cells if isinstance(cells, list) else []:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in CELL_TYPES:
+            continue
+        cell_id = cell.get("id")
+        if not (isinstance(cell_id, str) and valid_cell_id(cell_id)) or cell_id in kept:
+            continue
+        if isinstance(cell.get("source"), str):
+            kept[cell_id] = cell
+    return kept
+
+
+def _edited(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    return any(mine.get(key) != theirs.get(key) for key in EDITABLE if key in theirs or key in mine)
+
+
+def _kept(cell: dict[str, Any], mine: dict[str, Any] | None) -> dict[str, Any]:
+    """The cell as a journal put carries it: its id, what a person may change, and the
+    Room's execution count."""
+    kept = {"id": cell["id"], "cell_type": cell["cell_type"], "source": cell["source"]}
+    kept["metadata"] = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    if cell["cell_type"] == "code":
+        kept["execution_count"] = (mine or {}).get("execution_count")
+    elif isinstance(cell.get("attachments"), dict):
+        kept["attachments"] = cell["attachments"]
+    return kept
+
+
+def notice(records: list[dict[str, Any]]) -> Notice:
+    """The line the agents' next results carry: which cells the person changed."""
+    ids = [r["cell"]["id"] if r["op"] == "put" else r["cell_id"] for r in records]
+    named = ", ".join(dict.fromkeys(ids))
+    return Notice(
+        NoticeKind.PERSON_EDITED,
+        f"A person changed cells in JupyterLab ({named}); read them again before editing them.",
+    )

@@ -1,0 +1,125 @@
+"""The Room's part for the people who watch it in JupyterLab: the shared Y document
+(shared_doc.py), made when the first person joins and kept while the room lives, so a
+browser that comes back continues the same history.
+
+A plain class that returns actions (room/actions.py). The Room calls ``mirror`` after
+every message it handled: with nobody watching that is one attribute test, so the
+agent pays nothing for the view (ADR 0004).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from nbstage.actors.daemon.notebook import journal
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room.actions import Action, Answer, Offload, Send
+from nbstage.actors.daemon.room.journalling import Journalling
+from nbstage.actors.daemon.room.peers import Peers
+from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.daemon.lab import (
+    JoinSharedDoc,
+    PassSharedDocMessage,
+    SharedDocAnswered,
+    SharedDocPushed,
+    from_text,
+    to_text,
+)
+from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.room_followups import JournalAppended
+
+log = logging.getLogger("nbstage.room")
+
+
+@dataclass
+class Said:
+    """What one message of a person comes to."""
+
+    answer: SharedDocAnswered
+    records: list[dict[str, Any]]
+    """The journal records of the person's edit, already applied to the Document."""
+    pushes: list[Action]
+
+
+class Sharing:
+    def __init__(self) -> None:
+        self.shared: SharedDoc | None = None
+        self.notebook_id = ""
+        self.edge: Any = None
+
+    @property
+    def watched(self) -> bool:
+        return self.shared is not None and bool(self.shared.people)
+
+    def join(self, origin: Origin, req: JoinSharedDoc, doc: Document, peers: Peers) -> Answer:
+        """An attached peer on this connection becomes one of the people."""
+        if peers.conns.get(req.peer_id) != origin.conn:
+            raise NbstageError(
+                ErrorCode.NOT_A_PEER,
+                f"{req.peer_id} is not a peer of this room on this connection; attach first.",
+            )
+        if self.shared is None:
+            self.shared = SharedDoc(doc)
+        else:
+            self.shared.mirror(doc)
+        hello = self.shared.join(req.peer_id, origin.conn)
+        return Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))
+
+    def heard(self, req: PassSharedDocMessage, doc: Document) -> Said:
+        """Apply a person's message; an edit is applied to ``doc`` as journal records."""
+        shared = self.shared
+        if shared is None or req.peer_id not in shared.people:
+            raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} has not joined as a person.")
+        try:
+            heard = shared.receive(from_text(req.data))
+        except UnreadableMessage as exc:
+            refusal = f"Not a Y message this room takes: {exc}"
+            raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
+        pushes = self._push(heard.relay, shared.others(req.peer_id))
+        records = person_edits.records(doc, shared.content()) if heard.edited else []
+        if records:
+            replayed = journal.apply_records(doc.to_json(), records)
+            fresh = Document.from_json(replayed.notebook)
+            doc.cells, doc.metadata = fresh.cells, fresh.metadata
+            doc.revision += 1
+        answer = SharedDocAnswered(to_text(heard.replies), shared.session)
+        return Said(answer, records, pushes)
+
+    def mirror(
+        self, doc: Document | None, peers: Peers, running: frozenset[str] = frozenset()
+    ) -> list[Action]:
+        """Everything the Room changed since the last call, to every person still here."""
+        shared = self.shared
+        if shared is None or doc is None:
+            return []
+        for peer_id in [p for p in shared.people if p not in peers.labels]:
+            shared.leave(peer_id)
+        return self._push(shared.mirror(doc, running), shared.others(None))
+
+    def _push(self, messages: list[bytes], to: list[tuple[str, int]]) -> list[Action]:
+        if not messages or not to:
+            return []
+        text = to_text(messages)
+        return [
+            Send(self.edge, SharedDocPushed(conn, self.notebook_id, peer_id, text))
+            for peer_id, conn in to
+        ]
+
+
+def journalled(
+    records: list[dict[str, Any]], keeper: Journalling, origin: Origin, reply
+) -> Offload:
+    """One offload that appends a person's records in order; the answer goes once the
+    last is durable."""
+    numbered = [keeper.next_record(record) for record in records]
+    store, notebook_id = keeper.store, keeper.notebook_id
+
+    def append() -> None:
+        for seq, data in numbered:
+            store.append(notebook_id, seq, data)
+
+    return keeper.work(JournalAppended(numbered[-1][0], origin, reply), append)

@@ -1,0 +1,192 @@
+"""The collaboration endpoints JupyterLab's front end calls, served by nbstage in place
+of jupyter_server_ydoc's server side (ADR 0004).
+
+``PUT /api/collaboration/session/<path>`` names the room of a notebook: its ``fileId``
+is nbstage's notebook id. ``/api/collaboration/room/json:notebook:<notebook id>`` is the
+y-websocket of that room, bridged to the Room over the daemon socket (room_link.py):
+the browser's messages go to the Room as ``lab_message``, the Room's come back as
+``lab`` frames. Rooms that are not notebooks (Lab's global awareness) are relayed
+between the browsers of this server alone (local_rooms.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from pycrdt import Decoder, Encoder
+from tornado import web
+from tornado.websocket import WebSocketHandler
+
+from nbstage.entrypoints.common.ownership import Untrusted
+from nbstage.entrypoints.common.statedir import client_paths
+from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.lab.local_rooms import LocalRooms
+from nbstage.entrypoints.lab.room_link import RoomLink
+
+log = logging.getLogger("nbstage.lab")
+
+NOTEBOOK_ROOM = "json:notebook:"
+RAW = 2
+"""jupyter-collaboration's message type for JSON requests (the front end's save)."""
+PERSON_LABEL = "person (JupyterLab)"
+REFUSED = 4400
+GONE = 1003
+
+
+def socket_path():
+    return client_paths(os.environ.get("NBSTAGE_STATE_DIR") or None).socket
+
+
+class CollaborationSession(APIHandler):
+    """The room of a document: opening the notebook in the daemon gives its id."""
+
+    auth_resource = "contents"
+
+    @web.authenticated
+    @authorized
+    async def put(self, path: str) -> None:
+        body = json.loads(self.request.body or b"{}")
+        if body.get("type") != "notebook":
+            raise web.HTTPError(404, "nbstage shares notebooks only")
+        root = self.settings.get("server_root_dir", os.getcwd())
+        full = os.path.join(os.path.expanduser(root), path)
+        try:
+            link = await RoomLink.open(socket_path())
+        except (OSError, Untrusted) as exc:
+            raise web.HTTPError(503, f"the nbstage daemon is not reachable: {exc}") from None
+        try:
+            joined = await link.request("open", path=full, peer_label=PERSON_LABEL)
+            notebook_id = joined["notebook_id"]
+            shared = await link.request(
+                "lab_join", notebook_id=notebook_id, peer_id=joined["peer_id"]
+            )
+        except DaemonError as exc:
+            raise web.HTTPError(404, exc.message) from None
+        finally:
+            link.close()
+        answer = {"format": body.get("format"), "type": "notebook", "fileId": notebook_id}
+        self.finish(json.dumps({**answer, "sessionId": shared["session"]}))
+
+
+class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
+    """One browser in one room."""
+
+    auth_resource = "contents"
+    local = LocalRooms()
+
+    def initialize(self) -> None:
+        self.link: RoomLink | None = None
+        self.notebook_id = self.peer_id = ""
+        self.room = ""
+
+    @ws_authenticated
+    @authorized
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        await super().get(*args, **kwargs)
+
+    async def open(self, room: str) -> None:  # type: ignore[override]
+        self.room = room
+        if not room.startswith(NOTEBOOK_ROOM):
+            self.local.join(room, self)
+            return
+        self.notebook_id = room[len(NOTEBOOK_ROOM) :]
+        try:
+            self.link = await RoomLink.open(socket_path(), self._pushed, self._lost)
+            joined = await self.link.request(
+                "attach", notebook_id=self.notebook_id, peer_label=PERSON_LABEL
+            )
+            self.peer_id = joined["peer_id"]
+            hello = await self.link.request(
+                "lab_join", notebook_id=self.notebook_id, peer_id=self.peer_id
+            )
+        except (OSError, Untrusted, DaemonError) as exc:
+            self._refuse(GONE, f"room unavailable: {exc}")
+            return
+        held = self.get_query_argument("sessionId", "")
+        if held != hello["session"]:
+            self._refuse(GONE, _reload("the room's history is not the one this page holds"))
+            return
+        self._pushed(hello["messages"])
+
+    def on_message(self, message: str | bytes) -> None:
+        if isinstance(message, str):
+            self._refuse(REFUSED, "y-websocket messages are binary")
+            return
+        if self.link is None:
+            self.local.heard(self.room, self, message)
+            return
+        if message[:1] == bytes([RAW]):
+            self._save(message)
+            return
+        data = base64.b64encode(message).decode("ascii")
+        answer = self.link.post(
+            "lab_message", notebook_id=self.notebook_id, peer_id=self.peer_id, data=data
+        )
+        answer.add_done_callback(self._answered)
+
+    def on_close(self) -> None:
+        if self.link is None:
+            self.local.leave(self.room, self)
+        else:
+            self.link.close()
+
+    def _answered(self, answer) -> None:
+        if answer.cancelled():
+            return
+        if answer.exception() is not None:
+            self._refuse(REFUSED, str(answer.exception()))
+            return
+        self._pushed(answer.result()["messages"])
+
+    def _pushed(self, messages: list[str]) -> None:
+        for text in messages:
+            self.write_binary(base64.b64decode(text))
+
+    def write_binary(self, message: bytes) -> None:
+        if self.ws_connection is not None and not self.ws_connection.is_closing():
+            self.write_message(message, binary=True)
+
+    def _lost(self) -> None:
+        self._refuse(GONE, _reload("the nbstage daemon went away"))
+
+    def _refuse(self, code: int, reason: str) -> None:
+        log.warning("room %s: closing a websocket (%d): %s", self.room, code, reason)
+        if self.ws_connection is not None and not self.ws_connection.is_closing():
+            self.close(code, reason.encode()[:120].decode("utf-8", "ignore"))
+
+    def _save(self, message: bytes) -> None:
+        """The front end's save (ctrl-S): the Room writes the file, the reply says how it went."""
+        decoder = Decoder(message)
+        decoder.read_var_uint()
+        if decoder.read_var_string() != "save" or self.link is None:
+            return
+        asked = decoder.read_var_uint()
+        saved = self.link.post("save", notebook_id=self.notebook_id)
+        saved.add_done_callback(lambda done: self._saved(asked, done))
+
+    def _saved(self, asked: int, done) -> None:
+        failed = done.cancelled() or done.exception() is not None
+        reply = {"type": "save", "responseTo": asked, "status": "failed" if failed else "success"}
+        encoder = Encoder()
+        encoder.write_var_uint(RAW)
+        encoder.write_var_string(json.dumps(reply))
+        self.write_binary(encoder.to_bytes())
+
+
+def _reload(reason: str) -> str:
+    """Jupyter's close reason that tells the front end to reload, not to merge (it must
+    stay within a close frame's 123 bytes)."""
+    return json.dumps({"reason": reason, "reloadable": True})
+
+
+HANDLERS = [
+    (r"/api/collaboration/session/(.*)", CollaborationSession),
+    (r"/api/collaboration/room/(.*)", RoomSocket),
+]

@@ -1,0 +1,33 @@
+"""What show_notebook's handler asks of the SessionManager besides the daemon: the state
+dir's Lab edge, started if none runs (entrypoints/lab/launch.py). Starting and waiting
+are blocking, so the SessionManager runs them on a worker thread (ADR 0004)."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+from urllib.parse import quote
+
+from nbstage.protocol.common.frozen import frozen
+
+
+@frozen
+class LabWanted:
+    """Yielded by a tool handler; it is sent back the Lab's record ({port, root, token})."""
+
+    state_dir: str
+
+
+@frozen
+class LabStarted:
+    """The offload token: the tool call whose handler waits for the Lab edge."""
+
+    call_id: str
+    handler: Any
+
+
+def notebook_url(lab: dict[str, Any], path: str, token: str) -> str:
+    """The URL that opens ``path`` (absolute) in the Lab whose record is ``lab``; ValueError
+    when the path is not under Lab's root."""
+    relative = PurePath(path).relative_to(lab["root"]).as_posix()
+    return f"http://127.0.0.1:{lab['port']}/lab/tree/{quote(relative)}?token={quote(token)}"

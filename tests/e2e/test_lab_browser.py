@@ -1,0 +1,125 @@
+"""A real browser on `nbstage lab`: Debian's chromium, headless, driven by selenium through
+chromium-driver. It opens the notebook's url (as show_notebook gives it), sees a cell
+the agent creates and its output appear without a reload, a running cell's [*] and a
+print loop's lines as they come, and the person's typing reaches the agent's get_cell.
+The screenshot is kept in build/test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nbstage.protocol.session.lab_wanted import notebook_url
+from tests.lab_support import RunningLab
+from tests.support import wait_until
+
+CHROMIUM = shutil.which("chromium")
+DRIVER = shutil.which("chromedriver")
+INSTALL = "apt-get install chromium chromium-driver (as root; `make test` does it where it can)"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason=INSTALL)
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    with tempfile.TemporaryDirectory(prefix="nbc-") as profile:
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for flag in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-dev-shm-usage",
+            "--window-size=1400,1000",
+            "--disable-crash-reporter",
+            "--disable-breakpad",
+            f"--user-data-dir={profile}",
+        ):
+            options.add_argument(flag)
+        # Chromium keeps crash reports and caches under XDG dirs even with a profile dir.
+        home = {"XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile}
+        service = Service(DRIVER, env={**os.environ, **home})
+        driver = webdriver.Chrome(service=service, options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def _cell_texts(driver) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")]
+
+
+def _button(driver, text: str):
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.XPATH, f"//dialog//button[normalize-space()='{text}']")
+    return found[0] if found else None
+
+
+def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: RunningLab, browser):
+    from selenium.webdriver.common.by import By
+
+    path = lab.notebook("in-the-browser.ipynb", "first = 1")
+    with lab.daemon.client(timeout=90) as agent:
+        notebook_id = agent.request("open", path=str(path), peer_label="agent")["notebook_id"]
+        record = {"port": lab.port, "root": str(lab.root)}
+        browser.get(notebook_url(record, str(path), lab.token))
+        wait_until(lambda: any("first = 1" in t for t in _cell_texts(browser)), 60, "the cell")
+
+        made = agent.request(
+            "create_cell", notebook_id=notebook_id, source="print('agent was here')"
+        )
+        wait_until(
+            lambda: any("agent was here" in t for t in _cell_texts(browser)), 30, "a new cell"
+        )
+        agent.request("execute", notebook_id=notebook_id, cell_id=made["cell_id"], wait_secs=80)
+        outputs = ".jp-OutputArea-output"
+        wait_until(
+            lambda: any(
+                "agent was here" in e.text for e in browser.find_elements(By.CSS_SELECTOR, outputs)
+            ),
+            30,
+            "the agent's output",
+        )
+        # Lab offers its own kernel; the room's runs the cells, so the person declines.
+        wait_until(lambda: _button(browser, "No Kernel"), 30, "Lab's kernel dialog").click()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
+
+        loop = (
+            "import time\nfor i in range(3):\n    print(f'line {i}', flush=True)\n    time.sleep(1)"
+        )
+        looping = agent.request("create_cell", notebook_id=notebook_id, source=loop)
+        agent.request("execute", notebook_id=notebook_id, cell_id=looping["cell_id"], wait_secs=0)
+        prompts = ".jp-Notebook .jp-Cell .jp-InputPrompt"
+        wait_until(
+            lambda: browser.find_elements(By.CSS_SELECTOR, prompts)[2].text == "[*]:", 20, "[*]"
+        )
+        wait_until(lambda: "line 0" in _cell_texts(browser)[2], 20, "the loop's first line")
+        assert "line 2" not in _cell_texts(browser)[2], "the lines came all at once"
+        wait_until(
+            lambda: browser.find_elements(By.CSS_SELECTOR, prompts)[2].text == "[2]:", 20, "[2]"
+        )
+        assert "line 2" in _cell_texts(browser)[2]
+
+        editor = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")[0]
+        editor.click()
+        editor.send_keys(" + 41")
+        first = agent.request("get_cells", notebook_id=notebook_id)["cells"][0]["cell_id"]
+
+        def typed() -> bool:
+            shown = agent.request("get_cell", notebook_id=notebook_id, cell_id=first)
+            return "first = 1 + 41" in shown["cell"]["source"]
+
+        wait_until(typed, 30, "the person's typing in the agent's get_cell")

@@ -1,0 +1,151 @@
+"""A real `nbstage lab` and a headless Y client on its room websocket, as JupyterLab's
+front end connects: the agent's edits, outputs and counts reach the client; the
+client's typing reaches the agent's get_cell; bad tokens and bad messages are refused
+and the room carries on."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+
+import anyio
+import jsonschema
+import pytest
+from tornado.httpclient import HTTPClientError, HTTPRequest
+from tornado.websocket import websocket_connect
+
+from tests.lab_support import RunningLab, WsPerson
+from tests.support import McpClientSession, call_ok
+
+
+def _agent_sees(lab: RunningLab, notebook_id: str, cell_id: str, source: str) -> bool:
+    shown = lab.daemon.request("get_cell", notebook_id=notebook_id, cell_id=cell_id)
+    return shown["cell"]["source"] == source
+
+
+@pytest.fixture
+def person(lab: RunningLab, request: pytest.FixtureRequest):
+    name = f"{request.node.name[:40]}.ipynb"
+    lab.notebook(name, "x = 1")
+    person = WsPerson(lab, name)
+    person.synced()
+    yield person
+    person.close()
+
+
+def test_the_agents_new_and_changed_cells_reach_the_client(lab, person) -> None:
+    with lab.daemon.client() as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source="y = 2")
+        person.wait_until(lambda: person.cell(made["cell_id"]) is not None)
+        agent.request(
+            "set_cell", notebook_id=person.notebook_id, cell_id=made["cell_id"], source="y = 3"
+        )
+        person.wait_until(lambda: person.cell(made["cell_id"])["source"] == "y = 3")
+
+
+def test_the_clients_typing_reaches_the_agents_get_cell(lab, person) -> None:
+    cell_id = person.cells()[0]["id"]
+    person.type_into(cell_id, " + 41")
+    person.flush()
+    deadline = time.monotonic() + 5
+    while not _agent_sees(lab, person.notebook_id, cell_id, "x = 1 + 41"):
+        assert time.monotonic() < deadline, "the agent never saw the person's typing"
+
+
+def test_outputs_and_the_count_reach_the_client_after_execute(lab, person) -> None:
+    with lab.daemon.client(timeout=90) as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        cell_id = person.cells()[0]["id"]
+        agent.request(
+            "set_cell", notebook_id=person.notebook_id, cell_id=cell_id, source="print(7)"
+        )
+        agent.request("execute", notebook_id=person.notebook_id, cell_id=cell_id, wait_secs=80)
+        person.wait_until(lambda: person.cell(cell_id)["execution_count"] is not None, 30)
+        assert [o.get("text") for o in person.cell(cell_id)["outputs"]] == ["7\n"]
+
+
+@pytest.mark.parametrize("token", ["", "wrong"], ids=["missing", "wrong"])
+def test_a_wrong_or_missing_token_is_refused(lab, person, token) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        lab.session(f"{person.notebook_id}.ipynb", token=token)
+    refused.value.close()
+    assert refused.value.code == 403
+    url = f"ws://127.0.0.1:{lab.port}/api/collaboration/room/json:notebook:{person.notebook_id}"
+    headers = {"Authorization": f"token {token}"} if token else {}
+    with pytest.raises(HTTPClientError) as closed:
+        person._run(lambda: websocket_connect(HTTPRequest(url, headers=headers)))
+    assert closed.value.code == 403
+
+
+def test_another_origin_is_refused(lab, person) -> None:
+    """A page of another origin holding the browser's login cookie cannot join a room."""
+    with urllib.request.urlopen(f"{lab.base}/lab?token={lab.token}", timeout=30) as page:
+        cookies = [c.split(";", 1)[0] for c in page.headers.get_all("Set-Cookie")]
+    url = f"ws://127.0.0.1:{lab.port}/api/collaboration/room/json:notebook:{person.notebook_id}"
+    own = {"Cookie": "; ".join(cookies), "Origin": lab.base}
+    person._run(lambda: websocket_connect(HTTPRequest(url, headers=own))).close()
+    headers = {**own, "Origin": "http://evil.example"}
+    with pytest.raises(HTTPClientError) as refused:
+        person._run(lambda: websocket_connect(HTTPRequest(url, headers=headers)))
+    assert refused.value.code == 403
+
+
+def test_a_malformed_message_closes_that_socket_and_the_room_carries_on(lab, person) -> None:
+    name = f"{person.notebook_id}-bad.ipynb"
+    lab.notebook(name, "a = 1")
+    bad, good = WsPerson(lab, name), WsPerson(lab, name)
+    try:
+        bad.synced()
+        good.synced()
+        bad._send(b"\x00\x02\x05\xff\xff")
+        with pytest.raises(ConnectionError, match="4400"):
+            bad.wait_until(lambda: False)
+        with lab.daemon.client() as agent:
+            agent.request("attach", notebook_id=good.notebook_id, peer_label="agent")
+            made = agent.request("create_cell", notebook_id=good.notebook_id, source="b = 2")
+        good.wait_until(lambda: good.cell(made["cell_id"]) is not None)
+    finally:
+        bad.close()
+        good.close()
+
+
+def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab) -> None:
+    """Through a real `nbstage mcp` on Lab's state dir: the url names the notebook under
+    Lab's root with the token, and Lab serves that page with it (without, its login page)."""
+    path = lab.notebook("shown.ipynb", "print('shown')")
+
+    async def body() -> None:
+        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
+            await call_ok(client, "connect_notebook", path=str(path))
+            shown = await call_ok(client, "show_notebook")
+            listed = await client.list_tools()
+            schema = next(t.output_schema for t in listed.tools if t.name == "show_notebook")
+            jsonschema.validate(shown, schema)
+            assert shown["path"] == str(path)
+            assert shown["url"] == f"{lab.base}/lab/tree/shown.ipynb?token={lab.token}"
+            with urllib.request.urlopen(shown["url"], timeout=30) as page:
+                assert page.status == 200
+            with urllib.request.urlopen(shown["url"].split("?")[0], timeout=30) as page:
+                assert "/login" in page.geturl()
+
+    anyio.run(body)
+
+
+def test_a_page_holding_another_history_is_told_to_reload(lab) -> None:
+    """A browser whose Y history is not the room's (the daemon restarted since it loaded)
+    gets Jupyter's reloadable close instead of merging, which would double cells."""
+    lab.notebook("stale.ipynb", "s = 1")
+    stale = WsPerson(lab, "stale.ipynb", held="0" * 32)
+    try:
+        with pytest.raises(ConnectionError, match=r"1003.*reloadable"):
+            stale.synced()
+    finally:
+        stale.close()
+    fresh = WsPerson(lab, "stale.ipynb")
+    try:
+        fresh.synced()
+        assert [c["source"] for c in fresh.cells()] == ["s = 1"]
+    finally:
+        fresh.close()

@@ -1,0 +1,267 @@
+"""The Room's shared Y document (actors/room/shared_doc.py) and the records a person's
+edit becomes (actors/room/person_edits.py), as tables, with a headless pycrdt peer."""
+
+from __future__ import annotations
+
+import pytest
+from jupyter_ydoc import YNotebook
+from pycrdt import (
+    Doc,
+    YMessageType,
+    create_sync_message,
+    create_update_message,
+    handle_sync_message,
+)
+
+from nbstage.actors.daemon.notebook import journal
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
+
+
+def _doc(*sources: str) -> Document:
+    doc = Document.empty()
+    for source in sources:
+        doc.create_cell(source, "code", None)
+    return doc
+
+
+class Peer:
+    """A person's browser, headless: a YNotebook kept in step through the room's messages."""
+
+    def __init__(self, shared: SharedDoc, peer_id: str = "p1") -> None:
+        self.shared, self.peer_id = shared, peer_id
+        self.notebook = YNotebook(Doc())
+        self.sent: list[bytes] = []
+        self.notebook.ydoc.observe(lambda e: self.sent.append(create_update_message(e.update)))
+        for message in shared.join(peer_id, 7):
+            self.hear(message)
+        self.say(create_sync_message(self.notebook.ydoc))
+        self.sent.clear()
+
+    def hear(self, message: bytes) -> None:
+        if message[0] == YMessageType.SYNC:
+            reply = handle_sync_message(message[1:], self.notebook.ydoc)
+            if reply is not None:
+                self.say(reply)
+
+    def say(self, message: bytes) -> None:
+        heard = self.shared.receive(message)
+        for reply in heard.replies:
+            self.hear(reply)
+
+    def flush(self) -> bool:
+        """Send what this peer changed; whether the room saw an edit."""
+        edited = False
+        sent, self.sent = self.sent, []
+        for message in sent:
+            edited |= self.shared.receive(message).edited
+        return edited
+
+    def sources(self) -> list[str]:
+        return [cell["source"] for cell in self.notebook.get()["cells"]]
+
+
+def test_a_joining_peer_gets_the_rooms_cells_with_their_ids() -> None:
+    doc = _doc("a = 1", "b = 2")
+    peer = Peer(SharedDoc(doc))
+    assert [c["id"] for c in peer.notebook.get()["cells"]] == [c.id for c in doc.cells]
+    assert peer.sources() == ["a = 1", "b = 2"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d.create_cell("new", "code", None), ["x", "y", "new"]),
+        (lambda d: d.set_cell(d.cells[0].id, "x2", None), ["x2", "y"]),
+        (lambda d: d.delete_cell(d.cells[1].id), ["x"]),
+        (lambda d: d.move_cell(d.cells[0].id, d.cells[1].id), ["y", "x"]),
+    ],
+    ids=["create", "set", "delete", "move"],
+)
+def test_a_room_change_reaches_the_peer_as_one_update(change, expected) -> None:
+    doc = _doc("x", "y")
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    change(doc)
+    updates = shared.mirror(doc)
+    assert len(updates) == 1
+    peer.hear(updates[0])
+    assert peer.sources() == expected
+
+
+def test_outputs_and_execution_count_are_mirrored() -> None:
+    doc = _doc("print(1)")
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    doc.set_outputs(doc.cells[0].id, outputs, 3)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    cell = peer.notebook.get()["cells"][0]
+    assert (cell["execution_count"], cell["outputs"]) == (3, outputs)
+
+
+def test_an_unchanged_document_sends_nothing() -> None:
+    doc = _doc("x")
+    shared = SharedDoc(doc)
+    assert shared.mirror(doc) == []
+    doc.revision += 1
+    assert shared.mirror(doc) == []
+
+
+def _person(doc: Document, edit) -> list[dict]:
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    edit(peer.notebook)
+    assert peer.flush()
+    return person_edits.records(doc, shared.content())
+
+
+def _typed(nb: YNotebook) -> None:
+    source = nb.ycells[0]["source"]
+    source += " + 1"
+
+
+def _added(nb: YNotebook) -> None:
+    nb.append_cell({"id": "fresh", "cell_type": "markdown", "source": "# hi", "metadata": {}})
+
+
+def _deleted(nb: YNotebook) -> None:
+    nb.ycells.pop(0)
+
+
+def _moved(nb: YNotebook) -> None:
+    """As JupyterLab moves a cell: out of the array, and a copy in at its new place."""
+    cell = nb.get_cell(0)
+    with nb.ydoc.transaction():
+        nb.ycells.pop(0)
+        nb.ycells.insert(1, nb.create_ycell(cell))
+
+
+def _retyped(nb: YNotebook) -> None:
+    cell = nb.get_cell(1)
+    nb.set_cell(1, {**cell, "cell_type": "markdown"})
+
+
+@pytest.mark.parametrize(
+    ("edit", "ops", "sources"),
+    [
+        (_typed, ["put"], ["a + 1", "b"]),
+        (_added, ["put"], ["a", "b", "# hi"]),
+        (_deleted, ["delete"], ["b"]),
+        (_moved, ["move"], ["b", "a"]),
+        (_retyped, ["put"], ["a", "b"]),
+    ],
+    ids=["typed", "added", "deleted", "moved", "retyped"],
+)
+def test_a_persons_edit_becomes_journal_records_that_bring_the_room_there(
+    edit, ops, sources
+) -> None:
+    doc = _doc("a", "b")
+    records = _person(doc, edit)
+    assert [r["op"] for r in records] == ops
+    after = Document.from_json(journal.apply_records(doc.to_json(), records).notebook)
+    assert [c.source for c in after.cells] == sources
+
+
+def test_a_persons_put_keeps_the_rooms_outputs_and_count() -> None:
+    doc = _doc("a")
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    doc.set_outputs(doc.cells[0].id, outputs, 4)
+    records = _person(doc, _typed)
+    after = journal.apply_records(doc.to_json(), records).notebook["cells"][0]
+    assert (after["source"], after["outputs"], after["execution_count"]) == ("a + 1", outputs, 4)
+
+
+def test_cells_without_a_usable_id_are_not_taken() -> None:
+    doc = _doc("a")
+    shared = {"cells": [doc.cells[0].to_json(), {"cell_type": "code", "source": "x", "id": "a b"}]}
+    assert person_edits.records(doc, shared) == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [b"", b"\x00", b"\x00\x07\x01\x00", b"\x09\x00", b"\x00\x02\x05\xff\xff\xff\xff\xff"],
+    ids=["empty", "no-step", "bad-step", "bad-type", "bad-update"],
+)
+def test_a_malformed_message_is_refused_and_the_document_carries_on(message) -> None:
+    doc = _doc("a")
+    shared = SharedDoc(doc)
+    with pytest.raises(UnreadableMessage):
+        shared.receive(message)
+    peer = Peer(shared)
+    doc.create_cell("b", "code", None)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert peer.sources() == ["a", "b"]
+
+
+def test_an_update_from_one_peer_is_relayed_to_the_others() -> None:
+    doc = _doc("a")
+    shared = SharedDoc(doc)
+    first, second = Peer(shared, "p1"), Peer(shared, "p2")
+    _typed(first.notebook)
+    sent, first.sent = first.sent, []
+    heard = shared.receive(sent[0])
+    assert heard.edited
+    assert shared.others("p1") == [("p2", 7)]
+    for message in heard.relay:
+        second.hear(message)
+    assert second.sources() == ["a + 1"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.set_cell(d.cells[1].id, "edited", None),
+        lambda d: d.set_cell(d.cells[1].id, None, "markdown"),
+        lambda d: d.set_outputs(
+            d.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "a"}], 1
+        ),
+        lambda d: d.set_outputs(
+            d.cells[0].id,
+            [
+                {"output_type": "stream", "name": "stdout", "text": "0"},
+                {"output_type": "stream", "name": "stderr", "text": "b"},
+            ],
+            1,
+        ),
+        lambda d: d.set_outputs(d.cells[0].id, [], None),
+        lambda d: d.set_dependencies(["numpy"]),
+    ],
+    ids=["source", "type", "outputs", "appended", "cleared", "metadata"],
+)
+def test_a_content_change_leaves_the_y_document_equal_to_the_room(change) -> None:
+    doc = _doc("a", "b", "c")
+    doc.set_outputs(doc.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "0"}], 1)
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    change(doc)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert shared.content() == doc.to_json()
+    assert peer.notebook.get() == doc.to_json()
+
+
+def test_queued_and_running_cells_show_as_running_until_they_finish() -> None:
+    doc = _doc("a", "b")
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    first, second = doc.cells[0].id, doc.cells[1].id
+
+    def states() -> list[str]:
+        return [str(c.get("execution_state")) for c in peer.notebook.ycells.to_py()]
+
+    for running, expected in [
+        ({first, second}, ["running", "running"]),
+        ({second}, ["idle", "running"]),
+        (set(), ["idle", "idle"]),
+    ]:
+        for update in shared.mirror(doc, frozenset(running)):
+            peer.hear(update)
+        assert states() == expected
+    doc.create_cell("c", "code", 0)
+    for update in shared.mirror(doc, frozenset({first})):
+        peer.hear(update)
+    assert states() == ["idle", "running", "idle"]
