@@ -9,7 +9,6 @@ once-only keys, the file, the journal, the kernel seat, the environment and clos
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from nbstage.actors.common.base import NbActor, finished, progress, request, wak
 from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import actions, edits, opening, person_edits, views
+from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -36,7 +35,7 @@ from nbstage.actors.daemon.room.once import OnceKeys
 from nbstage.actors.daemon.room.opening import Opening
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.room_support import scoped_key
-from nbstage.actors.daemon.room.sharing import Sharing, journalled
+from nbstage.actors.daemon.room.sharing import Sharing
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import lab, replies, requests
 from nbstage.protocol.daemon.notices import Notice
@@ -182,7 +181,7 @@ class Room(NbActor):
             a.FirstFlushed: lambda x: self.act(*self.opening.first_flushed(x.error)),
             a.BindPath: lambda x: self.act(*self.file.bind(x.path, bool(self.peers))),
             a.TruncateJournal: lambda x: self.act(self.journal.truncate(x.seq)),
-            a.ReportStatus: lambda x: self._report_status(),
+            a.ReportStatus: lambda x: self.send(self.daemon, views.status(self)),
             a.ReadKernelspecs: lambda x: self.act(opening.read_kernelspecs(self.file, x.restart)),
             a.ReadJournal: lambda x: self.act(self.journal.read()),
             a.FlushFirst: lambda x: self.act(self.file.first_flush(self.doc, self.journal.seq)),
@@ -192,7 +191,7 @@ class Room(NbActor):
             a.ReadDone: lambda x: self.act(*self.opening.read_done()),
             a.Started: lambda x: self._started(x.joins),
             a.Edited: lambda x: self.act(*self.file.edited()),
-            a.SetOutputs: self._set_outputs,
+            a.SetOutputs: lambda x: edits.set_outputs(self.doc, x),
             a.Merged: self._take_merge,
             a.ResumeAutosave: lambda x: self.act(*self.file.resumed(self.doc.revision)),
             a.NextFileJob: lambda x: self._next_file_job(),
@@ -225,15 +224,13 @@ class Room(NbActor):
         self._fail_held_joins(error)
 
     def _fail_held_joins(self, error: NbstageError) -> None:
-        for join in self.opening.release():
-            self.peers.saw(join.join_seq)
-            self.fail(join.origin, error)
+        self.act(*self.peers.refuse_held(self.opening.release(), error))
 
     def _started(self, joins: tuple[rooms.JoinRoom, ...]) -> None:
         """The Daemon hears of it first, then the joins held come in; edits the journal
         gave back are said to them."""
         self.send(self.daemon, rooms.RoomStarted(self.config.notebook_id, os.getpid()))
-        self._report_status()
+        self.act(actions.ReportStatus())
         for join in joins:
             self._on_join_room(join, self.daemon)
         if (restored := self.journal.restored_notice(self.file.path)) is not None:
@@ -253,10 +250,7 @@ class Room(NbActor):
             return
         peer_id = self.peers.join(msg.peer_label, msg.origin.conn)
         self.act(*self.file.arm_check(self.file.path, True), *self.seat.peer_joined())
-        joined = replies.NotebookJoined(**views.facts(self), peer_id=peer_id, created=msg.created)
-        self.answer(msg.origin, joined)
-        event = {"peer_id": peer_id, "label": msg.peer_label}
-        self.act(self.peers.event(edge.EventKind.PEER_JOINED, event), actions.ReportStatus())
+        self.act(*self.peers.welcomed(msg, peer_id, views.facts(self)))
 
     def _on_client_request(self, msg: edge.ClientRequest, sender: ActorAddress) -> None:
         """A request may name a starting room before anyone joined it (the operator's
@@ -265,9 +259,6 @@ class Room(NbActor):
             self.fail(msg.origin, self.opening.unloaded_error())
         else:
             self.receiveMsg_ClientRequest(msg, sender)
-
-    def _report_status(self) -> None:
-        self.send(self.daemon, views.status(self))
 
     def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
@@ -290,16 +281,9 @@ class Room(NbActor):
         """A person's edit is journalled like an agent's; they hear back once it is."""
         self.close.refuse("the edit was not taken")
         said = self.sharing.heard(req, self.doc)
-        self.act(*said.pushes)
-        if not said.records:
-            self.answer(origin, said.answer)
-            return
-        self.act(*self.file.edited())
-        self.notices.post(person_edits.notice(said.records))
-        if self.file.journalled:
-            self.act(journalled(said.records, self.journal, origin, said.answer))
-        else:
-            self.answer(origin, said.answer)
+        if said.records:
+            self.notices.post(person_edits.notice(said.records))
+        self.act(*sharing.taken(said, origin, self.journal, self.file.journalled))
 
     # --- reads and edits ------------------------------------------------------------------
 
@@ -363,10 +347,6 @@ class Room(NbActor):
             self.notices.stand("dependencies", self.env.approval_line(self.doc.metadata))
         return self.notices.take(origin.conn)
 
-    def _set_outputs(self, todo: actions.SetOutputs) -> None:
-        with contextlib.suppress(NbstageError):
-            self.doc.set_outputs(todo.cell_id, todo.outputs, todo.count)
-
     # --- the file (room/file_seat.py) -----------------------------------------------------
 
     def _save_file(self, path: str, purpose: SavePurpose, origin: Origin | None = None) -> None:
@@ -381,9 +361,7 @@ class Room(NbActor):
     def _take_merge(self, merged: actions.Merged) -> None:
         """The file part merged what the file holds now; the document takes the merge."""
         if merged.notebook is not None:
-            fresh = Document.from_json(merged.notebook)
-            self.doc.cells, self.doc.metadata = fresh.cells, fresh.metadata
-            self.doc.revision += 1
+            edits.take_notebook(self.doc, merged.notebook)
         if merged.holds_all:
             self.file.saved_up_to(self.doc.revision, self.doc.revision)
             self.act(*self.journal.truncate_all())
@@ -397,32 +375,24 @@ class Room(NbActor):
 
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         """A repeated key answers for the first run; a new run may start the kernel first."""
-        key, runs = scoped_key(req), self.seat.runs
-        if self.once.known(key):
-            known = self.once.first_answer(key)["execution_id"]
-            self.act(*runs.answer_execution(origin, known, req.wait_secs))
-            return
-        self.close.refuse("the cell was not run")
-        cell = code_cell(self.doc, req.cell_id)
-        self.act(*self.seat.require())
-        execution_id, start = runs.run(cell.id, cell.source, self.seat.address)
-        self.once.remember(key, {"execution_id": execution_id})
-        self.act(*start, *runs.answer_execution(origin, execution_id, req.wait_secs))
+        if not self.once.known(scoped_key(req)):
+            self.close.refuse("the cell was not run")
+            code_cell(self.doc, req.cell_id)
+            self.act(*self.seat.require())
+        self.act(*self.seat.runs.execute(origin, req, self.doc, self.once, self.seat.address))
 
     # --- dependencies (room/dependency_calls.py) ------------------------------------------
 
     def _commit_dependencies(self, commit: actions.CommitDependencies) -> None:
         """The edit is one room mutation, refused while closing; the part trusts and
         records it."""
-        try:
-            self._change_dependencies(commit.plan.edit)
-            path, journalled = self.file.path, self.file.journalled
-            self.act(self.deps.commit(commit.origin, commit.plan, commit.applied, path, journalled))
-        except NbstageError as exc:
-            self.fail(commit.origin, exc)
+        self.guarded(commit.origin, self._dependencies_committed, commit)
 
-    def _change_dependencies(self, edit: Any) -> None:
+    def _dependencies_committed(self, origin: Origin, commit: actions.CommitDependencies) -> None:
+        edit = commit.plan.edit
         if edit.after != edit.before:
             self.close.refuse("the dependencies were not changed")
             self.doc.set_dependencies(edit.after)
             self.act(*self.file.edited())
+        path, journalled = self.file.path, self.file.journalled
+        self.act(self.deps.commit(origin, commit.plan, commit.applied, path, journalled))

@@ -1,13 +1,18 @@
 """The edits a client asks of a Room's document, by request type: each applies its
 request to the document the Room hands it and returns the reply. Only the Room calls
-them, inside its once-only and journal wrapper (actor.py ``_mutation``)."""
+them, inside its once-only and journal wrapper (actor.py ``_mutation``). The changes
+that come from elsewhere (outputs, a merge with the file) are here too, for the Room to
+apply at its own call."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room.actions import SetOutputs
+from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import replies, requests
 
 
@@ -48,3 +53,16 @@ EDITS: dict[type, Callable[[Document, Any], Any]] = {
     requests.ReplaceMatch: replace_match,
     requests.ReplaceRegex: replace_regex,
 }
+
+
+def set_outputs(doc: Document, todo: SetOutputs) -> None:
+    """A kernel's outputs; a cell deleted or retyped meanwhile takes none."""
+    with contextlib.suppress(NbstageError):
+        doc.set_outputs(todo.cell_id, todo.outputs, todo.count)
+
+
+def take_notebook(doc: Document, notebook: dict[str, Any]) -> None:
+    """The notebook a merge with the file produced, as one new revision."""
+    fresh = Document.from_json(notebook)
+    doc.cells, doc.metadata = fresh.cells, fresh.metadata
+    doc.revision += 1

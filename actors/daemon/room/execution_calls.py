@@ -26,11 +26,13 @@ from nbstage.actors.daemon.room.actions import (
     Wake,
 )
 from nbstage.actors.daemon.room.executions import Execution, ExecutionBook
+from nbstage.actors.daemon.room.once import OnceKeys
+from nbstage.actors.daemon.room.room_support import scoped_key
 from nbstage.protocol.common.codec import from_wire
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import ExecutionReported, ExecutionView
-from nbstage.protocol.daemon.requests import GetExecution
+from nbstage.protocol.daemon.requests import ExecuteCell, GetExecution
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.kernels import (
     ExecutionsCancelled,
@@ -113,6 +115,20 @@ class ExecutionCalls:
 
     def get(self, origin: Origin, req: GetExecution) -> list[Action]:
         return self.answer_execution(origin, req.execution_id, req.wait_secs)
+
+    def execute(
+        self, origin: Origin, req: ExecuteCell, doc: Document, once: OnceKeys, kernel: Any
+    ) -> list[Action]:
+        """execute_cell, once the kernel is asked for: a repeated key answers for the first
+        run."""
+        key = scoped_key(req)
+        if once.known(key):
+            known = once.first_answer(key)["execution_id"]
+            return self.answer_execution(origin, known, req.wait_secs)
+        cell = code_cell(doc, req.cell_id)
+        execution_id, start = self.run(cell.id, cell.source, kernel)
+        once.remember(key, {"execution_id": execution_id})
+        return [*start, *self.answer_execution(origin, execution_id, req.wait_secs)]
 
     def run(self, cell_id: str, source: str, kernel: Any) -> tuple[str, list[Action]]:
         """Queue a run of the cell on ``kernel`` (or join the one queued): its id, and what

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
-from nbstage.actors.daemon.room.actions import Action, Answer, ReportStatus, Send
+from nbstage.actors.daemon.room.actions import Action, Answer, Fail, ReportStatus, Send
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
-from nbstage.protocol.daemon.replies import RoomLeft
+from nbstage.protocol.daemon.replies import NotebookJoined, RoomLeft
 from nbstage.protocol.daemon.requests import LeaveRoom
 from nbstage.protocol.daemon_actors.edge import EventKind, Origin, RoomEventOccurred
-from nbstage.protocol.daemon_actors.rooms import StartRoom
+from nbstage.protocol.daemon_actors.rooms import JoinRoom, StartRoom
 
 
 class Peers:
@@ -37,6 +38,14 @@ class Peers:
     def saw(self, join_seq: int) -> None:
         self.joins_seen = max(self.joins_seen, join_seq)
 
+    def refuse_held(self, joins: Iterable[JoinRoom], error: NbstageError) -> list[Action]:
+        """Joins held back for the start, refused: each counts as seen."""
+        refused = []
+        for join in joins:
+            self.saw(join.join_seq)
+            refused.append(Fail(join.origin, error))
+        return refused
+
     def join(self, label: str, conn: int) -> str:
         """A new peer: its id; its connection follows the room's notices from now on."""
         peer_id = uuid.uuid4().hex[:12]
@@ -45,6 +54,16 @@ class Peers:
         self.idle_since = None
         self.notices.follow(conn)
         return peer_id
+
+    def welcomed(self, msg: JoinRoom, peer_id: str, facts: dict[str, Any]) -> list[Action]:
+        """A join's answer, then the event the other peers see and a status report."""
+        joined = NotebookJoined(**facts, peer_id=peer_id, created=msg.created)
+        event = {"peer_id": peer_id, "label": msg.peer_label}
+        return [
+            Answer(msg.origin, joined),
+            self.event(EventKind.PEER_JOINED, event),
+            ReportStatus(),
+        ]
 
     def leave(self, origin: Origin, req: LeaveRoom, seat: Any) -> list[Action]:
         """leave_room: the seat hears the room may be empty; the answer and event follow."""

@@ -16,7 +16,7 @@ from typing import Any
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits
-from nbstage.actors.daemon.room.actions import Action, Answer, Offload, Send
+from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Offload, Send
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
@@ -108,6 +108,16 @@ class Sharing:
             Send(self.edge, SharedDocPushed(conn, self.notebook_id, peer_id, text))
             for peer_id, conn in to
         ]
+
+
+def taken(said: Said, origin: Origin, keeper: Journalling, journals: bool) -> list[Action]:
+    """What a person's message comes to: its relays, then the answer, which an edit holds
+    back, in a journalled room, until its records are durable."""
+    if not said.records:
+        return [*said.pushes, Answer(origin, said.answer)]
+    if not journals:
+        return [*said.pushes, Edited(), Answer(origin, said.answer)]
+    return [*said.pushes, Edited(), journalled(said.records, keeper, origin, said.answer)]
 
 
 def journalled(
