@@ -201,7 +201,6 @@ class Room(NbActor):
 
     def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
-        self.sharing.notebook_id, self.sharing.edge = msg.notebook_id, msg.edge
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.deps.start(msg)
         self.peers.start(msg)
@@ -274,13 +273,13 @@ class Room(NbActor):
         """Whatever the message changed reaches the people watching, as one Y update."""
         super().receiveMessage(msg, sender)
         if self.sharing.watched:
-            running = self.seat.runs.book.live_cells()
-            self.act(*self.sharing.mirror(self.doc, self.peers, running))
+            running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
+            self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))
 
     def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
         """A person's edit is journalled like an agent's; they hear back once it is."""
         self.close.refuse("the edit was not taken")
-        said = self.sharing.heard(req, self.doc)
+        said = self.sharing.heard(req, self.doc, self.edge)
         if said.records:
             self.notices.post(person_edits.notice(said.records))
         self.act(*sharing.taken(said, origin, self.journal, self.file.journalled))
