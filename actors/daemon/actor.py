@@ -73,6 +73,7 @@ class Daemon(NbActor):
             msgs.PathBound: self._on_path_bound,
             msgs.PathReleased: lambda m, s: rooms.release(m.notebook_id, m.path),
             ChildActorExited: self._on_child_actor_exited,
+            ClientRequest: lambda m, s: self._held_or_served(m.origin, m.body),
             request(asks.OpenNotebook): self._admission,
             request(asks.AttachNotebook): self._admission,
             request(asks.CreateNotebook): self._admission,
@@ -165,12 +166,14 @@ class Daemon(NbActor):
 
     # --- admission ------------------------------------------------------------------------
 
-    def receiveMsg_ClientRequest(self, msg: Any, sender: ActorAddress) -> None:
-        closing = self.rooms.closing_target(msg.body)
+    def _held_or_served(self, origin: Origin, body: Any) -> None:
+        """A request naming a room that is closing waits for the close to settle (the
+        room kept, or gone); it is served then, in the order it came."""
+        closing = self.rooms.closing_target(body)
         if closing is not None:
-            closing.deferred.append((msg.origin, msg.body))
+            closing.deferred.append((origin, body))
             return
-        super().receiveMsg_ClientRequest(msg, sender)
+        self.serve(origin, body)
 
     def _admission(self, origin: Origin, req: Any) -> None:
         """An open, attach or create; none is admitted once the daemon stops."""
@@ -291,7 +294,7 @@ class Daemon(NbActor):
     def _replay_deferred(self, entry: RoomEntry) -> None:
         deferred, entry.deferred = entry.deferred, []
         for origin, body in deferred:
-            self.receiveMsg_ClientRequest(ClientRequest(origin, body), self.myAddress)
+            self._held_or_served(origin, body)
 
     def _forget_room(self, notebook_id: str) -> RoomEntry | None:
         entry = self.rooms.forget(notebook_id)

@@ -257,7 +257,7 @@ class Room(NbActor):
         if self.doc is None:
             self.fail(msg.origin, self.opening.unloaded_error())
         else:
-            self.receiveMsg_ClientRequest(msg, sender)
+            self.serve(msg.origin, msg.body)
 
     def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
