@@ -99,7 +99,7 @@ from nbstage.protocol.session.watching import (
 
 def lab_started(state_dir: str) -> dict[str, Any]:
     """On a worker thread: the state dir's Lab edge, started if none runs (ADR 0004)."""
-    from nbstage.entrypoints.lab.launch import ensure_running
+    from nbstage.entrypoints.common.lab_start import ensure_running
 
     return ensure_running(state_dir)
 
