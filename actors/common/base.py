@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from thespian.actors import Actor, ActorAddress, ActorExitRequest, WakeupMessage
 
+from nbstage.actors.common.effects import Answer, Fail, Offload, Send, Wake
 from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
@@ -124,6 +126,17 @@ class NbActor(Actor):
     def fail(self, origin: Origin, error: NbstageError) -> None:
         notices = self.notices_for(origin)
         self.send(self.edge, RequestFailed(origin, error.code, error.message, notices))
+
+    def effect_carriers(self) -> dict[type, Callable[[Any], None]]:
+        """How this actor carries out the effects any part may return
+        (actors/common/effects.py); an actor's table of its own actions starts here."""
+        return {
+            Send: lambda x: self.send(x.to, x.message),
+            Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
+            Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
+            Answer: lambda x: self.answer(x.origin, x.reply),
+            Fail: lambda x: self.fail(x.origin, x.error),
+        }
 
     def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
         """Lines for the agent that the answer to ``origin`` carries (see RequestAnswered)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -184,30 +186,33 @@ class Daemon(NbActor):
     def _admit(self, steps: list[admitting.Step]) -> None:
         """Carry out what admitting.py settled on, in order."""
         for step in steps:
-            match step:
-                case admitting.Join(notebook_id, origin, peer_label, created):
-                    self._join(self.rooms.get(notebook_id), origin, peer_label, created)
-                case admitting.NewRoom(start, wish, origin):
-                    self._start_room(start, wish).started_by = origin.conn
-                case admitting.Refused(origins, error):
-                    for origin in origins:
-                        self.fail(origin, error)
-                case admitting.ReadKernelspecs(token):
-                    self.offload(token, room_start.installed_kernelspecs)
+            self._carriers[type(step)](step)
+
+    @cached_property
+    def _carriers(self) -> dict[type, Callable[[Any], None]]:
+        """The effects any actor carries out, and the two steps only the Daemon can."""
+        return {
+            **self.effect_carriers(),
+            admitting.Join: lambda x: self._join(
+                self.rooms.get(x.notebook_id), x.origin, x.peer_label, x.created
+            ),
+            admitting.NewRoom: lambda x: self._start_room(x.start, x.wish, x.origin),
+        }
 
     def _join(self, entry: RoomEntry, origin: Origin, peer_label: str, created: bool) -> None:
         log.info("%s joins %s", peer_label, entry.path or "an untitled notebook")
         entry.joins_sent += 1
         self.send(entry.address, msgs.JoinRoom(origin, peer_label, created, entry.joins_sent))
 
-    def _start_room(self, start: StartNewRoom, wish: room_start.RoomWish) -> RoomEntry:
+    def _start_room(self, start: StartNewRoom, wish: room_start.RoomWish, by: Origin) -> None:
+        """A Room for ``start``, counted as started by ``by``'s connection."""
         address = self.createActor(Room)
         entry = self.rooms.add(start.notebook_id, address, start.path, wish.ephemeral)
+        entry.started_by = by.conn
         self.send(address, room_start.start_message(start, wish, self.config, self.edge))
         if start.binding_pending:
             self._bind(due.BindingStored(start.notebook_id, start.path, address))
         self.send(self.edge, RoomResident(start.notebook_id, address))
-        return entry
 
     # --- paths and the registry's bindings ------------------------------------------------
 

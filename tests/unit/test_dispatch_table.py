@@ -133,3 +133,13 @@ def test_the_room_carries_out_every_action_a_part_may_return() -> None:
     from nbstage.actors.daemon.room.actor import Room
 
     assert set(Room()._carriers) == set(get_args(actions.Action))
+
+
+def test_the_daemon_carries_out_every_admission_step() -> None:
+    """Admissions return the effects any actor carries out, and the Daemon's own two."""
+    from typing import get_args
+
+    from nbstage.actors.daemon import admitting
+    from nbstage.actors.daemon.actor import Daemon
+
+    assert set(get_args(admitting.Step)) <= set(Daemon()._carriers)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
@@ -160,11 +159,7 @@ class Room(NbActor):
     def _carriers(self) -> dict[type, Callable[[Any], None]]:
         a = actions
         return {
-            a.Send: lambda x: self.send(x.to, x.message),
-            a.Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
-            a.Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
-            a.Answer: lambda x: self.answer(x.origin, x.reply),
-            a.Fail: lambda x: self.fail(x.origin, x.error),
+            **self.effect_carriers(),
             a.StartKernelChild: lambda x: self._start_kernel(),
             a.DetachKernel: lambda x: self.act(*self.seat.detach(x.reason)),
             a.EndChild: lambda x: self.send(x.child, ActorExitRequest()),
