@@ -27,7 +27,7 @@ from typing import Any
 
 from thespian.actors import Actor, ActorAddress, ActorExitRequest, WakeupMessage
 
-from nbstage.actors.common.effects import Answer, Fail, Offload, Send, Wake
+from nbstage.actors.common.effects import Answer, Effect, Fail, Offload, Send, Wake
 from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
@@ -137,6 +137,12 @@ class NbActor(Actor):
             Answer: lambda x: self.answer(x.origin, x.reply),
             Fail: lambda x: self.fail(x.origin, x.error),
         }
+
+    def carry(self, *effects: Effect) -> None:
+        """Carry out ``effects`` in order (see ``effect_carriers``)."""
+        carriers = self.effect_carriers()
+        for effect in effects:
+            carriers[type(effect)](effect)
 
     def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
         """Lines for the agent that the answer to ``origin`` carries (see RequestAnswered)."""
