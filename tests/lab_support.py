@@ -27,8 +27,8 @@ import nbformat
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from nbstage.entrypoints.common import lab_start
 from nbstage.entrypoints.common.statedir import state_paths
-from nbstage.entrypoints.lab import launch
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running
 from tests.y_person import YPerson
@@ -91,8 +91,8 @@ def lab_running() -> Iterator[RunningLab]:
             )
             try:
                 paths = state_paths(base / "state")
-                record = launch.wait_until_up(paths, 90)
-                yield RunningLab(daemon, root, record["port"], launch.token(paths), process)
+                record = lab_start.wait_until_up(paths, 90)
+                yield RunningLab(daemon, root, record["port"], lab_start.token(paths), process)
             finally:
                 process.send_signal(signal.SIGTERM)
                 try:
