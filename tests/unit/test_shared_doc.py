@@ -16,6 +16,7 @@ from pycrdt import (
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room.order_steps import Delete, Step, steps
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
 
 
@@ -265,3 +266,121 @@ def test_queued_and_running_cells_show_as_running_until_they_finish() -> None:
     for update in shared.mirror(doc, frozenset({first})):
         peer.hear(update)
     assert states() == ["idle", "running", "idle"]
+
+
+# --- granular structure: order_steps.py and the mirror that uses it -----------------------
+
+
+def _applied(before: list[str], done: list[Step]) -> list[str]:
+    ids = list(before)
+    for step in done:
+        if isinstance(step, Delete):
+            del ids[step.index]
+        else:
+            ids.insert(step.index, step.cell_id)
+    return ids
+
+
+ABCDE = list("abcde")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "count"),
+    [
+        (ABCDE, ABCDE, 0),
+        (ABCDE, [*ABCDE, "f"], 1),
+        (ABCDE, ["f", *ABCDE], 1),
+        (ABCDE, list("abfcde"), 1),
+        (ABCDE, list("abde"), 1),
+        (ABCDE, list("bcdea"), 2),
+        (ABCDE, list("eabcd"), 2),
+        (ABCDE, list("acbde"), 2),
+        (ABCDE, list("edcba"), 8),
+        (ABCDE, [], 5),
+        ([], ABCDE, 5),
+        (ABCDE, list("xbzdy"), 6),
+        (list("ab"), list("ba"), 2),
+    ],
+    ids=[
+        "same",
+        "append",
+        "prepend",
+        "insert",
+        "delete",
+        "first-to-last",
+        "last-to-first",
+        "swap",
+        "reverse",
+        "clear",
+        "fill",
+        "replace-some",
+        "two-swapped",
+    ],
+)
+def test_order_steps_bring_one_order_to_the_other_in_few_steps(before, after, count) -> None:
+    done = steps(before, after)
+    assert _applied(before, done) == after
+    assert len(done) == count
+
+
+def test_one_move_in_a_thousand_cells_is_two_steps() -> None:
+    before = [f"c{i}" for i in range(1000)]
+    after = list(before)
+    after.insert(10, after.pop(900))
+    done = steps(before, after)
+    assert (_applied(before, done), len(done)) == (after, 2)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.create_cell("new", "code", 500),
+        lambda d: d.delete_cell(d.cells[500].id),
+        lambda d: d.move_cell(d.cells[900].id, d.cells[10].id),
+    ],
+    ids=["create", "delete", "move"],
+)
+def test_a_structural_change_in_a_big_notebook_touches_one_or_two_cells(change) -> None:
+    """The update a person receives carries the cell concerned, not the notebook."""
+    doc = _doc(*[f"x = {i}" for i in range(1000)])
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    change(doc)
+    updates = shared.mirror(doc)
+    assert len(updates) == 1
+    assert len(updates[0]) < 400
+    peer.hear(updates[0])
+    assert peer.notebook.get() == doc.to_json() == shared.content()
+
+
+def test_a_cell_a_person_doubled_is_taken_out_and_their_new_cell_kept() -> None:
+    doc = _doc("a", "b")
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    first = peer.notebook.get_cell(0)
+    with peer.notebook.ydoc.transaction():
+        peer.notebook.ycells.append(peer.notebook.create_ycell(first))
+        peer.notebook.append_cell(
+            {"id": "mine", "cell_type": "code", "source": "m", "metadata": {}}
+        )
+    assert peer.flush()
+    records = person_edits.records(doc, shared.content())
+    applied = journal.apply_records(doc.to_json(), records).notebook
+    fresh = Document.from_json(applied)
+    doc.cells, doc.revision = fresh.cells, doc.revision + 1
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    ids = [c["id"] for c in peer.notebook.ycells.to_py()]
+    assert ids == [c.id for c in doc.cells]
+    assert ids[2:] == ["mine"]
+
+
+def test_a_notebook_without_cells_has_none_in_the_y_document() -> None:
+    doc = Document.empty()
+    shared = SharedDoc(doc)
+    assert shared.notebook.ycells.to_py() == []
+    peer = Peer(shared)
+    doc.create_cell("a", "code", None)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert peer.sources() == ["a"]

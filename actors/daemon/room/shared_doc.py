@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 from jupyter_ydoc import YNotebook
+from jupyter_ydoc.utils import cast_all
 from pycrdt import (
     Awareness,
     Decoder,
@@ -35,6 +36,7 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room.order_steps import Delete, steps
 from nbstage.protocol.common.errors import NbstageError
 
 QUERY_AWARENESS = 3
@@ -75,12 +77,21 @@ class SharedDoc:
         self.revision = -1
         """The Document revision the Y document holds."""
         self._seen: dict[str, Fingerprint] = {}
-        self._order: list[str] = []
+        self._ids: list[str | None] = []
+        """The ids of the Y cells, in order, kept by watching the array (reading them
+        back from the Y document costs a call per cell)."""
         self._metadata: dict[str, Any] = {}
         self._running: frozenset[str] = frozenset()
+        self._heard = False
+        """A person's update was applied since the last mirror."""
         self._updates: list[bytes] = []
         self.ydoc.observe(lambda event: self._updates.append(event.update))
-        self.mirror(doc)
+        self.notebook.ycells.observe(self._track)
+        self.notebook.set(doc.to_json())
+        with self.ydoc.transaction():
+            self._restructure(doc)  # set() gives a notebook without cells an empty one
+        self._settle(doc, frozenset(), {cell.id: _fingerprint(cell) for cell in doc.cells})
+        self._take()
 
     # --- the Room's side --------------------------------------------------------------
 
@@ -88,27 +99,72 @@ class SharedDoc:
         """Bring the Y document to ``doc`` in one transaction, cell by cell id; the
         update messages every person needs (none when nothing changed).
 
-        When the cells and their order are the same, only the cells whose content
-        changed are touched (an edit or an output costs one cell, not the notebook);
-        otherwise YNotebook.set merges the whole notebook by cell id. ``running``: the
-        cells queued or running, whose ``execution_state`` is "running" (Lab's ``[*]``)."""
-        if doc.revision == self.revision and running == self._running:
+        Only what differs is written: cells created, deleted or moved are Y inserts and
+        deletes (order_steps.py), and of the others only the cells whose content changed
+        are touched, so an edit, an output or a new cell costs a cell, not the notebook.
+        ``running``: the cells queued or running, whose ``execution_state`` is "running"
+        (Lab's ``[*]``)."""
+        if doc.revision == self.revision and running == self._running and not self._heard:
             return []
-        self.revision = doc.revision
         seen = {cell.id: _fingerprint(cell) for cell in doc.cells}
-        order = list(seen)
         with self.ydoc.transaction():
-            changed = running ^ self._running
-            if order != self._order or doc.metadata != self._metadata:
-                self.notebook.set(doc.to_json())
-                changed = running | self._running
-            else:
-                for index, cell in enumerate(doc.cells):
-                    if self._seen[cell.id] != seen[cell.id]:
-                        self._update(index, cell, self._seen[cell.id])
-            self._mark_running(doc, running, changed)
-        self._seen, self._order, self._metadata = seen, order, dict(doc.metadata)
+            if doc.metadata != self._metadata:
+                self._set_metadata(doc.metadata)
+            inserted = self._restructure(doc)
+            for index, cell in enumerate(doc.cells):
+                before = self._seen.get(cell.id) or _unknown(cell)
+                if cell.id not in inserted and before != seen[cell.id]:
+                    self._update(index, cell, before)
+            self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
+        self._settle(doc, running, seen)
         return [create_update_message(u) for u in self._take()]
+
+    def _settle(self, doc: Document, running: frozenset[str], seen: dict[str, Fingerprint]) -> None:
+        self.revision, self._running, self._heard, self._seen = doc.revision, running, False, seen
+        self._metadata = copy.deepcopy(doc.metadata)
+
+    def _restructure(self, doc: Document) -> frozenset[str]:
+        """Insert, delete and move Y cells until their ids are the Document's; the ids
+        of the cells inserted (with the Document's content). A Y cell without an id, or
+        repeating one before it, is deleted: nothing doubles."""
+        order = [cell.id for cell in doc.cells]
+        if self._ids == order:
+            return frozenset()
+        seen: set[str | None] = set()
+        ids: list[str] = []
+        for index, cell_id in enumerate(self._ids):
+            ids.append(f"\0{index}" if cell_id is None or cell_id in seen else cell_id)
+            seen.add(cell_id)
+        cells = {cell.id: cell for cell in doc.cells}
+        ycells, inserted = self.notebook.ycells, set()
+        for step in steps(ids, order):
+            if isinstance(step, Delete):
+                del ycells[step.index]
+            else:
+                ycells.insert(step.index, self.notebook.create_ycell(cells[step.cell_id].to_json()))
+                inserted.add(step.cell_id)
+        return frozenset(inserted)
+
+    def _set_metadata(self, metadata: dict[str, Any]) -> None:
+        """The notebook's metadata, as YNotebook.set writes it."""
+        metadata = copy.deepcopy(metadata)
+        cast_all(metadata, int, float)
+        metadata.setdefault("language_info", {"name": ""})
+        metadata.setdefault("kernelspec", {"name": "", "display_name": ""})
+        self.ydoc.get("meta", type=Map)["metadata"] = Map(metadata)
+
+    def _track(self, event: Any) -> None:
+        """Follow the Y cells' ids through every change of the array, ours or a person's."""
+        at = 0
+        for part in event.delta:
+            if "retain" in part:
+                at += part["retain"]
+            elif "delete" in part:
+                del self._ids[at : at + part["delete"]]
+            elif "insert" in part:
+                added = [_id_of(ycell) for ycell in part["insert"]]
+                self._ids[at:at] = added
+                at += len(added)
 
     def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
         for cell_id in cells:
@@ -195,6 +251,7 @@ class SharedDoc:
         if payload == EMPTY_UPDATE:
             return Heard()
         self.ydoc.apply_update(payload)
+        self._heard = True
         relay = [create_update_message(u) for u in self._take()]
         return Heard(relay=relay, edited=bool(relay))
 
@@ -214,6 +271,17 @@ def _fingerprint(cell: Cell) -> Fingerprint:
         cell.execution_count,
         metadata,
     )
+
+
+def _unknown(cell: Cell) -> Fingerprint:
+    """A Y cell the mirror did not write (a person's new cell, taken): everything but its
+    type and source, which the Room took from it, is written back."""
+    return (cell.cell_type, cell.source, (-1, -1), -2, b"")
+
+
+def _id_of(ycell: Any) -> str | None:
+    cell_id = ycell.get("id") if isinstance(ycell, Map) else None
+    return cell_id if isinstance(cell_id, str) else None
 
 
 def _youtput(output: dict[str, Any]) -> Map[Any]:
