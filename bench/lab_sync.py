@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
+import gc
 import os
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -37,8 +40,8 @@ from y_client import StockLab, YClient
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room.shared_doc import SharedDoc
 from nbstage.entrypoints.common.statedir import client_paths, state_paths
-from nbstage.entrypoints.control.daemon_client import DaemonClient
 from nbstage.entrypoints.lab import launch
+from nbstage.entrypoints.lab.room_link import RoomLink
 
 BIG = 1000
 
@@ -78,14 +81,19 @@ class Nbstage:
         paths = state_paths(self.state)
         self.base = f"http://127.0.0.1:{launch.wait_until_up(paths, 120)['port']}"
         self.token = launch.token(paths)
-        self.agent = DaemonClient(client_paths(self.state).socket, timeout=120)
-        self.pid = self.agent.request("identity")["pid"]
+        self.agent: RoomLink | None = None
+        self.pid = 0
 
-    def ask(self, kind: str, **fields: object) -> Awaitable[dict]:
-        return asyncio.to_thread(self.agent.request, kind, **fields)
+    async def ask(self, kind: str, **fields: object) -> dict:
+        """The agent's request, on this loop (the Lab edge's own asyncio daemon client)."""
+        if self.agent is None:
+            self.agent = await RoomLink.open(client_paths(self.state).socket)
+            self.pid = (await self.agent.request("identity"))["pid"]
+        return await self.agent.request(kind, **fields)
 
     def stop(self) -> None:
-        self.agent.close()
+        if self.agent is not None:
+            self.agent.close()
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(30)
         subprocess.run([*NBSTAGE, "daemon", "stop", "--state-dir", str(self.state)], check=False)
@@ -195,9 +203,30 @@ async def memory(ours: Nbstage) -> None:
     await client.until(lambda: client.count() == BIG)
     grown = psutil.Process(ours.pid).memory_info().rss - before
     await client.close()
+    alone = subprocess.run(
+        [sys.executable, __file__, "--y-memory", str(path)], capture_output=True, check=True
+    )
+    held = int(alone.stdout)
     print(f"  notebook JSON {size / 1024:.0f} kB; Y document encoded {encoded / 1024:.0f} kB")
-    print(f"    ({encoded / size:.2f}x); daemon RSS grew {grown / 1024:.0f} kB when the")
-    print(f"    first person joined ({grown / size:.2f}x the JSON; allocator noise included)")
+    print(f"    ({encoded / size:.2f}x); a fresh process holding the Room's shared document")
+    print(f"    grows {held / 1024:.0f} kB ({held / size:.2f}x); the daemon's RSS grew")
+    print(f"    {grown / 1024:.0f} kB when the first person joined ({grown / size:.2f}x)")
+
+
+def y_memory(path: str) -> int:
+    """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded."""
+    libc = ctypes.CDLL("libc.so.6")
+    doc = Document.from_json(nbformat.read(path, as_version=4))
+    SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))  # imports, caches
+    gc.collect()
+    libc.malloc_trim(0)
+    before = psutil.Process().memory_info().rss
+    shared = SharedDoc(doc)
+    gc.collect()
+    libc.malloc_trim(0)
+    grown = psutil.Process().memory_info().rss - before
+    del shared
+    return grown
 
 
 async def executes(ours: Nbstage, runs: int) -> tuple[list, list]:
@@ -254,4 +283,9 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--y-memory", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.y_memory:
+        print(y_memory(args.y_memory))
+    else:
+        asyncio.run(main(args.runs))

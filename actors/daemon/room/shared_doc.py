@@ -44,9 +44,9 @@ QUERY_AWARENESS = 3
 EMPTY_UPDATE = b"\x00\x00"
 
 
-Fingerprint = tuple[str, str, tuple[int, int], int | None, bytes]
+Fingerprint = tuple[str, str, tuple[int, int], int | None, str]
 """A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
-metadata (as sorted JSON)."""
+metadata (as sorted JSON, a str: orjson's bytes keep a buffer of kilobytes each)."""
 
 
 class UnreadableMessage(ValueError):
@@ -263,7 +263,7 @@ class SharedDoc:
 def _fingerprint(cell: Cell) -> Fingerprint:
     """What the mirror compares: the Document replaces a cell's outputs list whenever
     they change, so the list's identity stands for its content."""
-    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS)
+    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS).decode()
     return (
         cell.cell_type,
         cell.source,
@@ -276,7 +276,7 @@ def _fingerprint(cell: Cell) -> Fingerprint:
 def _unknown(cell: Cell) -> Fingerprint:
     """A Y cell the mirror did not write (a person's new cell, taken): everything but its
     type and source, which the Room took from it, is written back."""
-    return (cell.cell_type, cell.source, (-1, -1), -2, b"")
+    return (cell.cell_type, cell.source, (-1, -1), -2, "")
 
 
 def _id_of(ycell: Any) -> str | None:
