@@ -116,7 +116,9 @@ def _person(doc: Document, edit) -> list[dict]:
     peer = Peer(shared)
     edit(peer.notebook)
     assert peer.flush()
-    return person_edits.records(doc, shared.content())
+    records = person_edits.records(doc, shared.edited_content(doc))
+    assert records == person_edits.records(doc, shared.content())
+    return records
 
 
 def _typed(nb: YNotebook) -> None:
@@ -364,7 +366,7 @@ def test_a_cell_a_person_doubled_is_taken_out_and_their_new_cell_kept() -> None:
             {"id": "mine", "cell_type": "code", "source": "m", "metadata": {}}
         )
     assert peer.flush()
-    records = person_edits.records(doc, shared.content())
+    records = person_edits.records(doc, shared.edited_content(doc))
     applied = journal.apply_records(doc.to_json(), records).notebook
     fresh = Document.from_json(applied)
     doc.cells, doc.revision = fresh.cells, doc.revision + 1
@@ -384,3 +386,17 @@ def test_a_notebook_without_cells_has_none_in_the_y_document() -> None:
     for update in shared.mirror(doc):
         peer.hear(update)
     assert peer.sources() == ["a"]
+
+
+def test_a_keystroke_in_a_big_notebook_reads_back_the_one_cell_it_changed() -> None:
+    doc = _doc(*[f"x = {i}" for i in range(300)])
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    source = peer.notebook.ycells[200]["source"]
+    source += "1"
+    assert peer.flush()
+    content = shared.edited_content(doc)
+    assert content["cells"][200]["source"] == "x = 2001"
+    assert content["cells"][:200] == [c.to_json(include_outputs=False) for c in doc.cells[:200]]
+    records = person_edits.records(doc, content)
+    assert [(r["op"], r["cell"]["source"]) for r in records] == [("put", "x = 2001")]

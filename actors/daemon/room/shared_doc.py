@@ -84,9 +84,13 @@ class SharedDoc:
         self._running: frozenset[str] = frozenset()
         self._heard = False
         """A person's update was applied since the last mirror."""
+        self._touched: set[str] = set()
+        """The ids of the cells the last person's update changed inside."""
+        self._listening = False
         self._updates: list[bytes] = []
         self.ydoc.observe(lambda event: self._updates.append(event.update))
         self.notebook.ycells.observe(self._track)
+        self.notebook.ycells.observe_deep(self._touch)
         self.notebook.set(doc.to_json())
         with self.ydoc.transaction():
             self._restructure(doc)  # set() gives a notebook without cells an empty one
@@ -166,6 +170,18 @@ class SharedDoc:
                 self._ids[at:at] = added
                 at += len(added)
 
+    def _touch(self, events: list[Any]) -> None:
+        """Note the cells a person's update changed inside (a path starts at the cell's
+        index) or put in; the mirror's own changes are not noted."""
+        if not self._listening:
+            return
+        for event in events:
+            if event.path:
+                ycells = [self.notebook.ycells[event.path[0]]]
+            else:  # cells put in: new ones, moved ones, or one replaced under its id
+                ycells = [y for part in event.delta for y in part.get("insert", ())]
+            self._touched.update(i for i in map(_id_of, ycells) if i is not None)
+
     def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
         for cell_id in cells:
             with contextlib.suppress(NbstageError):
@@ -197,6 +213,24 @@ class SharedDoc:
     def content(self) -> dict[str, Any]:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
         return self.notebook.get()
+
+    def edited_content(self, doc: Document) -> dict[str, Any]:
+        """The cells as the Y document holds them after a person's update, for
+        person_edits: the cells it changed or added read from the Y document, the others
+        (whose Y content is what the mirror wrote) as ``doc`` has them, so a keystroke in
+        a big notebook reads one cell back, not all of them. An id that repeats an
+        earlier one is read as it is, and person_edits leaves it out."""
+        ours = {cell.id: cell for cell in doc.cells}
+        touched = self._touched
+        cells, seen = [], set()
+        for index, cell_id in enumerate(self._ids):
+            cell = ours.get(cell_id) if cell_id is not None else None
+            if cell is None or cell_id in touched or cell_id in seen:
+                cells.append(_cell_of(self.notebook.ycells[index]))
+            else:
+                cells.append(cell.to_json(include_outputs=False))
+            seen.add(cell_id)
+        return {"cells": cells}
 
     # --- the people's side ------------------------------------------------------------
 
@@ -250,7 +284,12 @@ class SharedDoc:
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
         if payload == EMPTY_UPDATE:
             return Heard()
-        self.ydoc.apply_update(payload)
+        self._touched.clear()
+        self._listening = True
+        try:
+            self.ydoc.apply_update(payload)
+        finally:
+            self._listening = False
         self._heard = True
         relay = [create_update_message(u) for u in self._take()]
         return Heard(relay=relay, edited=bool(relay))
@@ -277,6 +316,14 @@ def _unknown(cell: Cell) -> Fingerprint:
     """A Y cell the mirror did not write (a person's new cell, taken): everything but its
     type and source, which the Room took from it, is written back."""
     return (cell.cell_type, cell.source, (-1, -1), -2, "")
+
+
+def _cell_of(ycell: Any) -> dict[str, Any]:
+    """A Y cell as nbformat has it (Yjs numbers are floats)."""
+    cell: dict[str, Any] = (ycell.to_py() if isinstance(ycell, Map) else None) or {}
+    cell.pop("execution_state", None)
+    cast_all(cell, float, int)
+    return cell
 
 
 def _id_of(ycell: Any) -> str | None:

@@ -80,7 +80,7 @@ class Sharing:
             refusal = f"Not a Y message this room takes: {exc}"
             raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
         pushes = self._push(heard.relay, shared.others(req.peer_id))
-        records = person_edits.records(doc, shared.content()) if heard.edited else []
+        records = person_edits.records(doc, shared.edited_content(doc)) if heard.edited else []
         if records:
             replayed = journal.apply_records(doc.to_json(), records)
             fresh = Document.from_json(replayed.notebook)
