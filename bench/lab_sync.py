@@ -23,7 +23,6 @@ import asyncio
 import ctypes
 import gc
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,14 +33,10 @@ from pathlib import Path
 
 import nbformat
 import psutil
-from common import NBSTAGE
-from y_client import StockLab, YClient
+from y_client import Nbstage, StockLab, YClient
 
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room.shared_doc import SharedDoc
-from nbstage.entrypoints.common.statedir import client_paths, state_paths
-from nbstage.entrypoints.lab import launch
-from nbstage.entrypoints.lab.room_link import RoomLink
 
 BIG = 1000
 
@@ -66,38 +61,6 @@ def write_notebook(path: Path, cells: int, outputs: bool = False) -> Path:
         nb.cells.append(cell)
     nbformat.write(nb, path)
     return path
-
-
-class Nbstage:
-    """`nbstage lab` and its daemon in a state dir of their own."""
-
-    def __init__(self, work: Path) -> None:
-        self.state, self.root = work / "state", work / "nbstage"
-        self.root.mkdir()
-        command = [*NBSTAGE, "lab", "--state-dir", str(self.state), "--root-dir", str(self.root)]
-        self.log = (work / "lab.log").open("wb")
-        env = {**os.environ, "NBSTAGE_AUTOSAVE_DELAY_SECS": "60"}
-        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
-        paths = state_paths(self.state)
-        self.base = f"http://127.0.0.1:{launch.wait_until_up(paths, 120)['port']}"
-        self.token = launch.token(paths)
-        self.agent: RoomLink | None = None
-        self.pid = 0
-
-    async def ask(self, kind: str, **fields: object) -> dict:
-        """The agent's request, on this loop (the Lab edge's own asyncio daemon client)."""
-        if self.agent is None:
-            self.agent = await RoomLink.open(client_paths(self.state).socket)
-            self.pid = (await self.agent.request("identity"))["pid"]
-        return await self.agent.request(kind, **fields)
-
-    def stop(self) -> None:
-        if self.agent is not None:
-            self.agent.close()
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(30)
-        subprocess.run([*NBSTAGE, "daemon", "stop", "--state-dir", str(self.state)], check=False)
-        self.log.close()
 
 
 async def timed(act: Callable[[], Awaitable[None]]) -> float:
@@ -136,6 +99,34 @@ async def new_cells(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, li
     for client in (seen, writer, reader):
         await client.close()
     return mine, theirs
+
+
+async def big_creates(ours: Nbstage, runs: int) -> tuple[list, list]:
+    """create_cell in a 1,000-cell notebook: answered with no one watching, against
+    seen by a Y client watching another such notebook (the mirror's structural step)."""
+    ids = []
+    for name in ("big-alone.ipynb", "big-watched.ipynb"):
+        write_notebook(ours.root / name, BIG, outputs=True)
+        ids.append((await ours.ask("open", path=str(ours.root / name)))["notebook_id"])
+    seen = await YClient.join(ours.base, ours.token, "big-watched.ipynb")
+    await seen.until(lambda: seen.count() >= BIG)
+    alone, watched = [], []
+
+    async def answered(i: int) -> None:
+        await ours.ask("create_cell", notebook_id=ids[0], source=f"a{i}", index=BIG // 2)
+
+    async def shown(i: int) -> None:
+        made = asyncio.create_task(
+            ours.ask("create_cell", notebook_id=ids[1], source=f"a{i}", index=BIG // 2)
+        )
+        await seen.until(lambda: seen.has_source(BIG // 2, f"a{i}"))
+        await made
+
+    for i in range(runs):
+        alone.append(await timed(lambda i=i: answered(i)))
+        watched.append(await timed(lambda i=i: shown(i)))
+    await seen.close()
+    return alone, watched
 
 
 async def keystrokes(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, list]:
@@ -262,6 +253,10 @@ async def main(runs: int) -> None:
             mine, theirs = await new_cells(ours, stock, runs)
             print(f"1. create_cell -> Y client: nbstage {stats(mine)}")
             print(f"   stock relay, Y client -> Y client: {stats(theirs)} ({ratio(mine, theirs)})")
+            alone, watched = await big_creates(ours, max(10, runs // 4))
+            print(f"   in {BIG} cells, answered, no one watching: {stats(alone)}")
+            print(f"   in {BIG} cells, until a Y client has it: {stats(watched)}")
+            print(f"   ({ratio(watched, alone)})")
             mine, theirs = await keystrokes(ours, stock, runs)
             print(f"2. keystroke -> agent's get_cell: nbstage {stats(mine)}")
             print(f"   stock relay of a keystroke: {stats(theirs)} ({ratio(mine, theirs)})")

@@ -3,7 +3,8 @@ websocket, as the front end joins (PUT the session, then y-websocket), on asynci
 
 It speaks to any server with Jupyter's collaboration endpoints: ``nbstage lab`` and a
 stock JupyterLab with jupyter-collaboration's server side alike. Also the stock Lab
-itself, started in a temp dir of its own for the baselines.
+itself, started in a temp dir of its own for the baselines, and ``nbstage lab`` with its
+daemon in a state dir of their own.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common import NBSTAGE
 from jupyter_ydoc import YNotebook
 from pycrdt import (
     Doc,
@@ -31,6 +33,10 @@ from pycrdt import (
 )
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
+
+from nbstage.entrypoints.common.statedir import client_paths, state_paths
+from nbstage.entrypoints.lab import launch
+from nbstage.entrypoints.lab.room_link import RoomLink
 
 
 def session(base: str, token: str, name: str) -> dict[str, Any]:
@@ -103,6 +109,38 @@ class YClient:
     async def close(self) -> None:
         self.ws.close()
         self._reader.cancel()
+
+
+class Nbstage:
+    """`nbstage lab` and its daemon in a state dir of their own."""
+
+    def __init__(self, work: Path) -> None:
+        self.state, self.root = work / "state", work / "nbstage"
+        self.root.mkdir()
+        command = [*NBSTAGE, "lab", "--state-dir", str(self.state), "--root-dir", str(self.root)]
+        self.log = (work / "lab.log").open("wb")
+        env = {**os.environ, "NBSTAGE_AUTOSAVE_DELAY_SECS": "60"}
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
+        paths = state_paths(self.state)
+        self.base = f"http://127.0.0.1:{launch.wait_until_up(paths, 120)['port']}"
+        self.token = launch.token(paths)
+        self.agent: RoomLink | None = None
+        self.pid = 0
+
+    async def ask(self, kind: str, **fields: object) -> dict:
+        """The agent's request, on this loop (the Lab edge's own asyncio daemon client)."""
+        if self.agent is None:
+            self.agent = await RoomLink.open(client_paths(self.state).socket)
+            self.pid = (await self.agent.request("identity"))["pid"]
+        return await self.agent.request(kind, **fields)
+
+    def stop(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(30)
+        subprocess.run([*NBSTAGE, "daemon", "stop", "--state-dir", str(self.state)], check=False)
+        self.log.close()
 
 
 def free_port() -> int:

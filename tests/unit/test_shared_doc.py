@@ -400,3 +400,23 @@ def test_a_keystroke_in_a_big_notebook_reads_back_the_one_cell_it_changed() -> N
     assert content["cells"][:200] == [c.to_json(include_outputs=False) for c in doc.cells[:200]]
     records = person_edits.records(doc, content)
     assert [(r["op"], r["cell"]["source"]) for r in records] == [("put", "x = 2001")]
+
+
+def test_a_persons_edit_leaves_the_other_cells_alone_and_the_mirror_sends_nothing() -> None:
+    """The cells a person's records do not name stay the same objects (outputs and all):
+    the mirror that follows has nothing to write, where rewriting every cell's outputs
+    after a keystroke would flicker them in every browser."""
+    doc = _doc(*[f"x = {i}" for i in range(20)])
+    for cell in doc.cells:
+        doc.set_outputs(cell.id, [{"output_type": "stream", "name": "stdout", "text": "1"}], 1)
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    text = peer.notebook.ycells[7]["source"]
+    text += "1"
+    assert peer.flush()
+    before = list(doc.cells)
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    assert [a is b for a, b in zip(before, doc.cells, strict=True)] == [i != 7 for i in range(20)]
+    assert (doc.cells[7].source, doc.cells[7].outputs) == ("x = 71", before[7].outputs)
+    assert doc.cells[7].outputs is before[7].outputs
+    assert shared.mirror(doc) == []
