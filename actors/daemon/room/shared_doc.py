@@ -17,7 +17,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import (
@@ -25,7 +24,6 @@ from pycrdt import (
     Decoder,
     Doc,
     Map,
-    Text,
     YMessageType,
     YSyncMessageType,
     create_awareness_message,
@@ -36,17 +34,13 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import shared_cells
 from nbstage.actors.daemon.room.order_steps import Delete, steps
 from nbstage.protocol.common.errors import NbstageError
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
 EMPTY_UPDATE = b"\x00\x00"
-
-
-Fingerprint = tuple[str, str, tuple[int, int], int | None, str]
-"""A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
-metadata (as sorted JSON, a str: orjson's bytes keep a buffer of kilobytes each)."""
 
 
 class UnreadableMessage(ValueError):
@@ -76,7 +70,7 @@ class SharedDoc:
         """This Y document's history: a browser that holds another must reload, never merge."""
         self.revision = -1
         """The Document revision the Y document holds."""
-        self._seen: dict[str, Fingerprint] = {}
+        self._seen: dict[str, shared_cells.Fingerprint] = {}
         self._ids: list[str | None] = []
         """The ids of the Y cells, in order, kept by watching the array (reading them
         back from the Y document costs a call per cell)."""
@@ -94,7 +88,9 @@ class SharedDoc:
         self.notebook.set(doc.to_json())
         with self.ydoc.transaction():
             self._restructure(doc)  # set() gives a notebook without cells an empty one
-        self._settle(doc, frozenset(), {cell.id: _fingerprint(cell) for cell in doc.cells})
+        self._settle(
+            doc, frozenset(), {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
+        )
         self._take()
 
     # --- the Room's side --------------------------------------------------------------
@@ -110,20 +106,22 @@ class SharedDoc:
         (Lab's ``[*]``)."""
         if doc.revision == self.revision and running == self._running and not self._heard:
             return []
-        seen = {cell.id: _fingerprint(cell) for cell in doc.cells}
+        seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
         with self.ydoc.transaction():
             if doc.metadata != self._metadata:
                 self._set_metadata(doc.metadata)
             inserted = self._restructure(doc)
             for index, cell in enumerate(doc.cells):
-                before = self._seen.get(cell.id) or _unknown(cell)
+                before = self._seen.get(cell.id) or shared_cells.unknown(cell)
                 if cell.id not in inserted and before != seen[cell.id]:
                     self._update(index, cell, before)
             self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
         self._settle(doc, running, seen)
         return [create_update_message(u) for u in self._take()]
 
-    def _settle(self, doc: Document, running: frozenset[str], seen: dict[str, Fingerprint]) -> None:
+    def _settle(
+        self, doc: Document, running: frozenset[str], seen: dict[str, shared_cells.Fingerprint]
+    ) -> None:
         self.revision, self._running, self._heard, self._seen = doc.revision, running, False, seen
         self._metadata = copy.deepcopy(doc.metadata)
 
@@ -166,7 +164,7 @@ class SharedDoc:
             elif "delete" in part:
                 del self._ids[at : at + part["delete"]]
             elif "insert" in part:
-                added = [_id_of(ycell) for ycell in part["insert"]]
+                added = [shared_cells.id_of(ycell) for ycell in part["insert"]]
                 self._ids[at:at] = added
                 at += len(added)
 
@@ -180,7 +178,7 @@ class SharedDoc:
                 ycells = [self.notebook.ycells[event.path[0]]]
             else:  # cells put in: new ones, moved ones, or one replaced under its id
                 ycells = [y for part in event.delta for y in part.get("insert", ())]
-            self._touched.update(i for i in map(_id_of, ycells) if i is not None)
+            self._touched.update(i for i in map(shared_cells.id_of, ycells) if i is not None)
 
     def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
         for cell_id in cells:
@@ -191,9 +189,9 @@ class SharedDoc:
                     self.notebook.ycells[index]["execution_state"] = state
         self._running = running
 
-    def _update(self, index: int, cell: Cell, before: Fingerprint) -> None:
+    def _update(self, index: int, cell: Cell, before: shared_cells.Fingerprint) -> None:
         ycell = self.notebook.ycells[index]
-        cell_type, source, outputs, count, metadata = _fingerprint(cell)
+        cell_type, source, outputs, count, metadata = shared_cells.fingerprint(cell)
         if cell_type != before[0]:
             self.notebook.set_cell(index, cell.to_json())
             return
@@ -208,7 +206,7 @@ class SharedDoc:
         if outputs != before[2]:
             youtputs = ycell["outputs"]
             youtputs.clear()
-            youtputs.extend([_youtput(output) for output in cell.outputs])
+            youtputs.extend([shared_cells.youtput(output) for output in cell.outputs])
 
     def content(self) -> dict[str, Any]:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
@@ -226,7 +224,7 @@ class SharedDoc:
         for index, cell_id in enumerate(self._ids):
             cell = ours.get(cell_id) if cell_id is not None else None
             if cell is None or cell_id in touched or cell_id in seen:
-                cells.append(_cell_of(self.notebook.ycells[index]))
+                cells.append(shared_cells.cell_of(self.notebook.ycells[index]))
             else:
                 cells.append(cell.to_json(include_outputs=False))
             seen.add(cell_id)
@@ -297,47 +295,6 @@ class SharedDoc:
     def _take(self) -> list[bytes]:
         taken, self._updates = self._updates, []
         return taken
-
-
-def _fingerprint(cell: Cell) -> Fingerprint:
-    """What the mirror compares: the Document replaces a cell's outputs list whenever
-    they change, so the list's identity stands for its content."""
-    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS).decode()
-    return (
-        cell.cell_type,
-        cell.source,
-        (id(cell.outputs), len(cell.outputs)),
-        cell.execution_count,
-        metadata,
-    )
-
-
-def _unknown(cell: Cell) -> Fingerprint:
-    """A Y cell the mirror did not write (a person's new cell, taken): everything but its
-    type and source, which the Room took from it, is written back."""
-    return (cell.cell_type, cell.source, (-1, -1), -2, "")
-
-
-def _cell_of(ycell: Any) -> dict[str, Any]:
-    """A Y cell as nbformat has it (Yjs numbers are floats)."""
-    cell: dict[str, Any] = (ycell.to_py() if isinstance(ycell, Map) else None) or {}
-    cell.pop("execution_state", None)
-    cast_all(cell, float, int)
-    return cell
-
-
-def _id_of(ycell: Any) -> str | None:
-    cell_id = ycell.get("id") if isinstance(ycell, Map) else None
-    return cell_id if isinstance(cell_id, str) else None
-
-
-def _youtput(output: dict[str, Any]) -> Map[Any]:
-    """An output as JupyterLab's schema holds it: a stream's text is a Y text."""
-    output = copy.deepcopy(output)
-    if output.get("output_type") == "stream":
-        text = output.get("text", "")
-        output["text"] = Text(text if isinstance(text, str) else "".join(text))
-    return Map(output)
 
 
 def _payload(decoder: Decoder) -> bytes:
