@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -45,9 +46,12 @@ def session(base: str, token: str, name: str) -> dict[str, Any]:
         f"{base}/api/collaboration/session/{name}", data=body, method="PUT"
     )
     request.add_header("Authorization", f"token {token}")
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        result: dict[str, Any] = json.loads(answer.read())
-        return result
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            result: dict[str, Any] = json.loads(answer.read())
+            return result
+    except urllib.error.HTTPError as refused:
+        raise RuntimeError(f"PUT session {name}: {refused.code} {refused.read()!r}") from None
 
 
 class YClient:
