@@ -170,7 +170,9 @@ class StockLab:
         command += [f"--ServerApp.root_dir={self.root}", "--ServerApp.port_retries=0"]
         command += [f"--ServerApp.allow_root={os.geteuid() == 0}"]
         self.log = (work / "stock.log").open("wb")
-        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(  # cwd: its YStore file goes there
+            command, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=work
+        )
         deadline = time.monotonic() + 120
         while not _answers(self.port):
             if time.monotonic() > deadline or self.process.poll() is not None:
