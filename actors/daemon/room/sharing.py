@@ -13,7 +13,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits
 from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Offload, Send
@@ -79,12 +78,9 @@ class Sharing:
             refusal = f"Not a Y message this room takes: {exc}"
             raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
         pushes = _pushes(edge, req.notebook_id, heard.relay, shared.others(req.peer_id))
-        records = person_edits.records(doc, shared.content()) if heard.edited else []
+        records = person_edits.records(doc, shared.edited_content(doc)) if heard.edited else []
         if records:
-            replayed = journal.apply_records(doc.to_json(), records)
-            fresh = Document.from_json(replayed.notebook)
-            doc.cells, doc.metadata = fresh.cells, fresh.metadata
-            doc.revision += 1
+            person_edits.take(doc, records)
         answer = SharedDocAnswered(to_text(heard.replies), shared.session)
         return Said(answer, records, pushes)
 
