@@ -25,23 +25,17 @@ from tornado import web
 from tornado.websocket import WebSocketHandler
 
 from nbstage.entrypoints.common.ownership import Untrusted
-from nbstage.entrypoints.common.statedir import client_paths
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
-from nbstage.entrypoints.lab.room_link import RoomLink
+from nbstage.entrypoints.lab.room_link import RoomLink, socket_path
 
 log = logging.getLogger("nbstage.lab")
 
-NOTEBOOK_ROOM = "json:notebook:"
 RAW = 2
 """jupyter-collaboration's message type for JSON requests (the front end's save)."""
-PERSON_LABEL = "person (JupyterLab)"
 REFUSED = 4400
 GONE = 1003
-
-
-def socket_path():
-    return client_paths(os.environ.get("NBSTAGE_STATE_DIR") or None).socket
 
 
 class CollaborationSession(APIHandler):
@@ -71,8 +65,18 @@ class CollaborationSession(APIHandler):
             raise web.HTTPError(404, exc.message) from None
         finally:
             link.close()
+        await self._kernel_session(path)
         answer = {"format": body.get("format"), "type": "notebook", "fileId": notebook_id}
         self.finish(json.dumps({**answer, "sessionId": shared["session"]}))
+
+    async def _kernel_session(self, path: str) -> None:
+        """Lab's kernel session for the notebook, made here so the front end finds one
+        and neither starts a kernel nor asks for one: its kernel is a stand-in
+        (room_kernels.py), and the cells run in the room's kernel (execution.py)."""
+        sessions = self.session_manager
+        if not await sessions.session_exists(path=path):
+            name = os.path.basename(path)
+            await sessions.create_session(path=path, name=name, type="notebook")
 
 
 class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
@@ -113,6 +117,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if held != hello["session"]:
             self._refuse(GONE, _reload("the room's history is not the one this page holds"))
             return
+        ROOMS.heard(self.notebook_id, self)
         self._pushed(hello["messages"])
 
     def on_message(self, message: str | bytes) -> None:
@@ -125,6 +130,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if message[:1] == bytes([RAW]):
             self._save(message)
             return
+        ROOMS.heard(self.notebook_id, self)
         data = base64.b64encode(message).decode("ascii")
         answer = self.link.post(
             "lab_message", notebook_id=self.notebook_id, peer_id=self.peer_id, data=data
@@ -135,6 +141,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if self.link is None:
             self.local.leave(self.room, self)
         else:
+            ROOMS.gone(self.notebook_id, self)
             self.link.close()
 
     def _answered(self, answer) -> None:
@@ -189,4 +196,5 @@ def _reload(reason: str) -> str:
 HANDLERS = [
     (r"/api/collaboration/session/(.*)", CollaborationSession),
     (r"/api/collaboration/room/(.*)", RoomSocket),
+    (r"/api/kernels/([^/]+)/execute", CellExecution),
 ]

@@ -11,6 +11,7 @@ import urllib.request
 
 import anyio
 import jsonschema
+import psutil
 import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
@@ -149,3 +150,45 @@ def test_a_page_holding_another_history_is_told_to_reload(lab) -> None:
         assert [c["source"] for c in fresh.cells()] == ["s = 1"]
     finally:
         fresh.close()
+
+
+def test_a_cell_the_person_runs_runs_in_the_rooms_kernel(lab, person) -> None:
+    """As Lab's front end runs a cell in server-side mode: the person types, then POSTs
+    the cell to /api/kernels/<id>/execute. It runs in the room's kernel (the agent's next
+    run sees its variable), its output is written once, and Lab started no kernel."""
+    sessions = [s for s in lab.call("GET", "/api/sessions") if s["path"] == person.name]
+    assert len(sessions) == 1, "the session PUT made Lab's kernel session for the notebook"
+    cell_id = person.cells()[0]["id"]
+    person.type_into(cell_id, "; answer = 42 * x; print(answer)")
+    person.flush()
+    document = f"json:notebook:{person.notebook_id}"
+    kernel = sessions[0]["kernel"]["id"]
+    ran = lab.call(
+        "POST", f"/api/kernels/{kernel}/execute", {"cell_id": cell_id, "document_id": document}
+    )
+    assert ran["status"] == "done"
+    person.wait_until(lambda: person.cell(cell_id)["execution_count"] == ran["execution_count"])
+    assert [o.get("text") for o in person.cell(cell_id)["outputs"]] == ["42\n"]
+    shown = lab.daemon.request("get_cell", notebook_id=person.notebook_id, cell_id=cell_id)
+    assert [o.get("text") for o in shown["cell"]["outputs"]] == ["42\n"]
+    with lab.daemon.client(timeout=90) as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source="print(answer)")
+        after = agent.request(
+            "execute", notebook_id=person.notebook_id, cell_id=made["cell_id"], wait_secs=80
+        )
+    assert [o.get("text") for o in after["execution"]["outputs"]] == ["42\n"]
+    assert psutil.Process(lab.process.pid).children(recursive=True) == [], "Lab's own kernel"
+
+
+def test_a_run_of_an_unknown_cell_or_room_is_refused(lab, person) -> None:
+    document = f"json:notebook:{person.notebook_id}"
+    for body, code in (
+        ({"cell_id": "nope", "document_id": document}, 400),
+        ({"cell_id": "nope", "document_id": "json:file:x"}, 404),
+        ({"cell_id": 3}, 400),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            lab.call("POST", "/api/kernels/any/execute", body)
+        refused.value.close()
+        assert refused.value.code == code, body
