@@ -192,3 +192,27 @@ def test_a_run_of_an_unknown_cell_or_room_is_refused(lab, person) -> None:
             lab.call("POST", "/api/kernels/any/execute", body)
         refused.value.close()
         assert refused.value.code == code, body
+
+
+def test_the_agent_is_a_collaborator_marking_its_cell(lab, person) -> None:
+    """The room publishes an awareness state for the agent, under its label, with a
+    cursor at the start of the cell it last edited, which Lab draws as the agent's flag;
+    the state goes when the agent leaves."""
+
+    def marked(cell_id: str) -> bool:
+        return any(
+            a["user"]["name"] == "claude (test)" and a["nbstage"]["cell_id"] == cell_id
+            for a in person.agents()
+        )
+
+    with lab.daemon.client() as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="claude (test)")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source="z = 3")
+        person.wait_until(lambda: marked(made["cell_id"]))
+        ycell = next(c for c in person.notebook.ycells if c["id"] == made["cell_id"])
+        (state,) = person.agents()
+        assert state["cursors"][0]["head"] == ycell["source"].sticky_index(0).to_json()
+        first = person.cells()[0]["id"]
+        agent.request("set_cell", notebook_id=person.notebook_id, cell_id=first, source="x = 2")
+        person.wait_until(lambda: marked(first))
+    person.wait_until(lambda: person.agents() == [])

@@ -35,6 +35,7 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.protocol.common.errors import NbstageError
 
 QUERY_AWARENESS = 3
@@ -79,6 +80,8 @@ class SharedDoc:
         self._metadata: dict[str, Any] = {}
         self._running: frozenset[str] = frozenset()
         self._updates: list[bytes] = []
+        self.marks = AgentMarks()
+        """The agents, as Lab's collaborators (agent_marks.py)."""
         self.ydoc.observe(lambda event: self._updates.append(event.update))
         self.mirror(doc)
 
@@ -93,7 +96,7 @@ class SharedDoc:
         otherwise YNotebook.set merges the whole notebook by cell id. ``running``: the
         cells queued or running, whose ``execution_state`` is "running" (Lab's ``[*]``)."""
         if doc.revision == self.revision and running == self._running:
-            return []
+            return self._marked(False)
         self.revision = doc.revision
         seen = {cell.id: _fingerprint(cell) for cell in doc.cells}
         order = list(seen)
@@ -108,7 +111,17 @@ class SharedDoc:
                         self._update(index, cell, self._seen[cell.id])
             self._mark_running(doc, running, changed)
         self._seen, self._order, self._metadata = seen, order, dict(doc.metadata)
-        return [create_update_message(u) for u in self._take()]
+        updates = [create_update_message(u) for u in self._take()]
+        return updates + self._marked(bool(updates))
+
+    def _marked(self, changed: bool, renew: bool = False) -> list[bytes]:
+        """The agents' awareness states that moved (a cell they mark may have been
+        rewritten by ``changed``), after the update that moved them."""
+        marks = self.marks
+        if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
+            return []
+        update = self.marks.states(self.notebook, self.awareness, renew)
+        return [] if update is None else [create_awareness_message(update)]
 
     def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
         for cell_id in cells:
@@ -179,7 +192,8 @@ class SharedDoc:
         if kind == YMessageType.AWARENESS:
             update = _payload(decoder)
             self.awareness.apply_awareness_update(update, "person")
-            return Heard(relay=[create_awareness_message(update)])
+            renewed = self._marked(False, renew=True)
+            return Heard(replies=renewed, relay=[create_awareness_message(update), *renewed])
         if kind == QUERY_AWARENESS:
             states = list(self.awareness.states)
             update = self.awareness.encode_awareness_update(states)
