@@ -5,6 +5,7 @@ and the room carries on."""
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +18,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from tests.lab_support import RunningLab, WsPerson
-from tests.support import McpClientSession, call_ok
+from tests.support import McpClientSession, call_ok, run_cli
 
 
 def _agent_sees(lab: RunningLab, notebook_id: str, cell_id: str, source: str) -> bool:
@@ -216,3 +217,32 @@ def test_the_agent_is_a_collaborator_marking_its_cell(lab, person) -> None:
         agent.request("set_cell", notebook_id=person.notebook_id, cell_id=first, source="x = 2")
         person.wait_until(lambda: marked(first))
     person.wait_until(lambda: person.agents() == [])
+
+
+def test_the_consoles_room_lists_the_people_and_the_agents(lab, person) -> None:
+    """`nbstage admin room ID`, the real CLI: the person watching in Lab under "people",
+    the agent under "agents"."""
+    with lab.daemon.client() as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="claude (test)")
+        shown = run_cli(
+            "admin",
+            "room",
+            person.notebook_id,
+            state_dir=lab.daemon.paths.root,
+            env={**lab.daemon.env, "COLUMNS": "100"},
+        )
+        described = run_cli(
+            "admin",
+            "room",
+            person.notebook_id,
+            "--json",
+            state_dir=lab.daemon.paths.root,
+            env=lab.daemon.env,
+        )
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    agents, people = lines.index("agents          1"), lines.index("people          1")
+    assert "claude (test)" in lines[agents + 1]
+    assert "person (JupyterLab)" in lines[people + 1]
+    kinds = {p["label"]: p["kind"] for p in json.loads(described.stdout)["peers"]}
+    assert kinds == {"claude (test)": "agent", "person (JupyterLab)": "person"}

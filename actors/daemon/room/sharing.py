@@ -55,6 +55,10 @@ class Sharing:
     def watched(self) -> bool:
         return self.shared is not None and bool(self.shared.people)
 
+    def people(self) -> dict[str, int]:
+        """The peers watching in JupyterLab (peer id → connection)."""
+        return {} if self.shared is None else self.shared.people
+
     def join(self, origin: Origin, req: JoinSharedDoc, doc: Document, peers: Peers) -> Answer:
         """An attached peer on this connection becomes one of the people."""
         if peers.conns.get(req.peer_id) != origin.conn:
