@@ -62,6 +62,12 @@ def _cell_texts(driver) -> list[str]:
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")]
 
 
+def _all(driver, css: str) -> list:
+    from selenium.webdriver.common.by import By
+
+    return list(driver.find_elements(By.CSS_SELECTOR, css))
+
+
 def _button(driver, text: str):
     from selenium.webdriver.common.by import By
 
@@ -94,6 +100,12 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: Runnin
             ),
             30,
             "the agent's output",
+        )
+        flags = ".jp-remote-userFlag"
+        wait_until(
+            lambda: any("agent" in e.get_attribute("textContent") for e in _all(browser, flags)),
+            30,
+            "the agent's flag on its cell",
         )
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
