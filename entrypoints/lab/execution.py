@@ -42,6 +42,8 @@ class OpenRooms:
 
     def __init__(self) -> None:
         self.sockets: dict[str, list[Any]] = {}
+        self.paths: dict[str, str] = {}
+        """notebook id → its path under Lab's root, as the session endpoint was asked."""
 
     def heard(self, notebook_id: str, socket: Any) -> None:
         held = self.sockets.setdefault(notebook_id, [])

@@ -26,6 +26,7 @@ from tornado.websocket import WebSocketHandler
 
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
 from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
 from nbstage.entrypoints.lab.room_link import RoomLink, socket_path
@@ -66,6 +67,7 @@ class CollaborationSession(APIHandler):
         finally:
             link.close()
         await self._kernel_session(path)
+        ROOMS.paths[notebook_id] = path
         answer = {"format": body.get("format"), "type": "notebook", "fileId": notebook_id}
         self.finish(json.dumps({**answer, "sessionId": shared["session"]}))
 
@@ -84,6 +86,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
 
     auth_resource = "contents"
     local = LocalRooms()
+    presence = AgentPresence()
 
     def initialize(self) -> None:
         self.link: RoomLink | None = None
@@ -99,6 +102,8 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self.room = room
         if not room.startswith(NOTEBOOK_ROOM):
             self.local.join(room, self)
+            if room == GLOBAL_ROOM and (agents := self.presence.known()) is not None:
+                self.write_binary(agents)
             return
         self.notebook_id = room[len(NOTEBOOK_ROOM) :]
         try:
@@ -153,8 +158,12 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self._pushed(answer.result()["messages"])
 
     def _pushed(self, messages: list[str]) -> None:
+        path = ROOMS.paths.get(self.notebook_id)
         for text in messages:
-            self.write_binary(base64.b64decode(text))
+            message = base64.b64decode(text)
+            self.write_binary(message)
+            if path is not None and (agents := self.presence.copied(path, message)) is not None:
+                self.local.broadcast(GLOBAL_ROOM, agents)
 
     def write_binary(self, message: bytes) -> None:
         if self.ws_connection is not None and not self.ws_connection.is_closing():

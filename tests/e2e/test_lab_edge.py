@@ -14,6 +14,7 @@ import anyio
 import jsonschema
 import psutil
 import pytest
+from pycrdt import Awareness, Decoder, Doc, YMessageType
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -198,7 +199,8 @@ def test_a_run_of_an_unknown_cell_or_room_is_refused(lab, person) -> None:
 def test_the_agent_is_a_collaborator_marking_its_cell(lab, person) -> None:
     """The room publishes an awareness state for the agent, under its label, with a
     cursor at the start of the cell it last edited, which Lab draws as the agent's flag;
-    the state goes when the agent leaves."""
+    Lab's global awareness room (its collaborators panel) lists the agent at the notebook,
+    to a browser that joins it later too; both states go when the agent leaves."""
 
     def marked(cell_id: str) -> bool:
         return any(
@@ -216,7 +218,53 @@ def test_the_agent_is_a_collaborator_marking_its_cell(lab, person) -> None:
         first = person.cells()[0]["id"]
         agent.request("set_cell", notebook_id=person.notebook_id, cell_id=first, source="x = 2")
         person.wait_until(lambda: marked(first))
-    person.wait_until(lambda: person.agents() == [])
+        panel = GlobalAwareness(lab, person)
+        try:
+            panel.wait_until(
+                lambda: (
+                    [(s["user"]["name"], s["current"]) for s in panel.states()]
+                    == [("claude (test)", f"notebook:{person.name}")]
+                )
+            )
+        except BaseException:
+            panel.close()
+            raise
+    try:
+        person.wait_until(lambda: person.agents() == [])
+        panel.wait_until(lambda: panel.states() == [])
+    finally:
+        panel.close()
+
+
+class GlobalAwareness:
+    """Lab's global awareness room as a browser's collaborators panel joins it."""
+
+    def __init__(self, lab: RunningLab, person: WsPerson) -> None:
+        self.person, self.awareness = person, Awareness(Doc())
+        url = f"ws://127.0.0.1:{lab.port}/api/collaboration/room/JupyterLab:globalAwareness"
+        request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
+        self.ws = person._run(lambda: websocket_connect(request))
+
+    def states(self) -> list[dict]:
+        mine = self.awareness.client_id
+        return [s for c, s in self.awareness.states.items() if c != mine]
+
+    def wait_until(self, seen, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not seen():
+            assert time.monotonic() < deadline, f"not seen; states: {self.states()}"
+            try:
+                message = self.person._run(self.ws.read_message, deadline - time.monotonic())
+            except TimeoutError:
+                continue
+            assert message is not None, "the global awareness room closed"
+            if message[:1] == bytes([YMessageType.AWARENESS]):
+                decoder = Decoder(message)
+                decoder.read_var_uint()
+                self.awareness.apply_awareness_update(decoder.read_message(), "lab")
+
+    def close(self) -> None:
+        self.ws.close()
 
 
 def test_the_consoles_room_lists_the_people_and_the_agents(lab, person) -> None:
