@@ -62,10 +62,11 @@ def _cell_texts(driver) -> list[str]:
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")]
 
 
-def _all(driver, css: str) -> list:
-    from selenium.webdriver.common.by import By
-
-    return list(driver.find_elements(By.CSS_SELECTOR, css))
+def _texts(driver, css: str) -> list[str]:
+    """The text of every element that matches, read at once in the page (Lab redraws a
+    collaborator's flag as it fades, so an element found first may be gone when read)."""
+    script = "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)"
+    return list(driver.execute_script(script, css))
 
 
 def _button(driver, text: str):
@@ -103,9 +104,15 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: Runnin
         )
         flags = ".jp-remote-userFlag"
         wait_until(
-            lambda: any("agent" in e.get_attribute("textContent") for e in _all(browser, flags)),
+            lambda: any("agent" in text for text in _texts(browser, flags)),
             30,
             "the agent's flag on its cell",
+        )
+        panel = ".jp-CollaboratorsList"
+        wait_until(
+            lambda: any("agent" in text for text in _texts(browser, panel)),
+            30,
+            "the agent in Lab's collaborators panel",
         )
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
