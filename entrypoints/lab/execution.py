@@ -102,13 +102,18 @@ def _asked(body: bytes) -> tuple[str, str]:
 
 
 async def _run(notebook_id: str, cell_id: str) -> dict[str, Any]:
-    asked = {"notebook_id": notebook_id, "cell_id": cell_id, "wait_secs": RUN_WAIT_SECS}
+    return await ask_room(notebook_id, "execute", cell_id=cell_id, wait_secs=RUN_WAIT_SECS)
+
+
+async def ask_room(notebook_id: str, kind: str, **fields: Any) -> dict[str, Any]:
+    """One request to a notebook's room, on the link of its latest websocket here, else
+    on a link of its own that joins the room as a person for it."""
     shared = ROOMS.link(notebook_id)
     if shared is not None:
-        return await shared.request("execute", **asked)
+        return await shared.request(kind, notebook_id=notebook_id, **fields)
     link = await RoomLink.open(socket_path())
     try:
         await link.request("attach", notebook_id=notebook_id, peer_label=PERSON_LABEL)
-        return await link.request("execute", **asked)
+        return await link.request(kind, notebook_id=notebook_id, **fields)
     finally:
         link.close()

@@ -66,19 +66,22 @@ class CollaborationSession(APIHandler):
             raise web.HTTPError(404, exc.message) from None
         finally:
             link.close()
-        await self._kernel_session(path)
+        await self._kernel_session(path, notebook_id)
         ROOMS.paths[notebook_id] = path
         answer = {"format": body.get("format"), "type": "notebook", "fileId": notebook_id}
         self.finish(json.dumps({**answer, "sessionId": shared["session"]}))
 
-    async def _kernel_session(self, path: str) -> None:
+    async def _kernel_session(self, path: str, notebook_id: str) -> None:
         """Lab's kernel session for the notebook, made here so the front end finds one
-        and neither starts a kernel nor asks for one: its kernel is a stand-in
-        (room_kernels.py), and the cells run in the room's kernel (execution.py)."""
+        and neither starts a kernel nor asks for one: its kernel is a stand-in for the
+        room's (room_kernels.py), and the cells run in the room's kernel (execution.py)."""
         sessions = self.session_manager
         if not await sessions.session_exists(path=path):
             name = os.path.basename(path)
             await sessions.create_session(path=path, name=name, type="notebook")
+        kernel = (await sessions.get_session(path=path)).get("kernel") or {}
+        if kernel.get("id") in self.kernel_manager:
+            self.kernel_manager.get_kernel(kernel["id"]).notebook_id = notebook_id
 
 
 class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):

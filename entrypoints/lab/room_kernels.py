@@ -9,8 +9,9 @@ record that names a kernelspec, and its websocket (``StandInChannels``) answers
 ``kernel_info`` (so Lab shows the kernel idle) and refuses every other request with a
 sentence: code runs in the room's kernel, in the room's queue (ADR 0004).
 
-Restart and interrupt from Lab's menus are refused the same way: the room's kernel is
-the agent's too, and is restarted or interrupted through nbstage.
+Lab's interrupt and restart buttons act on the room's kernel (the daemon's
+``interrupt`` and ``restart_kernel``): the session endpoint tells the notebook's
+stand-in which room it stands for. A stand-in that stands for none refuses them.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from tornado import web
 from traitlets import Unicode
 from traitlets.config import LoggingConfigurable
 
+from nbstage.entrypoints.common.ownership import Untrusted
+from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.protocol.common.version import VERSION
 
 ELSEWHERE = (
     "This notebook's code runs in its nbstage room's kernel: run its cells in the "
-    "notebook (shift-enter); restart or interrupt that kernel through nbstage."
+    "notebook (shift-enter); its kernel is shared with the agent."
 )
 LANGUAGE = {
     "name": "python",
@@ -48,6 +51,8 @@ class StandIn(LoggingConfigurable):
 
     kernel_id = Unicode()
     kernel_name = Unicode()
+    notebook_id = Unicode("")
+    """The room this kernel stands for, once the session endpoint said so."""
     execution_state = Unicode("idle")
     reason = Unicode("")
 
@@ -87,10 +92,24 @@ class RoomKernels(AsyncMappingKernelManager):
     shutdown_all = _async_shutdown_all  # type: ignore[assignment]
 
     async def restart_kernel(self, kernel_id: str, now: bool = False) -> None:  # type: ignore[override]
-        raise web.HTTPError(409, ELSEWHERE)
+        await self._ask_room(kernel_id, "restart_kernel")
 
     async def interrupt_kernel(self, kernel_id: str) -> None:  # type: ignore[override]
-        raise web.HTTPError(409, ELSEWHERE)
+        await self._ask_room(kernel_id, "interrupt")
+
+    async def _ask_room(self, kernel_id: str, kind: str) -> None:
+        from nbstage.entrypoints.lab.execution import ask_room
+
+        self._check_kernel_id(kernel_id)
+        notebook_id = self._kernels[kernel_id].notebook_id
+        if not notebook_id:
+            raise web.HTTPError(409, ELSEWHERE)
+        try:
+            await ask_room(notebook_id, kind)
+        except DaemonError as exc:
+            raise web.HTTPError(409, exc.message) from None
+        except (OSError, Untrusted) as exc:
+            raise web.HTTPError(503, f"the nbstage daemon is not reachable: {exc}") from None
 
     async def cull_kernels(self) -> None:
         """Stand-ins cost nothing while idle."""

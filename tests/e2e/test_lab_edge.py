@@ -19,7 +19,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from tests.lab_support import RunningLab, WsPerson
-from tests.support import McpClientSession, call_ok, run_cli
+from tests.support import McpClientSession, call_ok, run_cli, wait_until
 
 
 def _agent_sees(lab: RunningLab, notebook_id: str, cell_id: str, source: str) -> bool:
@@ -294,3 +294,27 @@ def test_the_consoles_room_lists_the_people_and_the_agents(lab, person) -> None:
     assert "person (JupyterLab)" in lines[people + 1]
     kinds = {p["label"]: p["kind"] for p in json.loads(described.stdout)["peers"]}
     assert kinds == {"claude (test)": "agent", "person (JupyterLab)": "person"}
+
+
+def test_labs_interrupt_button_interrupts_the_rooms_kernel(lab, person) -> None:
+    """Lab's interrupt (POST /api/kernels/<stand-in>/interrupt) reaches the room's kernel:
+    the agent's long run ends with KeyboardInterrupt."""
+    (session,) = [s for s in lab.call("GET", "/api/sessions") if s["path"] == person.name]
+    sleeping = lab.root / f"{person.name}.sleeping"
+    source = f"import pathlib, time\npathlib.Path({str(sleeping)!r}).touch()\ntime.sleep(60)"
+    with lab.daemon.client(timeout=90) as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source=source)
+        run = agent.request(
+            "execute", notebook_id=person.notebook_id, cell_id=made["cell_id"], wait_secs=0
+        )
+        wait_until(sleeping.exists, 60, "the cell to start sleeping")
+        lab.call("POST", f"/api/kernels/{session['kernel']['id']}/interrupt")
+        ended = agent.request(
+            "get_execution",
+            notebook_id=person.notebook_id,
+            execution_id=run["execution"]["execution_id"],
+            wait_secs=30,
+        )["execution"]
+    assert ended["status"] == "error"
+    assert [o.get("ename") for o in ended["outputs"]] == ["KeyboardInterrupt"]
