@@ -53,7 +53,11 @@ class AgentMarks:
             self.dirty = True
 
     def states(
-        self, notebook: YNotebook, awareness: Awareness, renew: bool = False
+        self,
+        notebook: YNotebook,
+        awareness: Awareness,
+        renew: bool = False,
+        order: list[str] | None = None,
     ) -> bytes | None:
         """The awareness update of the states that changed (all that are old, if
         ``renew``), applied to ``awareness`` so a person who joins later gets them."""
@@ -64,7 +68,7 @@ class AgentMarks:
             entries.append((mark.client_id, mark.clock + 1, b"null"))
         self.gone = []
         for peer_id, mark in self.marks.items():
-            state = orjson.dumps(_state(peer_id, mark, notebook))
+            state = orjson.dumps(_state(peer_id, mark, notebook, order or []))
             stale = renew and now - mark.sent_at >= RENEW_SECS
             if state != mark.sent or stale:
                 mark.clock += 1
@@ -88,7 +92,7 @@ def client_id(peer_id: str) -> int:
     return int.from_bytes(hashlib.sha256(peer_id.encode()).digest()[:6], "big") >> 1
 
 
-def _state(peer_id: str, mark: Mark, notebook: YNotebook) -> dict[str, Any]:
+def _state(peer_id: str, mark: Mark, notebook: YNotebook, order: list[str]) -> dict[str, Any]:
     initials = "".join(word[:1] for word in mark.label.split()[:2]).upper() or "A"
     user = {
         "username": f"nbstage-agent-{peer_id}",
@@ -99,22 +103,34 @@ def _state(peer_id: str, mark: Mark, notebook: YNotebook) -> dict[str, Any]:
         "avatar_url": None,
     }
     state: dict[str, Any] = {"user": user, "nbstage": {"cell_id": mark.cell_id}}
-    cursor = _cursor(notebook, mark.cell_id)
+    cursor = _cursor(notebook, mark.cell_id, order)
     if cursor is not None:
         state["cursors"] = [cursor]
     return state
 
 
-def _cursor(notebook: YNotebook, cell_id: str | None) -> dict[str, Any] | None:
+def _cursor(notebook: YNotebook, cell_id: str | None, order: list[str]) -> dict[str, Any] | None:
     """A cursor at the start of the cell's source, as y-codemirror reads one: relative
     positions in their JSON form. An empty source has no item to anchor to: no cursor."""
+    index = _index(notebook, cell_id, order)
+    if index is None:
+        return None
+    source = notebook.ycells[index]["source"]
+    if not len(source):
+        return None
+    head = source.sticky_index(0).to_json()
+    return {"anchor": head, "head": head, "primary": True, "empty": True}
+
+
+def _index(notebook: YNotebook, cell_id: str | None, order: list[str]) -> int | None:
+    """Where the cell is: ``order`` (the cell ids as the mirror last wrote them) is
+    checked against the Y cell; a person's move not mirrored yet costs one scan."""
     if cell_id is None:
         return None
-    for ycell in notebook.ycells:
-        if ycell.get("id") == cell_id:
-            source = ycell["source"]
-            if not len(source):
-                return None
-            head = source.sticky_index(0).to_json()
-            return {"anchor": head, "head": head, "primary": True, "empty": True}
-    return None
+    ycells = notebook.ycells
+    if cell_id in order:
+        index = order.index(cell_id)
+        if index < len(ycells) and ycells[index].get("id") == cell_id:
+            return index
+    ids = [ycell.get("id") for ycell in ycells]
+    return ids.index(cell_id) if cell_id in ids else None

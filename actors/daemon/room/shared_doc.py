@@ -120,7 +120,7 @@ class SharedDoc:
         marks = self.marks
         if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
             return []
-        update = self.marks.states(self.notebook, self.awareness, renew)
+        update = self.marks.states(self.notebook, self.awareness, renew, self._order)
         return [] if update is None else [create_awareness_message(update)]
 
     def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
