@@ -22,6 +22,8 @@ class AgentPresence:
     def __init__(self) -> None:
         self.states: dict[int, tuple[int, str]] = {}
         """client id → (clock, its state in the global room, as JSON)."""
+        self.paths: dict[int, str] = {}
+        """client id → the notebook its state came from."""
 
     def copied(self, path: str, message: bytes) -> bytes | None:
         """The global room's awareness message for the agents' states in ``message`` (a
@@ -39,12 +41,26 @@ class AgentPresence:
                 continue
             if state is None and known is not None:
                 del self.states[client]
+                self.paths.pop(client, None)
                 taken.append((client, clock, "null"))
             elif isinstance(state, dict) and "nbstage" in state:
                 shown = {"user": state.get("user"), "current": f"notebook:{path}"}
                 text = json.dumps({**shown, "documents": [path]})
                 self.states[client] = (clock, text)
+                self.paths[client] = path
                 taken.append((client, clock, text))
+        return _message(taken)
+
+    def forget(self, path: str) -> bytes | None:
+        """The last websocket of a notebook closed: its agents' states can no longer be
+        renewed or removed from there, so they go now."""
+        gone = [client for client, held in self.paths.items() if held == path]
+        taken = []
+        for client in gone:
+            clock, _ = self.states.pop(client)
+            del self.paths[client]
+            # At the same clock Yjs removes the state, and takes the room's next one.
+            taken.append((client, clock, "null"))
         return _message(taken)
 
     def known(self) -> bytes | None:

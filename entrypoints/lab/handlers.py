@@ -151,6 +151,14 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         else:
             ROOMS.gone(self.notebook_id, self)
             self.link.close()
+            self._forget_agents()
+
+    def _forget_agents(self) -> None:
+        path = ROOMS.paths.get(self.notebook_id)
+        if path is None or ROOMS.sockets.get(self.notebook_id):
+            return
+        if (agents := self.presence.forget(path)) is not None:
+            self.local.broadcast(GLOBAL_ROOM, agents)
 
     def _answered(self, answer) -> None:
         if answer.cancelled():
