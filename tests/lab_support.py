@@ -67,6 +67,14 @@ class RunningLab:
         nbformat.write(nb, path)
         return path
 
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        """One call to Lab's REST API with the token; its JSON answer (HTTPError if refused)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.base}{path}", data=data, method=method)
+        request.add_header("Authorization", f"token {self.token}")
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return json.loads(answer.read() or b"null")
+
     def session(self, name: str, token: str | None = None) -> dict[str, Any]:
         """What the front end's PUT /api/collaboration/session/<path> answers."""
         body = json.dumps({"format": "json", "type": "notebook"}).encode()
@@ -128,6 +136,7 @@ class WsPerson(YPerson):
         """``held``: the session id the page holds, if not the one the session gives."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
+        self.name = name
         session = lab.session(name)
         self.notebook_id = session["fileId"]
         url = (

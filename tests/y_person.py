@@ -14,6 +14,8 @@ from typing import Any
 
 from jupyter_ydoc import YNotebook
 from pycrdt import (
+    Awareness,
+    Decoder,
     Doc,
     YMessageType,
     create_sync_message,
@@ -30,6 +32,7 @@ class YPerson:
 
     def __init__(self) -> None:
         self.notebook = YNotebook(Doc())
+        self.awareness = Awareness(self.notebook.ydoc)
         self.outbox: list[bytes] = []
         self.notebook.ydoc.observe(lambda e: self.outbox.append(create_update_message(e.update)))
 
@@ -39,7 +42,15 @@ class YPerson:
             reply = handle_sync_message(message[1:], self.notebook.ydoc)
             if reply is not None:
                 return [reply]
+        if message[:1] == bytes([YMessageType.AWARENESS]):
+            decoder = Decoder(message)
+            decoder.read_var_uint()
+            self.awareness.apply_awareness_update(decoder.read_message(), "room")
         return []
+
+    def agents(self) -> list[dict[str, Any]]:
+        """The awareness states the room publishes for its agents."""
+        return [state for state in self.awareness.states.values() if "nbstage" in state]
 
     def greeting(self) -> bytes:
         return create_sync_message(self.notebook.ydoc)

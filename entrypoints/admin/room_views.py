@@ -74,9 +74,8 @@ def run_room(admin: Admin, args: list[str]) -> Outcome:
         ("executions", f"{len(executions.live)} live, {executions.finished} finished", "head"),
         ("latch", f"{attached}, generation {room.latch.generation}", "head"),
         ("keep-alive", keep_alive_text(room.keep_alive), "head"),
-        ("peers", str(len(room.peers)) if room.peers else "none", "head"),
     ]
-    pairs += [(f"  {peer.peer_id}", peer.label, "head") for peer in room.peers]
+    pairs += peer_pairs(room)
     pairs += [("  live", execution_id, "head") for execution_id in executions.live]
     if room.environment is not None:
         at = [k for k, _, _ in pairs].index("kernel") + 1
@@ -89,6 +88,17 @@ def run_room(admin: Admin, args: list[str]) -> Outcome:
         after = [k for k, _, _ in pairs].index("cells") + 1
         pairs[after:after] = [(key if i == 0 else "", line, "head") for i, line in enumerate(lines)]
     return Outcome.of(room, key_values(pairs, admin.width))
+
+
+def peer_pairs(room: RoomDescribed) -> list[tuple[str, str, str]]:
+    """The agents, then the people watching in JupyterLab, one line each."""
+    people = [peer for peer in room.peers if peer.kind == "person"]
+    agents = [peer for peer in room.peers if peer.kind != "person"]
+    pairs = []
+    for title, peers in (("agents", agents), ("people", people)):
+        pairs.append((title, str(len(peers)) if peers else "none", "head"))
+        pairs += [(f"  {peer.peer_id}", peer.label, "head") for peer in peers]
+    return pairs
 
 
 def keep_alive_text(keep: KeepAlive) -> str:

@@ -16,7 +16,10 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
 
     from nbstage.entrypoints.lab.handlers import HANDLERS
 
-    base = serverapp.web_app.settings["base_url"]
+    settings = serverapp.web_app.settings
+    # Lab's notebook runs a cell by asking the server (execution.py), not the kernel.
+    settings.setdefault("page_config_data", {})["serverSideExecution"] = True
+    base = settings["base_url"]
     serverapp.web_app.add_handlers(
         ".*$", [(url_path_join(base, pattern), handler) for pattern, handler in HANDLERS]
     )

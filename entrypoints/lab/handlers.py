@@ -25,23 +25,18 @@ from tornado import web
 from tornado.websocket import WebSocketHandler
 
 from nbstage.entrypoints.common.ownership import Untrusted
-from nbstage.entrypoints.common.statedir import client_paths
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
+from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
-from nbstage.entrypoints.lab.room_link import RoomLink
+from nbstage.entrypoints.lab.room_link import RoomLink, socket_path
 
 log = logging.getLogger("nbstage.lab")
 
-NOTEBOOK_ROOM = "json:notebook:"
 RAW = 2
 """jupyter-collaboration's message type for JSON requests (the front end's save)."""
-PERSON_LABEL = "person (JupyterLab)"
 REFUSED = 4400
 GONE = 1003
-
-
-def socket_path():
-    return client_paths(os.environ.get("NBSTAGE_STATE_DIR") or None).socket
 
 
 class CollaborationSession(APIHandler):
@@ -71,8 +66,22 @@ class CollaborationSession(APIHandler):
             raise web.HTTPError(404, exc.message) from None
         finally:
             link.close()
+        await self._kernel_session(path, notebook_id)
+        ROOMS.paths[notebook_id] = path
         answer = {"format": body.get("format"), "type": "notebook", "fileId": notebook_id}
         self.finish(json.dumps({**answer, "sessionId": shared["session"]}))
+
+    async def _kernel_session(self, path: str, notebook_id: str) -> None:
+        """Lab's kernel session for the notebook, made here so the front end finds one
+        and neither starts a kernel nor asks for one: its kernel is a stand-in for the
+        room's (room_kernels.py), and the cells run in the room's kernel (execution.py)."""
+        sessions = self.session_manager
+        if not await sessions.session_exists(path=path):
+            name = os.path.basename(path)
+            await sessions.create_session(path=path, name=name, type="notebook")
+        kernel = (await sessions.get_session(path=path)).get("kernel") or {}
+        if kernel.get("id") in self.kernel_manager:
+            self.kernel_manager.get_kernel(kernel["id"]).notebook_id = notebook_id
 
 
 class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
@@ -80,6 +89,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
 
     auth_resource = "contents"
     local = LocalRooms()
+    presence = AgentPresence()
 
     def initialize(self) -> None:
         self.link: RoomLink | None = None
@@ -95,6 +105,8 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self.room = room
         if not room.startswith(NOTEBOOK_ROOM):
             self.local.join(room, self)
+            if room == GLOBAL_ROOM and (agents := self.presence.known()) is not None:
+                self.write_binary(agents)
             return
         self.notebook_id = room[len(NOTEBOOK_ROOM) :]
         try:
@@ -113,6 +125,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if held != hello["session"]:
             self._refuse(GONE, _reload("the room's history is not the one this page holds"))
             return
+        ROOMS.heard(self.notebook_id, self)
         self._pushed(hello["messages"])
 
     def on_message(self, message: str | bytes) -> None:
@@ -125,6 +138,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if message[:1] == bytes([RAW]):
             self._save(message)
             return
+        ROOMS.heard(self.notebook_id, self)
         data = base64.b64encode(message).decode("ascii")
         answer = self.link.post(
             "lab_message", notebook_id=self.notebook_id, peer_id=self.peer_id, data=data
@@ -135,7 +149,16 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if self.link is None:
             self.local.leave(self.room, self)
         else:
+            ROOMS.gone(self.notebook_id, self)
             self.link.close()
+            self._forget_agents()
+
+    def _forget_agents(self) -> None:
+        path = ROOMS.paths.get(self.notebook_id)
+        if path is None or ROOMS.sockets.get(self.notebook_id):
+            return
+        if (agents := self.presence.forget(path)) is not None:
+            self.local.broadcast(GLOBAL_ROOM, agents)
 
     def _answered(self, answer) -> None:
         if answer.cancelled():
@@ -146,8 +169,12 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self._pushed(answer.result()["messages"])
 
     def _pushed(self, messages: list[str]) -> None:
+        path = ROOMS.paths.get(self.notebook_id)
         for text in messages:
-            self.write_binary(base64.b64decode(text))
+            message = base64.b64decode(text)
+            self.write_binary(message)
+            if path is not None and (agents := self.presence.copied(path, message)) is not None:
+                self.local.broadcast(GLOBAL_ROOM, agents)
 
     def write_binary(self, message: bytes) -> None:
         if self.ws_connection is not None and not self.ws_connection.is_closing():
@@ -189,4 +216,5 @@ def _reload(reason: str) -> str:
 HANDLERS = [
     (r"/api/collaboration/session/(.*)", CollaborationSession),
     (r"/api/collaboration/room/(.*)", RoomSocket),
+    (r"/api/kernels/([^/]+)/execute", CellExecution),
 ]

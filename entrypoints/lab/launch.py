@@ -33,6 +33,7 @@ EXTENSIONS = {
 }
 """Ours serves the collaboration endpoints; jupyter_server_ydoc's server side (and the
 file ids only it needs) stay off, its front end stays on."""
+KERNELS = "nbstage.entrypoints.lab.room_kernels"
 
 
 def free_port() -> int:
@@ -54,6 +55,9 @@ def lab_command(root: Path, port: int) -> list[str]:
         "ServerApp.root_dir": str(root),
         # Jupyter refuses root unless told; CI containers run as root.
         "ServerApp.allow_root": str(os.geteuid() == 0),
+        # The rooms' kernels run the cells; Lab's are stand-ins (room_kernels.py).
+        "ServerApp.kernel_manager_class": f"{KERNELS}.RoomKernels",
+        "ServerApp.kernel_websocket_connection_class": f"{KERNELS}.StandInChannels",
     }
     argv = [sys.executable, "-m", "jupyterlab"]
     argv += [f"--{name}={value}" for name, value in options.items()]

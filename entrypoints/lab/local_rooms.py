@@ -25,6 +25,10 @@ class LocalRooms:
         if not members:
             self.rooms.pop(room, None)
 
+    def broadcast(self, room: str, message: bytes) -> None:
+        for member in self.rooms.get(room, set()):
+            member.write_binary(message)
+
     def heard(self, room: str, sender: Any, message: bytes) -> None:
         if message[:2] == STEP1:
             sender.write_binary(EMPTY_STEP2)

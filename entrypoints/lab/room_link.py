@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from nbstage.entrypoints.common.ownership import check_peer, check_private_dir
+from nbstage.entrypoints.common.statedir import client_paths
 from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.protocol.daemon.frames import (
     WIRE_VERSION,
@@ -25,6 +27,11 @@ from nbstage.protocol.daemon.frames import (
     encode_frame,
     read_body,
 )
+
+
+def socket_path() -> Path:
+    """The daemon socket of the state dir ``nbstage lab`` was started for."""
+    return client_paths(os.environ.get("NBSTAGE_STATE_DIR") or None).socket
 
 
 class RoomLink:

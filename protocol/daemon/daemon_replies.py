@@ -7,6 +7,7 @@ from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
+from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
 
@@ -70,6 +71,9 @@ class LogTail:
 class PeerView:
     peer_id: str
     label: str
+    kind: str | None = field(default=None, metadata=OMIT_WHEN_NONE)
+    """In describe_room: "person" for one watching in JupyterLab (ADR 0004), else
+    "agent"; absent where the daemon does not know."""
 
 
 @frozen

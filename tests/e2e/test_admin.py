@@ -581,7 +581,8 @@ def test_the_interactive_console_as_a_person_uses_it(daemon: RunningDaemon) -> N
             shown = term.type_line(f"room {kept_prefix}")
             assert f"notebook        {kept}\n" in shown
             assert f"kernel          idle, pid {kernel_pid}" in shown
-            assert "peers           1\n" in shown
+            assert "agents          1\n" in shown
+            assert "people          none\n" in shown
             assert "alice" in shown
 
             shown = term.type_line("frobnicate")

@@ -6,17 +6,19 @@ The screenshot is kept in build/test-artifacts/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from nbstage.protocol.session.lab_wanted import notebook_url
-from tests.lab_support import RunningLab
-from tests.support import wait_until
+from tests.lab_support import RunningLab, WsPerson
+from tests.support import McpClientSession, call_ok, wait_until
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -60,6 +62,13 @@ def _cell_texts(driver) -> list[str]:
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")]
 
 
+def _texts(driver, css: str) -> list[str]:
+    """The text of every element that matches, read at once in the page (Lab redraws a
+    collaborator's flag as it fades, so an element found first may be gone when read)."""
+    script = "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)"
+    return list(driver.execute_script(script, css))
+
+
 def _button(driver, text: str):
     from selenium.webdriver.common.by import By
 
@@ -69,6 +78,7 @@ def _button(driver, text: str):
 
 def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: RunningLab, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
     path = lab.notebook("in-the-browser.ipynb", "first = 1")
     with lab.daemon.client(timeout=90) as agent:
@@ -92,8 +102,18 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: Runnin
             30,
             "the agent's output",
         )
-        # Lab offers its own kernel; the room's runs the cells, so the person declines.
-        wait_until(lambda: _button(browser, "No Kernel"), 30, "Lab's kernel dialog").click()
+        flags = ".jp-remote-userFlag"
+        wait_until(
+            lambda: any("agent" in text for text in _texts(browser, flags)),
+            30,
+            "the agent's flag on its cell",
+        )
+        panel = ".jp-CollaboratorsList"
+        wait_until(
+            lambda: any("agent" in text for text in _texts(browser, panel)),
+            30,
+            "the agent in Lab's collaborators panel",
+        )
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
 
@@ -123,3 +143,40 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: Runnin
             return "first = 1 + 41" in shown["cell"]["source"]
 
         wait_until(typed, 30, "the person's typing in the agent's get_cell")
+
+        # The person runs the cell: it runs in the room's kernel, whose state the agent's
+        # loop left at count 2; Lab never asked for a kernel of its own.
+        assert _button(browser, "No Kernel") is None, "Lab asked for a kernel"
+        editor.send_keys("; print(first)", Keys.SHIFT, Keys.ENTER)
+        wait_until(lambda: prompts_of(browser)[0] == "[3]:", 30, "the person's run's count")
+        assert "42" in _cell_texts(browser)[0]
+    _the_agent_and_the_y_doc_see_the_persons_run(lab, path, notebook_id, first)
+
+
+def prompts_of(driver) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    prompts = ".jp-Notebook .jp-Cell .jp-InputPrompt"
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, prompts)]
+
+
+def _the_agent_and_the_y_doc_see_the_persons_run(lab, path, notebook_id, cell_id) -> None:
+    """Through `nbstage mcp`, the agent reads the output once; a headless Y client reads
+    the count the browser showed."""
+
+    async def read() -> dict:
+        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
+            await call_ok(client, "connect_notebook", path=str(path))
+            return await call_ok(client, "get_cell", cell_id=cell_id)
+
+    shown = anyio.run(read)
+    texts = json.dumps(shown["cell"]["outputs"])
+    assert texts.count("42") == 1, shown
+    watcher = WsPerson(lab, path.name)
+    try:
+        watcher.synced()
+        assert watcher.cell(cell_id)["execution_count"] == 3
+        assert [o.get("text") for o in watcher.cell(cell_id)["outputs"]] == ["42\n"]
+        assert watcher.notebook_id == notebook_id
+    finally:
+        watcher.close()

@@ -5,18 +5,21 @@ and the room carries on."""
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.error
 import urllib.request
 
 import anyio
 import jsonschema
+import psutil
 import pytest
+from pycrdt import Awareness, Decoder, Doc, YMessageType
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from tests.lab_support import RunningLab, WsPerson
-from tests.support import McpClientSession, call_ok
+from tests.support import McpClientSession, call_ok, run_cli, wait_until
 
 
 def _agent_sees(lab: RunningLab, notebook_id: str, cell_id: str, source: str) -> bool:
@@ -149,3 +152,169 @@ def test_a_page_holding_another_history_is_told_to_reload(lab) -> None:
         assert [c["source"] for c in fresh.cells()] == ["s = 1"]
     finally:
         fresh.close()
+
+
+def test_a_cell_the_person_runs_runs_in_the_rooms_kernel(lab, person) -> None:
+    """As Lab's front end runs a cell in server-side mode: the person types, then POSTs
+    the cell to /api/kernels/<id>/execute. It runs in the room's kernel (the agent's next
+    run sees its variable), its output is written once, and Lab started no kernel."""
+    sessions = [s for s in lab.call("GET", "/api/sessions") if s["path"] == person.name]
+    assert len(sessions) == 1, "the session PUT made Lab's kernel session for the notebook"
+    cell_id = person.cells()[0]["id"]
+    person.type_into(cell_id, "; answer = 42 * x; print(answer)")
+    person.flush()
+    document = f"json:notebook:{person.notebook_id}"
+    kernel = sessions[0]["kernel"]["id"]
+    ran = lab.call(
+        "POST", f"/api/kernels/{kernel}/execute", {"cell_id": cell_id, "document_id": document}
+    )
+    assert ran["status"] == "done"
+    person.wait_until(lambda: person.cell(cell_id)["execution_count"] == ran["execution_count"])
+    assert [o.get("text") for o in person.cell(cell_id)["outputs"]] == ["42\n"]
+    shown = lab.daemon.request("get_cell", notebook_id=person.notebook_id, cell_id=cell_id)
+    assert [o.get("text") for o in shown["cell"]["outputs"]] == ["42\n"]
+    with lab.daemon.client(timeout=90) as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source="print(answer)")
+        after = agent.request(
+            "execute", notebook_id=person.notebook_id, cell_id=made["cell_id"], wait_secs=80
+        )
+    assert [o.get("text") for o in after["execution"]["outputs"]] == ["42\n"]
+    assert psutil.Process(lab.process.pid).children(recursive=True) == [], "Lab's own kernel"
+
+
+def test_a_run_of_an_unknown_cell_or_room_is_refused(lab, person) -> None:
+    document = f"json:notebook:{person.notebook_id}"
+    for body, code in (
+        ({"cell_id": "nope", "document_id": document}, 400),
+        ({"cell_id": "nope", "document_id": "json:file:x"}, 404),
+        ({"cell_id": 3}, 400),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            lab.call("POST", "/api/kernels/any/execute", body)
+        refused.value.close()
+        assert refused.value.code == code, body
+
+
+def test_the_agent_is_a_collaborator_marking_its_cell(lab, person) -> None:
+    """The room publishes an awareness state for the agent, under its label, with a
+    cursor at the start of the cell it last edited, which Lab draws as the agent's flag;
+    Lab's global awareness room (its collaborators panel) lists the agent at the notebook,
+    to a browser that joins it later too; both states go when the agent leaves."""
+
+    def marked(cell_id: str) -> bool:
+        return any(
+            a["user"]["name"] == "claude (test)" and a["nbstage"]["cell_id"] == cell_id
+            for a in person.agents()
+        )
+
+    with lab.daemon.client() as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="claude (test)")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source="z = 3")
+        person.wait_until(lambda: marked(made["cell_id"]))
+        ycell = next(c for c in person.notebook.ycells if c["id"] == made["cell_id"])
+        (state,) = person.agents()
+        assert state["cursors"][0]["head"] == ycell["source"].sticky_index(0).to_json()
+        first = person.cells()[0]["id"]
+        agent.request("set_cell", notebook_id=person.notebook_id, cell_id=first, source="x = 2")
+        person.wait_until(lambda: marked(first))
+        panel = GlobalAwareness(lab, person)
+        try:
+            panel.wait_until(
+                lambda: (
+                    [(s["user"]["name"], s["current"]) for s in panel.states()]
+                    == [("claude (test)", f"notebook:{person.name}")]
+                )
+            )
+        except BaseException:
+            panel.close()
+            raise
+    try:
+        person.wait_until(lambda: person.agents() == [])
+        panel.wait_until(lambda: panel.states() == [])
+    finally:
+        panel.close()
+
+
+class GlobalAwareness:
+    """Lab's global awareness room as a browser's collaborators panel joins it."""
+
+    def __init__(self, lab: RunningLab, person: WsPerson) -> None:
+        self.person, self.awareness = person, Awareness(Doc())
+        url = f"ws://127.0.0.1:{lab.port}/api/collaboration/room/JupyterLab:globalAwareness"
+        request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
+        self.ws = person._run(lambda: websocket_connect(request))
+
+    def states(self) -> list[dict]:
+        mine = self.awareness.client_id
+        return [s for c, s in self.awareness.states.items() if c != mine]
+
+    def wait_until(self, seen, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not seen():
+            assert time.monotonic() < deadline, f"not seen; states: {self.states()}"
+            try:
+                message = self.person._run(self.ws.read_message, deadline - time.monotonic())
+            except TimeoutError:
+                continue
+            assert message is not None, "the global awareness room closed"
+            if message[:1] == bytes([YMessageType.AWARENESS]):
+                decoder = Decoder(message)
+                decoder.read_var_uint()
+                self.awareness.apply_awareness_update(decoder.read_message(), "lab")
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def test_the_consoles_room_lists_the_people_and_the_agents(lab, person) -> None:
+    """`nbstage admin room ID`, the real CLI: the person watching in Lab under "people",
+    the agent under "agents"."""
+    with lab.daemon.client() as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="claude (test)")
+        shown = run_cli(
+            "admin",
+            "room",
+            person.notebook_id,
+            state_dir=lab.daemon.paths.root,
+            env={**lab.daemon.env, "COLUMNS": "100"},
+        )
+        described = run_cli(
+            "admin",
+            "room",
+            person.notebook_id,
+            "--json",
+            state_dir=lab.daemon.paths.root,
+            env=lab.daemon.env,
+        )
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    agents, people = lines.index("agents          1"), lines.index("people          1")
+    assert "claude (test)" in lines[agents + 1]
+    assert "person (JupyterLab)" in lines[people + 1]
+    kinds = {p["label"]: p["kind"] for p in json.loads(described.stdout)["peers"]}
+    assert kinds == {"claude (test)": "agent", "person (JupyterLab)": "person"}
+
+
+def test_labs_interrupt_button_interrupts_the_rooms_kernel(lab, person) -> None:
+    """Lab's interrupt (POST /api/kernels/<stand-in>/interrupt) reaches the room's kernel:
+    the agent's long run ends with KeyboardInterrupt."""
+    (session,) = [s for s in lab.call("GET", "/api/sessions") if s["path"] == person.name]
+    sleeping = lab.root / f"{person.name}.sleeping"
+    source = f"import pathlib, time\npathlib.Path({str(sleeping)!r}).touch()\ntime.sleep(60)"
+    with lab.daemon.client(timeout=90) as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        made = agent.request("create_cell", notebook_id=person.notebook_id, source=source)
+        run = agent.request(
+            "execute", notebook_id=person.notebook_id, cell_id=made["cell_id"], wait_secs=0
+        )
+        wait_until(sleeping.exists, 60, "the cell to start sleeping")
+        lab.call("POST", f"/api/kernels/{session['kernel']['id']}/interrupt")
+        ended = agent.request(
+            "get_execution",
+            notebook_id=person.notebook_id,
+            execution_id=run["execution"]["execution_id"],
+            wait_secs=30,
+        )["execution"]
+    assert ended["status"] == "error"
+    assert [o.get("ename") for o in ended["outputs"]] == ["KeyboardInterrupt"]

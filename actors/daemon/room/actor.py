@@ -292,6 +292,8 @@ class Room(NbActor):
             self.close.refuse("the change was not made")
             before = self.doc.revision
             result = apply(self.doc, req)
+            cell_id = getattr(result, "cell_id", None) or getattr(req, "cell_id", None)
+            self.sharing.worked_on(origin.conn, cell_id, self.peers)
             self.act(*self.file.edited())
             changed = self.file.journalled and self.doc.revision != before
             record = journal.mutation_record(self.doc, result) if changed else None
@@ -372,6 +374,7 @@ class Room(NbActor):
         if not self.once.known(scoped_key(req)):
             self.close.refuse("the cell was not run")
             code_cell(self.doc, req.cell_id)
+            self.sharing.worked_on(origin.conn, req.cell_id, self.peers)
             self.act(*self.seat.require())
         self.act(*self.seat.runs.execute(origin, req, self.doc, self.once, self.seat.address))
 

@@ -35,6 +35,7 @@ from pycrdt import (
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_cells
+from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.order_steps import Delete, steps
 from nbstage.protocol.common.errors import NbstageError
 
@@ -82,6 +83,8 @@ class SharedDoc:
         """The ids of the cells the last person's update changed inside."""
         self._listening = False
         self._updates: list[bytes] = []
+        self.marks = AgentMarks()
+        """The agents, as Lab's collaborators (agent_marks.py)."""
         self.ydoc.observe(lambda event: self._updates.append(event.update))
         self.notebook.ycells.observe(self._track)
         self.notebook.ycells.observe_deep(self._touch)
@@ -105,7 +108,7 @@ class SharedDoc:
         ``running``: the cells queued or running, whose ``execution_state`` is "running"
         (Lab's ``[*]``)."""
         if doc.revision == self.revision and running == self._running and not self._heard:
-            return []
+            return self._marked(False)
         seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
         with self.ydoc.transaction():
             if doc.metadata != self._metadata:
@@ -117,7 +120,18 @@ class SharedDoc:
                     self._update(index, cell, before)
             self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
         self._settle(doc, running, seen)
-        return [create_update_message(u) for u in self._take()]
+        updates = [create_update_message(u) for u in self._take()]
+        return updates + self._marked(bool(updates))
+
+    def _marked(self, changed: bool, renew: bool = False) -> list[bytes]:
+        """The agents' awareness states that moved (a cell they mark may have been
+        rewritten by ``changed``), after the update that moved them."""
+        marks = self.marks
+        if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
+            return []
+        order = [cell_id for cell_id in self._ids if cell_id is not None]
+        update = self.marks.states(self.notebook, self.awareness, renew, order)
+        return [] if update is None else [create_awareness_message(update)]
 
     def _settle(
         self, doc: Document, running: frozenset[str], seen: dict[str, shared_cells.Fingerprint]
@@ -267,7 +281,8 @@ class SharedDoc:
         if kind == YMessageType.AWARENESS:
             update = _payload(decoder)
             self.awareness.apply_awareness_update(update, "person")
-            return Heard(relay=[create_awareness_message(update)])
+            renewed = self._marked(False, renew=True)
+            return Heard(replies=renewed, relay=[create_awareness_message(update), *renewed])
         if kind == QUERY_AWARENESS:
             states = list(self.awareness.states)
             update = self.awareness.encode_awareness_update(states)

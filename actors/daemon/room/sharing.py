@@ -52,6 +52,10 @@ class Sharing:
     def watched(self) -> bool:
         return self.shared is not None and bool(self.shared.people)
 
+    def people(self) -> dict[str, int]:
+        """The peers watching in JupyterLab (peer id → connection)."""
+        return {} if self.shared is None else self.shared.people
+
     def join(self, origin: Origin, req: JoinSharedDoc, doc: Document, peers: Peers) -> Answer:
         """An attached peer on this connection becomes one of the people."""
         if peers.conns.get(req.peer_id) != origin.conn:
@@ -99,7 +103,18 @@ class Sharing:
             return []
         for peer_id in [p for p in shared.people if p not in peers.labels]:
             shared.leave(peer_id)
+        shared.marks.keep({p: label for p, label in peers.labels.items() if p not in shared.people})
         return _pushes(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
+
+    def worked_on(self, conn: int, cell_id: str | None, peers: Peers) -> None:
+        """An agent on this connection edited or ran this cell: the people see it there."""
+        shared = self.shared
+        if shared is None or not shared.people:
+            return
+        for peer_id, peer_conn in peers.conns.items():
+            if peer_conn == conn and peer_id not in shared.people:
+                shared.marks.worked_on(peer_id, peers.labels[peer_id], cell_id)
+                return
 
 
 def _pushes(

@@ -58,7 +58,10 @@ def described(room: Any) -> RoomDescribed:
     attached = life.kernel_attached
     return RoomDescribed(
         **facts(room),
-        peers=[PeerView(p, label) for p, label in room.peers.labels.items()],
+        peers=[
+            PeerView(p, label, "person" if p in room.sharing.people() else "agent")
+            for p, label in room.peers.labels.items()
+        ],
         kernel_pid=seat.pid,
         kernel_actor_pid=seat.actor_pid,
         executions=ExecutionCounts(seat.runs.book.live_ids(), seat.runs.finished_count),
