@@ -63,7 +63,7 @@ def edge_tree_gone(pid: int) -> bool:
     return not processes_of_daemon(pid)
 
 
-def wait_edge_tree_gone(pid: int, timeout: float = 10.0) -> None:
+def wait_edge_tree_gone(pid: int, timeout: float = 30.0) -> None:
     """Wait until an ``nbstage mcp`` process and its session child are gone."""
     wait_until(
         lambda: edge_tree_gone(pid), timeout, f"nbstage mcp pid {pid} and its actors to exit"

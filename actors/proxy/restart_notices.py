@@ -15,6 +15,10 @@ KERNEL_RENEWED_BY_UPGRADE = Notice(
 )
 CRASHED_TWICE = "The session server crashed twice while running this call; not retried."
 NOT_BACK_IN_TIME = "The nbstage session server did not come back in time; try again."
+STOPPED_FIRST = (
+    "nbstage mcp stopped before this call finished (its input ended, or it was told to "
+    "stop): it may or may not have taken effect."
+)
 
 
 def daemon_upgraded(from_version: str, to_version: str) -> Notice:

@@ -135,9 +135,15 @@ class ProxySupervisor(NbActor):
         self._stop()
 
     def _stop(self) -> None:
+        """Stop once. A call still held then (its drain ran out, or a signal came) is
+        answered with an error before the child goes: an answer arriving after this would
+        be a retired child's and is not heard, and nothing read from stdin goes unanswered."""
         if self.stopped:
             return
         self.stopped = True
+        for call_id, call in list(self.calls.items()):
+            del self.calls[call_id]
+            self._reply(call_id, call, tool_error(restart_notices.STOPPED_FIRST))
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
 

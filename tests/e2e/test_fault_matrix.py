@@ -68,7 +68,23 @@ FAULTS = [
 PHASES = ["idle", "mid_edit", "mid_execute", "mid_save"]
 ENDS_THE_KERNEL = {"kill_daemon_then_start", "restart_daemon", "upgrade_daemon", "kill_kernel"}
 ENDS_THE_DAEMON = ENDS_THE_KERNEL - {"kill_kernel"}
-SLOW_CELL = "import time; time.sleep(3); slow_done = True"
+PREVIEW_CHARS = 120
+"""A cell's source_preview is its first line up to this long; the checks compare each
+acknowledged source with it, so every source here is one line that fits."""
+
+
+def slow_cell(release: Path) -> str:
+    """A cell that runs until ``release`` exists, a minute at most: the fault lands while
+    it runs however long the machine takes to inject it, and it ends once the test has
+    seen the fault (a fixed sleep of 3 s lost the race to a slow daemon restart)."""
+    source = (
+        f"import os, time; any(os.path.exists({str(release)!r}) or time.sleep(0.02)"
+        " for _ in range(3000))"
+    )
+    assert len(source) <= PREVIEW_CHARS, f"the release path is too long: {release}"
+    return source
+
+
 _versions = itertools.count(1)
 
 
@@ -99,6 +115,13 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningD
             yield daemon
         finally:
             assert_daemon_gone(daemon)
+
+
+@pytest.fixture
+def release() -> Iterator[Path]:
+    """Where a cell's slow cell is released: a path short enough for a one-line cell."""
+    with tempfile.TemporaryDirectory(prefix="nbs-") as short:
+        yield Path(short) / "go"
 
 
 # --- faults ---------------------------------------------------------------------------------
@@ -165,13 +188,17 @@ def end_room(daemon: RunningDaemon, notebook_id: str | None) -> None:
 
 
 class Cell:
-    def __init__(self, daemon: RunningDaemon, fault: str, phase: str, work: Path) -> None:
+    def __init__(
+        self, daemon: RunningDaemon, fault: str, phase: str, work: Path, release: Path
+    ) -> None:
         self.daemon, self.fault, self.phase, self.work = daemon, fault, phase, work
         self.label = f"matrix-{fault}-{phase}"
         self.acknowledged: list[str] = []
         self.execution_id: str | None = None
         self.upgraded_to: str | None = None
         self.path = work / "matrix.ipynb"
+        self.release = release
+        """Created once the fault has landed, to end the slow cell of mid_execute."""
         self.notebook_id: str | None = None
         self.save_answered = False
         self.seen: list[str] = []
@@ -189,7 +216,7 @@ class Cell:
         self.acknowledged.append("x = 41")
         await call_ok(client, "save_notebook", path=str(self.path))
         if self.phase == "mid_execute":
-            slow = await self.edit(client, SLOW_CELL)
+            slow = await self.edit(client, slow_cell(self.release))
             started = await call_ok(
                 client, "execute_cell", cell_id=slow["cell_id"], timeout_secs=0.5
             )
@@ -250,6 +277,8 @@ class Cell:
                 await self.in_flight_call(client)
 
     async def check(self, client: Any, notebook_id: str, first: Any) -> None:
+        # The fault has landed: a slow cell whose kernel survived may finish now.
+        self.release.touch()
         assert not first.is_error, texts_of(first)
         listed = await call_ok(client, "list_active_notebooks")
         assert notebook_id in str(listed), listed
@@ -313,9 +342,9 @@ class Cell:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("fault", "phase"), list(cell_params()))
 def test_fault_matrix_cell(
-    shared_daemon: RunningDaemon, tmp_path: Path, fault: str, phase: str
+    shared_daemon: RunningDaemon, tmp_path: Path, release: Path, fault: str, phase: str
 ) -> None:
-    cell = Cell(shared_daemon, fault, phase, tmp_path)
+    cell = Cell(shared_daemon, fault, phase, tmp_path, release)
 
     async def body() -> None:
         async with mcp_client(shared_daemon, "legacy", label=cell.label, cwd=tmp_path) as client:
@@ -338,11 +367,11 @@ def test_fault_matrix_cell(
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("fault", ["kill_daemon_then_start", "restart_daemon", "upgrade_daemon"])
 def test_what_a_daemon_restart_loses_is_reported_with_a_next_step(
-    shared_daemon: RunningDaemon, tmp_path: Path, fault: str
+    shared_daemon: RunningDaemon, tmp_path: Path, release: Path, fault: str
 ) -> None:
     """The matrix cells check that the old kernel's variables and its running execution
     are gone; this checks that the agent is told so, with what to do next."""
-    cell = Cell(shared_daemon, fault, "mid_execute", tmp_path)
+    cell = Cell(shared_daemon, fault, "mid_execute", tmp_path, release)
 
     async def body() -> None:
         async with mcp_client(shared_daemon, "legacy", label=cell.label, cwd=tmp_path) as client:

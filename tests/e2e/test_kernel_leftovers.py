@@ -53,7 +53,7 @@ def test_a_new_daemon_removes_what_the_kernels_of_a_killed_one_left(state_dir: P
             assert not left.exists()
             assert not list(kernel_dir.glob(f"{left.stem}-*")), "its IPC sockets go too"
             assert held.exists()
-            wait_until(lambda: pid_gone(escaped[0]), 2, "the escaped child to be ended")
+            wait_until(lambda: pid_gone(escaped[0]), 30, "the escaped child to be ended")
     finally:
         if holder is not None:
             holder.kill()
@@ -86,10 +86,10 @@ def test_a_child_in_a_session_of_its_own_ends_with_its_kernel_at_a_restart_and_a
                 nid = client.request("create")["notebook_id"]
                 escaped.append(_start_escaping_child(client, nid))
                 client.request("restart_kernel", notebook_id=nid)
-                wait_until(lambda: pid_gone(escaped[0]), 5, "the child to end with the restart")
+                wait_until(lambda: pid_gone(escaped[0]), 30, "the child to end with the restart")
                 escaped.append(_start_escaping_child(client, nid))
             daemon.stop()
-            wait_until(lambda: pid_gone(escaped[1]), 5, "the child to end with the daemon's stop")
+            wait_until(lambda: pid_gone(escaped[1]), 30, "the child to end with the daemon's stop")
     finally:
         for pid in escaped:
             with contextlib.suppress(ProcessLookupError):

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from nbstage.protocol.session.lab_wanted import notebook_url
+from tests.e2e.test_kernels import wait_for_file
 from tests.lab_support import RunningLab, WsPerson
 from tests.support import McpClientSession, call_ok, wait_until
 
@@ -69,6 +70,14 @@ def _texts(driver, css: str) -> list[str]:
     return list(driver.execute_script(script, css))
 
 
+def _third_cell(driver, selector: str = "") -> str | None:
+    """The text of the third cell (or of its part ``selector``), None until Lab shows it."""
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.CSS_SELECTOR, f".jp-Notebook .jp-Cell {selector}".strip())
+    return found[2].text if len(found) > 2 else None
+
+
 def _button(driver, text: str):
     from selenium.webdriver.common.by import By
 
@@ -76,7 +85,9 @@ def _button(driver, text: str):
     return found[0] if found else None
 
 
-def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: RunningLab, browser):
+def test_the_person_watches_the_agent_and_the_agent_reads_the_person(
+    lab: RunningLab, browser, tmp_path: Path
+):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -117,20 +128,19 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(lab: Runnin
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
 
-        loop = (
-            "import time\nfor i in range(3):\n    print(f'line {i}', flush=True)\n    time.sleep(1)"
-        )
+        # The first line is printed, and the rest only once the test has seen it in Lab.
+        # (No line's text is in the source, which Lab shows in the same cell.)
+        release = tmp_path / "release"
+        rest = "for i in (1, 2):\n    print(f'line {i}', flush=True)"
+        loop = "i = 0\nprint(f'line {i}', flush=True)\n" + wait_for_file(release, rest)
         looping = agent.request("create_cell", notebook_id=notebook_id, source=loop)
         agent.request("execute", notebook_id=notebook_id, cell_id=looping["cell_id"], wait_secs=0)
-        prompts = ".jp-Notebook .jp-Cell .jp-InputPrompt"
-        wait_until(
-            lambda: browser.find_elements(By.CSS_SELECTOR, prompts)[2].text == "[*]:", 20, "[*]"
-        )
-        wait_until(lambda: "line 0" in _cell_texts(browser)[2], 20, "the loop's first line")
+        prompt = ".jp-InputPrompt"
+        wait_until(lambda: _third_cell(browser, prompt) == "[*]:", 60, "[*]")
+        wait_until(lambda: "line 0" in (_third_cell(browser) or ""), 60, "the loop's first line")
         assert "line 2" not in _cell_texts(browser)[2], "the lines came all at once"
-        wait_until(
-            lambda: browser.find_elements(By.CSS_SELECTOR, prompts)[2].text == "[2]:", 20, "[2]"
-        )
+        release.touch()
+        wait_until(lambda: _third_cell(browser, prompt) == "[2]:", 60, "[2]")
         assert "line 2" in _cell_texts(browser)[2]
 
         editor = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")[0]

@@ -910,7 +910,7 @@ def test_after_the_fuzz_a_workflow_works_the_daemon_answers_and_eof_ends_the_pro
     assert created["notebook_id"] in [room["notebook_id"] for room in rooms]
 
     server.close_stdin()
-    assert server.proc.wait(timeout=10) == 0, server.stderr_tail()
+    assert server.proc.wait(timeout=60) == 0, server.stderr_tail()
     server._reader.join(10)
     wait_edge_tree_gone(server.proc.pid)
 

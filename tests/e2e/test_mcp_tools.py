@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 from nbstage.protocol.mcp.tools import TOOLS
+from tests.e2e.test_kernels import wait_for_file
 from tests.support import RunningDaemon, mcp_client
 
 pytestmark = pytest.mark.e2e
@@ -594,16 +595,18 @@ def test_two_clients_edit_and_execute_in_one_notebook(daemon: RunningDaemon, mod
 
 @MODES
 def test_a_long_run_answers_running_and_does_not_block_other_calls(
-    daemon: RunningDaemon, mode: str
+    daemon: RunningDaemon, mode: str, tmp_path: Path
 ) -> None:
+    release = tmp_path / "release"
+
     async def body() -> None:
         async with mcp_client(daemon, mode) as client:
             await ok(client, "create_notebook")
             warm = await ok(client, "create_cell", source="1 + 1", and_run=True)
             assert warm["execution"]["status"] == "done"
-            cell_id = (
-                await ok(client, "create_cell", source="import time\ntime.sleep(3)\n'slept'")
-            )["cell_id"]
+            # The cell runs until the reads below are answered, however long they take.
+            source = wait_for_file(release, "'slept'")
+            cell_id = (await ok(client, "create_cell", source=source))["cell_id"]
 
             first = (await ok(client, "execute_cell", cell_id=cell_id, timeout_secs=0.5))[
                 "execution"
@@ -627,6 +630,7 @@ def test_a_long_run_answers_running_and_does_not_block_other_calls(
                 answers["cell"] = await ok(client, "get_cell", cell_id=cell_id)
                 answers["list"] = await ok(client, "list_active_notebooks")
                 finished.append("reads")
+                release.touch()
 
             async with anyio.create_task_group() as group:
                 group.start_soon(wait_for_the_run)
@@ -665,8 +669,9 @@ def test_an_interrupt_while_the_kernel_starts_does_not_kill_it(
     run(body)
 
 
-RESTART_BUDGET_SECS = 10
-"""A kernel restart answers well within this, even on a loaded machine."""
+RESTART_BUDGET_SECS = 60
+"""A kernel restart answers well within this, even on a slow, loaded machine: a bound on
+a hang, never a wait."""
 
 
 @MODES

@@ -75,7 +75,7 @@ def test_a_daemon_whose_state_dir_is_deleted_stops_with_its_kernel(state_dir: Pa
     try:
         shutil.rmtree(state_dir)
         wait_until(lambda: pid_gone(daemon.pid), 12, "the homeless daemon to stop")
-        wait_until(lambda: pid_gone(kernel), 2, "its kernel to go with it")
+        wait_until(lambda: pid_gone(kernel), 30, "its kernel to go with it")
     finally:
         for proc in processes_of_daemon(daemon.pid):
             proc.kill()

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.e2e
 EMPTY = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
 
-async def first_answer_after_recovery(client, within: float = 20.0):
+async def first_answer_after_recovery(client, within: float = 60.0):
     """Call get_all_cells until the daemon link is back; return the first other answer.
 
     An answer served from the session's snapshot while the daemon is away (stale) is not

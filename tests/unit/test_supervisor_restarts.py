@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nbstage.actors.proxy.restart_notices import STOPPED_FIRST
 from nbstage.protocol.session.supervision import (
     ChildProcessDied,
     SessionConfig,
@@ -75,16 +76,41 @@ def test_at_stdins_end_a_call_in_flight_is_answered_and_then_the_supervisor_stop
     assert [m.generation for m in edge.bench.seen_of(StopSessionChild)] == [1]
 
 
-def test_at_stdins_end_a_call_that_never_finishes_is_given_up_when_the_drain_is_over(
+def stopped_first(answers: list[dict]) -> list[bool]:
+    """For each answer, whether it is the error of a call the supervisor stopped before."""
+    return [a["isError"] and a["content"][0]["text"] == STOPPED_FIRST for a in answers]
+
+
+def test_at_stdins_end_a_call_that_never_finishes_is_answered_when_the_drain_is_over(
     edge,
 ) -> None:
+    """The drain's end, not the answer, comes first: the call is still answered, with an
+    error, and the child's answer arriving after that is not a second one."""
     edge.child_says(1, ready(1))
     edge.tools_call(7, "list_active_notebooks")
+    (in_flight,) = edge.to_child(1, ToolCallRequested)
+    edge.bench.send(edge.supervisor, StdinClosed(drain_secs=1.5))
+    assert edge.answers(7) == []
+    edge.bench.fire(edge.supervisor, DrainOver())
+    assert stopped_first(edge.answers(7)) == [True]
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1
+    edge.child_says(1, finished(in_flight.call_id, RESULT))
+    edge.bench.fire(edge.supervisor, DrainOver())
+    assert stopped_first(edge.answers(7)) == [True], "answered once"
+    assert len(edge.bench.seen_of(SupervisorStopped)) == 1, "stopping happens once"
+
+
+def test_at_stdins_end_a_call_waiting_for_a_child_that_is_still_starting_is_answered(
+    edge,
+) -> None:
+    """The race behind the e2e test: stdin ends while the session child is still
+    starting, and the drain ends before it is ready."""
+    edge.tools_call(7, "create_notebook")
+    assert edge.to_child(1, ToolCallRequested) == []
     edge.bench.send(edge.supervisor, StdinClosed(drain_secs=1.5))
     edge.bench.fire(edge.supervisor, DrainOver())
-    assert len(edge.bench.seen_of(SupervisorStopped)) == 1
-    edge.bench.fire(edge.supervisor, DrainOver())
-    assert len(edge.bench.seen_of(SupervisorStopped)) == 1, "stopping happens once"
+    assert stopped_first(edge.answers(7)) == [True]
+    assert [m.generation for m in edge.bench.seen_of(StopSessionChild)] == [1]
 
 
 @pytest.mark.parametrize("drain_secs", [0.0, 1.5], ids=["a signal", "stdin's end"])
@@ -99,3 +125,4 @@ def test_a_signal_does_not_wait_for_the_calls_in_flight(edge) -> None:
     edge.tools_call(7, "list_active_notebooks")
     edge.bench.send(edge.supervisor, StdinClosed())
     assert len(edge.bench.seen_of(SupervisorStopped)) == 1
+    assert stopped_first(edge.answers(7)) == [True], "but they are answered"
