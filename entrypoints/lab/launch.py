@@ -59,7 +59,7 @@ def lab_command(root: Path, port: int) -> list[str]:
         "ServerApp.kernel_manager_class": f"{KERNELS}.RoomKernels",
         "ServerApp.kernel_websocket_connection_class": f"{KERNELS}.StandInChannels",
     }
-    argv = [sys.executable, "-m", "jupyterlab"]
+    argv = [sys.executable, "-m", "nbstage.entrypoints.lab.serve"]
     argv += [f"--{name}={value}" for name, value in options.items()]
     for name, enabled in EXTENSIONS.items():
         argv += ["--ServerApp.jpserver_extensions", f"{name}={enabled}"]
