@@ -1,5 +1,6 @@
 """Keeping the per-client processes small (SPEC §11: an idle `nbstage mcp` is two
-processes and about 40 MB together).
+processes and about 40 MB together), and the daemon's start light
+(:func:`without_iri_grammars`).
 
 asyncio imports ``ssl`` only to offer TLS, and loading OpenSSL costs each process
 about 4 MB. `nbstage mcp` and its session child speak only stdio and Unix sockets,
@@ -25,6 +26,20 @@ from typing import Any
 
 def without_tls() -> None:
     sys.modules.setdefault("ssl", None)
+
+
+def without_iri_grammars() -> None:
+    """Keep ``rfc3987_syntax`` out, so that importing jsonschema costs 0.2 s, not 2.
+
+    JupyterLab's jupyter_events asks for ``jsonschema[format-nongpl]``, which installs
+    rfc3987-syntax, and jsonschema imports it with itself to offer the ``iri`` formats. As
+    it is imported, rfc3987-syntax builds 38 lark grammars: about 2 s of CPU and 22 MB
+    in every process that imports jsonschema. The daemon does (nbformat), and so do
+    the MCP SDK's clients (they check results against each tool's ``outputSchema``);
+    neither ever checks a format (no format checker is passed), so without it jsonschema
+    validates exactly as before. Call it before jsonschema is imported; the Lab process
+    (jupyter_events checks formats) never calls it."""
+    sys.modules.setdefault("rfc3987_syntax", None)
 
 
 class _Deferred:

@@ -81,6 +81,9 @@ def run_foreground(paths: StatePaths) -> None:
     A daemon a client autostarted launches its spare kernel
     (actors/daemon/kernel/spare_kernel.py) as soon as it holds the lock, before it loads the
     rest of its code."""
+    from nbstage.entrypoints.common.lean import without_iri_grammars
+
+    without_iri_grammars()  # before nbformat brings jsonschema (its warm import, first use)
     from nbstage.actors.daemon.environment import environments
     from nbstage.actors.daemon.kernel import fork_server, spare_kernel
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV

@@ -83,3 +83,29 @@ def test_the_session_child_starts_without_hashlib() -> None:
         "import nbstage.entrypoints.session.session_child, nbstage.actors.session.session_manager"
     )
     assert loaded_after(child, ("_hashlib",)) == []
+
+
+def test_jsonschema_comes_in_without_the_iri_grammars_and_still_validates() -> None:
+    out = run_python(
+        """
+        import sys
+        from nbstage.entrypoints.common.lean import without_iri_grammars
+
+        without_iri_grammars()
+        import jsonschema
+        import nbformat
+
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1+1")])
+        nbformat.validate(notebook)
+        notebook.cells[0]["source"] = 3
+        try:
+            nbformat.validate(notebook)
+        except nbformat.ValidationError:
+            print("refused")
+        schema = {"type": "object", "properties": {"id": {"type": "string", "format": "iri"}}}
+        validator = jsonschema.Draft202012Validator(schema)
+        print(validator.is_valid({"id": "not an iri"}), validator.is_valid({"id": 3}))
+        print(*sorted(name for name in ("rfc3987_syntax", "lark") if sys.modules.get(name)))
+        """
+    )
+    assert out.split() == ["refused", "True", "False"]
