@@ -1,5 +1,6 @@
 """Keeping the per-client processes small (SPEC §11: an idle `nbstage mcp` is two
-processes and about 40 MB together).
+processes and about 40 MB together), and the daemon's start light
+(:func:`jsonschema_without_iri_grammar`).
 
 asyncio imports ``ssl`` only to offer TLS, and loading OpenSSL costs each process
 about 4 MB. `nbstage mcp` and its session child speak only stdio and Unix sockets,
@@ -16,10 +17,12 @@ the real module the first time one is used, so every feature still works.
 
 jsonschema, which nbformat imports to validate notebooks, imports ``rfc3987_syntax``
 whenever it is installed (JupyterLab's ``jupyter_events`` asks for it), and that module
-builds a Lark grammar at import: about a second of CPU on a quiet machine, ten under
-load, spent by the daemon before it can read its first notebook. nbstage never checks an
-``iri`` format, so :func:`jsonschema_without_iri_grammar` defers that module the same
-way.
+builds 38 Lark grammars at import: about 2 s of CPU and 22 MB on a quiet machine, ten
+seconds under load. The daemon paid it before it could read its first notebook, and so
+does every MCP SDK client (it checks results against each tool's ``outputSchema``).
+Neither checks an ``iri`` format, so :func:`jsonschema_without_iri_grammar` defers that
+module the same way: a check of that format, where one is made (Lab's jupyter_events),
+imports it then.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 from nbstage.entrypoints.common.ownership import Untrusted, check_private_dir, make_private_dir
@@ -107,6 +106,8 @@ def own_recorded(paths: StatePaths) -> StatePaths | None:
 
 
 def _fresh_dir(base: Path) -> Path:
+    import tempfile  # only here: it brings shutil, bz2 and lzma into every `nbstage mcp`
+
     return Path(tempfile.mkdtemp(prefix=f"nbstage-{os.getuid()}-", dir=base))
 
 

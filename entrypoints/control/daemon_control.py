@@ -82,6 +82,7 @@ def run_foreground(paths: StatePaths) -> None:
     A daemon a client autostarted launches its spare kernel
     (actors/daemon/kernel/spare_kernel.py) as soon as it holds the lock, before it loads the
     rest of its code."""
+    jsonschema_without_iri_grammar()  # before nbformat brings jsonschema in
     from nbstage.actors.daemon.environment import environments
     from nbstage.actors.daemon.kernel import fork_server, spare_kernel
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
@@ -93,7 +94,6 @@ def run_foreground(paths: StatePaths) -> None:
     faulthandler.register(signal.SIGUSR1)
     try:
         setup_logging(paths.logs, "daemon")
-        jsonschema_without_iri_grammar()
         paths = runtime_dir.settle(paths)
         record_socket_dir(paths)
         with contextlib.suppress(FileNotFoundError):

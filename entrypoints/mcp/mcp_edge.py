@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,9 +198,9 @@ class McpEdge:
         self._host = ActorHost(self._on_actor_message)
         self._supervisor = self._host.create(ProxySupervisor)
         root = self.paths.root
-        cached_tools, figure_files = await asyncio.to_thread(
-            lambda: (read_tool_cache(root), _figure_files(root))
-        )
+        # Two small files, read before stdin is: nothing else waits on the loop yet, and no
+        # executor thread is left idle for the client's whole life (SPEC §11).
+        cached_tools, figure_files = read_tool_cache(root), _figure_files(root)
         start = StartSupervisor(
             str(self.paths.root),
             str(self.paths.socket),
@@ -336,7 +337,9 @@ class McpEdge:
             case SupervisorStopped():
                 self._supervisor_stopped.set()
             case ToolCacheChanged(tools):
-                self._spawn(asyncio.to_thread(write_tool_cache, self.paths.root, tools))
+                # a thread of its own that ends with the write (the process waits for it)
+                args = (self.paths.root, tools)
+                threading.Thread(target=write_tool_cache, args=args, name="tool-cache").start()
             case ToolListChanged() if self.lifecycle.may_send_list_changed:
                 self._write(tools_list_changed())
             case ToolListChanged():

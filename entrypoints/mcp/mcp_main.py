@@ -1,13 +1,10 @@
-"""The `nbstage mcp` edge's own process image.
+"""`nbstage mcp`: from its command line to the running edge, in the process the client
+launched.
 
-`nbstage mcp` reads its command line with click, starts the daemon if none runs and
-checks the state dir (``cli.py``); then it replaces itself, same pid and same stdio,
-with ``python -m nbstage.entrypoints.mcp.mcp_main SETTINGS`` (:func:`become_edge`). The
-client's process then holds only what the edge runs: click and the rest of the command
-line cost an idle client about 1 MB, and this process lives as long as the client does.
-
-SETTINGS is one JSON object written by :func:`become_edge`, not a command line meant
-for people.
+``cli.py`` reads the command line (``mcp_args.py``, or click for the forms that reads
+leave to it), then :func:`serve` starts the daemon if none runs, checks the state dir
+and runs the edge (``mcp_edge.py``) in this same process: one interpreter, and neither
+click nor the rest of the command line is loaded on the way (``cli.py``).
 """
 
 from __future__ import annotations
@@ -16,67 +13,80 @@ import os
 import sys
 from pathlib import Path
 
-import orjson
-
-from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import StatePaths
+from nbstage.entrypoints.mcp.mcp_args import McpArgs
 
 REJOIN_ENV = "NBSTAGE_REJOIN_NOTEBOOK"
 """A notebook (path or UUID) the session rejoins first (SPEC §3); the harness and tests
 set it when they start a client."""
 
 
-def become_edge(
-    paths: StatePaths, label: str | None, autostart: bool, no_daemon: str | None = None
-) -> None:
-    """Replace this process with the edge; does not return. ``no_daemon``: why no daemon
-    can run for the state dir (runtime_dir.client_problem), which every tool call says."""
-    settings = {
-        "root": str(paths.root),
-        "socket_dir": str(paths.socket_dir),
-        "label": label,
-        "autostart": autostart,
-        "no_daemon": no_daemon,
-    }
-    sys.stdout.flush()
-    sys.stderr.flush()
-    argv = [*module_command("nbstage.entrypoints.mcp.mcp_main"), orjson.dumps(settings).decode()]
+def serve(args: McpArgs) -> None:
+    """Start the edge for ``args``; returns when the client has gone. Where the state dir
+    is refused, says so as click would (``Error: …``, exit 1)."""
+    from nbstage.entrypoints.common.ownership import Untrusted
+    from nbstage.protocol.common.errors import NbstageError
+    from nbstage.protocol.common.safe_files import FileRefused
+
+    lean_start()
     try:
-        os.execv(argv[0], argv)
-    except OSError as exc:
-        import click  # the CLI's process image; the edge's never loads click
+        paths, problem = get_ready(args)
+    except (Untrusted, FileRefused, TimeoutError, NbstageError) as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        sys.exit(1)
+    run_edge(paths, args, problem)
 
-        raise click.ClickException(f"could not start the MCP edge ({argv[0]}): {exc}") from None
 
-
-def run(settings_json: str) -> None:
+def lean_start() -> None:
+    """What must come before asyncio and thespian (``lean.py``), and no module from the
+    folder the client started this process in (``python -m`` puts it first on the path,
+    a script its own folder), so a ``random.py`` there cannot stand in for the standard one
+    (``python_command.py`` says the same of every process nbstage starts)."""
     from nbstage.entrypoints.common.lean import thespian_without_extras, without_tls
 
+    if not sys.flags.safe_path and sys.path:
+        main_dir = os.path.dirname(os.path.abspath(sys.argv[0]))
+        if sys.path[0] in ("", os.getcwd(), main_dir):
+            del sys.path[0]
     without_tls()
     thespian_without_extras()
+
+
+def get_ready(args: McpArgs) -> tuple[StatePaths, str | None]:
+    """The daemon started if it should be, the state dir made; its paths, and why no
+    daemon can run for it (runtime_dir.client_problem), which every tool call then says."""
+    from nbstage.entrypoints.common.runtime_dir import client_problem
+    from nbstage.entrypoints.common.statedir import prepare, recorded_paths, state_paths
+    from nbstage.entrypoints.control.daemon_launch import start_daemon_unless_running
+
+    paths = state_paths(args.state_dir)
+    problem = client_problem(paths)
+    if args.autostart and problem is None:
+        start_daemon_unless_running(paths)
+    if sys.stdin.isatty():
+        from nbstage.entrypoints.mcp.welcome import welcome
+
+        executable = Path(sys.executable).with_name("nbstage")
+        _say(welcome(executable, args.state_dir, paths.root))
+    if problem is not None:
+        _say(problem)
+    prepare(paths)
+    return recorded_paths(paths), problem
+
+
+def run_edge(paths: StatePaths, args: McpArgs, problem: str | None) -> None:
     import asyncio
 
     from nbstage.entrypoints.common.logs import setup_logging
     from nbstage.entrypoints.mcp.mcp_edge import McpEdge, claim_stdio
 
-    settings = orjson.loads(settings_json)
     mcp_in, mcp_out = claim_stdio()
-    paths = StatePaths(Path(settings["root"]), Path(settings["socket_dir"]))
     setup_logging(paths.logs, "mcp")
     rejoin = os.environ.get(REJOIN_ENV) or None
-    edge = McpEdge(
-        paths,
-        settings["label"],
-        rejoin,
-        mcp_in,
-        mcp_out,
-        settings["autostart"],
-        settings.get("no_daemon"),
-    )
+    edge = McpEdge(paths, args.label, rejoin, mcp_in, mcp_out, args.autostart, problem)
     asyncio.run(edge.run())
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("nbstage.entrypoints.mcp.mcp_main is started by `nbstage mcp`; run that instead.")
-    run(sys.argv[1])
+def _say(text: str) -> None:
+    sys.stderr.write(f"{text}\n")
+    sys.stderr.flush()

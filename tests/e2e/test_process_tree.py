@@ -263,9 +263,10 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
             assert sorted(tree) == sorted([server, child.pid]), describe(tree)
             assert child.ppid() == server
             assert "nbstage.entrypoints.session.session_main" in child.cmdline()
-            # The process the client launched replaced its image after reading its command
-            # line (entrypoints/mcp/mcp_main.py): same pid, none of the CLI's modules.
-            assert "nbstage.entrypoints.mcp.mcp_main" in psutil.Process(server).cmdline()
+            # The process the client launched is the edge itself: one interpreter, which read
+            # its command line without click (entrypoints/cli.py, tests/unit/test_lean_start.py).
+            launched = psutil.Process(server).cmdline()
+            assert launched[launched.index("nbstage.entrypoints.cli") + 1] == "mcp"
             reported = await in_thread(session_manager_pid, tree_daemon, "idle")
             assert reported == child.pid, "the daemon knows a different session manager"
             rss = {pid: proc.memory_info().rss for pid, proc in tree.items()}

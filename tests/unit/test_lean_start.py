@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 
 def run_python(code: str) -> str:
@@ -73,21 +75,64 @@ def loaded_after(imports: str, watched: tuple[str, ...]) -> list[str]:
 HEAVY = ("_hashlib", "nbstage.actors.common.output_bounds", "nbstage.protocol.daemon.replies")
 
 
+# Never in a per-client process: the command line's click (about 0.1 s of CPU a start), what
+# only the Lab or the daemon use (JupyterLab's server, the shared document, nbformat and
+# jsonschema), and tempfile with the shutil, bz2 and lzma it brings.
+ELSEWHERE = (
+    "click",
+    "jupyter_server",
+    "jupyterlab",
+    "pycrdt",
+    "jupyter_ydoc",
+    "nbformat",
+    "jsonschema",
+    "tempfile",
+    "shutil",
+)
+
+
 def test_the_mcp_edge_starts_without_hashlib_or_the_daemons_replies() -> None:
     edge = "import nbstage.entrypoints.mcp.mcp_edge, nbstage.actors.proxy.supervisor"
-    assert loaded_after(edge, HEAVY) == []
+    assert loaded_after(edge, HEAVY + ELSEWHERE) == []
+
+
+def test_nbstage_mcp_reads_its_command_line_and_gets_ready_without_click() -> None:
+    """`nbstage mcp` (cli.py) up to the edge's start: the command line, the state dir made and
+    the daemon looked for (none answers here, and autostart is off). The state dir's path is
+    short, so its sockets stay in it (statedir.py)."""
+    with tempfile.TemporaryDirectory(prefix="nbs-") as short:
+        out = ready_without_the_edge(Path(short) / "state")
+    assert out.split() == ["True", "None"]
+
+
+def ready_without_the_edge(state: Path) -> str:
+    return run_python(
+        f"""
+        import sys
+
+        sys.argv = ["nbstage", "mcp", "--no-autostart", "--state-dir", {str(state)!r}]
+        from nbstage.entrypoints.mcp import mcp_main
+
+        mcp_main.run_edge = lambda paths, args, problem: print(paths.logs.is_dir(), args.label)
+        import nbstage.entrypoints.cli as cli
+
+        cli.main()
+        print(*sorted(name for name in {ELSEWHERE + HEAVY!r} if name in sys.modules))
+        """
+    )
 
 
 def test_the_session_child_starts_without_hashlib() -> None:
     child = (
         "import nbstage.entrypoints.session.session_child, nbstage.actors.session.session_manager"
     )
-    assert loaded_after(child, ("_hashlib",)) == []
+    assert loaded_after(child, ("_hashlib", *ELSEWHERE)) == []
 
 
-def test_nbformat_comes_in_without_the_iri_grammar_and_an_iri_check_still_works() -> None:
-    """The daemon's first notebook read no longer waits for rfc3987_syntax's Lark grammar;
-    jsonschema's ``iri`` check, the one user of it, imports it when first called."""
+def test_nbformat_comes_in_without_the_iri_grammar_and_still_validates() -> None:
+    """The daemon's first notebook read no longer waits for rfc3987_syntax's Lark grammars;
+    notebooks validate as before, and jsonschema's ``iri`` check, the one user of that
+    module, imports it when first called."""
     out = run_python(
         """
         import importlib.util, sys
@@ -97,6 +142,13 @@ def test_nbformat_comes_in_without_the_iri_grammar_and_an_iri_check_still_works(
         import nbformat
 
         print("grammar loaded" if "rfc3987_syntax" in sys.modules else "grammar deferred")
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1+1")])
+        nbformat.validate(notebook)
+        notebook.cells[0]["source"] = 3
+        try:
+            nbformat.validate(notebook)
+        except nbformat.ValidationError:
+            print("refused")
         if importlib.util.find_spec("rfc3987_syntax") is not None:
             from jsonschema import Draft7Validator, FormatChecker
 
@@ -106,4 +158,4 @@ def test_nbformat_comes_in_without_the_iri_grammar_and_an_iri_check_still_works(
             print(True, False)
         """
     )
-    assert out.split() == ["grammar", "deferred", "True", "False"]
+    assert out.split() == ["grammar", "deferred", "refused", "True", "False"]
