@@ -2,15 +2,21 @@
 
 Did a change leave `execute_cell` as fast as it was? In one run, against the same machine
 load, this times `execute_cell` of `1+1` through the real `nbstage mcp` of each revision,
-beside raw jupyter_client over IPC and jupymcp 0.3.2, as bench/peers.py does (its
-measuring parts are the ones used here). Each revision is exported and installed once
-under ~/.cache/nbstage-bench (bench/checkouts.py) and driven only through its own
+beside raw jupyter_client over IPC and jupymcp 0.3.2, with bench/peers.py's measuring
+parts (its servers, setups, checks and cleanup). Each revision is exported and installed
+once under ~/.cache/nbstage-bench (bench/checkouts.py) and driven only through its own
 `nbstage` command, each round with a fresh daemon in a fresh state dir of its own.
 
-The calls are split into rounds, each system in turn and the order reversed every other
-round. It prints each system's p50 and p90, each revision's ratio to raw and to jupymcp,
-and the difference between the revisions with two noise estimates: the difference round
-by round, and a 95% bootstrap interval (the samples drawn again within each round).
+Each round starts every system afresh, gives each WARMUP untimed calls, and then calls
+them by turns, one call each and the order rotated every turn, so that a machine whose
+speed changes from one second to the next (a shared one does) weighs on every system
+alike; processes start in the opposite order every other round. It prints each system's
+p50 and p90, each revision's ratio to raw and to jupymcp, and NEW minus OLD with two
+noise estimates: the difference round by round, and a 95% bootstrap interval
+(bench/revision_stats.py). Beside the latency, the CPU seconds each server's processes
+(edge, session child, daemon, kernel; jupymcp and its kernel) spend per timed call
+(bench/process_cpu.py): a figure that waits for no core, though a loaded machine still
+blurs it (caches, and the 10 ms tick of the kernel's accounting).
 
     .venv/bin/python bench/revisions.py [OLD] [NEW] [--runs 200] [--rounds 4] [--json out.json]
 
@@ -20,239 +26,248 @@ OLD and NEW default to aa4170e (before issue 23's refactor) and HEAD.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
-import random
-import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, ExitStack, asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 from checkouts import Checkout, prepare, repository
-from common import WARMUP, raw_roundtrips
+from common import WARMUP, raw_kernel
+from mcp import Client
 from peers import (
     BENCH,
     JUPYMCP_VERSION,
     Failures,
-    ServerFailed,
+    Prepared,
     Setup,
+    budget,
+    check_jupymcp_exec,
     check_nbstage_exec,
+    connected,
     ensure_jupymcp,
-    execute_round,
+    jupymcp_setup,
     jupymcp_spawn,
     log,
-    mcp_latency,
     nbstage_cold_setup,
     nbstage_latency_setup,
+    reap,
     spawned,
     start_daemon,
     stop_daemon,
+    tagged_processes,
 )
+from process_cpu import cpu_by_pid, spent
+from revision_stats import DRAWS, Rounds, bootstrap, by_round, figures, report
 
-DRAWS = 2000
-SEED = 23
-Rounds = list[list[float]]
-"""One system's samples (seconds), one list per round."""
+Timed = Callable[[], Awaitable[float]]
+"""One `1+1` on a system that is ready; its seconds, client wall-clock."""
 
 
-def revision_round(
-    checkout: Checkout,
-    runs: int,
-    where: Path,
-    leaks: list[str],
-    setup: Setup = nbstage_latency_setup,
-) -> list[float]:
-    """A daemon of this revision in a fresh state dir, then its `nbstage mcp`, timed."""
+@dataclass(frozen=True)
+class Ready:
+    """A system ready for timed calls, and the tags of its server's processes (none for
+    raw, whose client is this process)."""
+
+    call: Timed
+    tags: tuple[str, ...] = ()
+
+
+Opener = Callable[[Path], AbstractAsyncContextManager[Ready]]
+
+
+class Failed(Exception):
+    """One system failed; the round it was in is lost, the run goes on."""
+
+    def __init__(self, name: str, error: BaseException, stderr: Path | None) -> None:
+        super().__init__(f"{name}: {error}")
+        self.name, self.error, self.stderr = name, error, stderr
+
+
+def innermost(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def timed(
+    name: str, run: Callable[[], Awaitable[Any]], check: Callable[[Any], None], stderr: Path
+) -> Timed:
+    """The timed call of a server, whose failure names the server and its stderr file."""
+
+    async def once() -> float:
+        try:
+            start = time.perf_counter()
+            result = await run()
+            elapsed = time.perf_counter() - start
+            check(result)
+        except Exception as exc:
+            raise Failed(name, innermost(exc), stderr) from exc
+        return elapsed
+
+    return once
+
+
+async def made_ready(name: str, client: Client, setup: Setup, stderr: Path) -> Prepared:
+    """list_tools and the setup calls; a failure names the server and its stderr file."""
+    try:
+        await client.list_tools()
+        return await setup(client)
+    except Exception as exc:
+        raise Failed(name, innermost(exc), stderr) from exc
+
+
+# --- the systems, each ready for timed calls while its context is open --------------------
+
+
+@asynccontextmanager
+async def raw_system(where: Path) -> AsyncIterator[Ready]:
+    """A kernel through jupyter_client, driven from one thread of its own (its client is
+    blocking); each call times itself in that thread."""
+    with ThreadPoolExecutor(1) as thread, ExitStack() as stack:
+        loop = asyncio.get_running_loop()
+        once = await loop.run_in_executor(thread, stack.enter_context, raw_kernel(where))
+        try:
+            yield Ready(lambda: loop.run_in_executor(thread, once))
+        finally:
+            await loop.run_in_executor(thread, stack.close)
+
+
+@asynccontextmanager
+async def jupymcp_system(where: Path, leaks: list[str]) -> AsyncIterator[Ready]:
+    spawn = jupymcp_spawn("jupymcp", where)
+    try:
+        async with connected(spawn, leaks) as client:
+            prepared = await made_ready("jupymcp", client, jupymcp_setup, spawn.stderr)
+            call = timed("jupymcp", prepared.run, check_jupymcp_exec, spawn.stderr)
+            yield Ready(call, (spawn.tag,))
+    finally:
+        reap({p.pid for p in tagged_processes(spawn.tag)}, spawn.what, leaks)
+
+
+@asynccontextmanager
+async def revision_system(
+    checkout: Checkout, where: Path, leaks: list[str], setup: Setup = nbstage_latency_setup
+) -> AsyncIterator[Ready]:
+    """This revision's daemon in a fresh state dir, then its `nbstage mcp` on it."""
     state = where / "state"
     tag = uuid.uuid4().hex
     try:
-        start_daemon(state, tag, checkout.cli, checkout.env)
+        await anyio.to_thread.run_sync(start_daemon, state, tag, checkout.cli, checkout.env)
         args = ["mcp", "--state-dir", str(state)]
         spawn = spawned(f"nbstage {checkout.name}", where, checkout.cli[0], args, checkout.env)
-        try:
-            return anyio.run(mcp_latency, spawn, setup, check_nbstage_exec, runs, leaks)
-        except Exception as exc:
-            raise ServerFailed(exc, spawn.stderr) from exc
+        async with connected(spawn, leaks) as client:
+            prepared = await made_ready(checkout.label, client, setup, spawn.stderr)
+            call = timed(checkout.label, prepared.run, check_nbstage_exec, spawn.stderr)
+            yield Ready(call, (tag, spawn.tag))
     finally:
-        stop_daemon(state, tag, leaks, checkout.cli, checkout.env)
+        stop = partial(stop_daemon, state, tag, leaks, checkout.cli, checkout.env)
+        await anyio.to_thread.run_sync(stop)
 
 
-def jupymcp_round(runs: int, where: Path, leaks: list[str]) -> list[float]:
-    return execute_round(jupymcp_spawn("jupymcp", where), runs, leaks)["jupymcp"]
+# --- rounds -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One system's round: its latencies (seconds), and the CPU seconds its server's
+    processes spent per timed call (None for raw)."""
+
+    samples: list[float]
+    cpu_per_call: float | None
+
+
+async def one_round(openers: dict[str, Opener], runs: int, where: Path) -> dict[str, Taken]:
+    """Open every system in the given order, WARMUP calls each, then ``runs`` turns."""
+    names = list(openers)
+    with anyio.fail_after(budget(len(names) * (WARMUP + runs))):
+        async with AsyncExitStack() as stack:
+            ready: dict[str, Ready] = {}
+            for index, name in enumerate(names):
+                place = where / f"system-{index}"
+                place.mkdir()
+                opened = stack.enter_async_context(openers[name](place))
+                ready[name] = await attributed(name, opened)
+            for _ in range(WARMUP):
+                for name in names:
+                    await attributed(name, ready[name].call())
+            samples: dict[str, list[float]] = {name: [] for name in names}
+            before = {name: cpu_by_pid(ready[name].tags) for name in names}
+            for turn in range(runs):
+                first = turn % len(names)
+                for name in names[first:] + names[:first]:
+                    samples[name].append(await attributed(name, ready[name].call()))
+            cpu = {
+                name: spent(before[name], cpu_by_pid(ready[name].tags)) / runs
+                for name in names
+                if ready[name].tags
+            }
+    return {name: Taken(samples[name], cpu.get(name)) for name in names}
+
+
+async def attributed(name: str, step: Awaitable[Any]) -> Any:
+    try:
+        return await step
+    except Exception as exc:
+        if isinstance(innermost(exc), Failed):
+            raise
+        raise Failed(name, innermost(exc), None) from exc
+
+
+def run_round(
+    openers: dict[str, Opener], runs: int, where: Path, errors: Failures
+) -> dict[str, Taken]:
+    where.mkdir()
+    try:
+        return anyio.run(one_round, openers, runs, where)
+    except Exception as exc:  # recorded; the run goes on
+        failed = innermost(exc)
+        if isinstance(failed, Failed):
+            errors.record(failed.name, failed.error, failed.stderr)
+        else:
+            errors.record(f"round in {where.name}", failed)
+        return {}
 
 
 def measure(
     checkouts: list[Checkout], runs: int, rounds: int, work: Path, leaks: list[str]
-) -> tuple[dict[str, Rounds], Failures]:
+) -> tuple[dict[str, Rounds], dict[str, list[float | None]], Failures]:
     errors = Failures()
-    systems: dict[str, Callable[[int, Path], list[float]]] = {
-        "raw": raw_roundtrips,
-        "jupymcp": lambda n, where: jupymcp_round(n, where, leaks),
-    }
+    openers: dict[str, Opener] = {"raw": raw_system}
     try:
         ensure_jupymcp()
+        openers["jupymcp"] = partial(jupymcp_system, leaks=leaks)
     except Exception as exc:
         errors.record("jupymcp install", exc)
-        del systems["jupymcp"]
     for checkout in checkouts:
-        systems[checkout.label] = lambda n, where, c=checkout: revision_round(c, n, where, leaks)
-        where = work / f"warm-{uuid.uuid4().hex[:8]}"
-        where.mkdir()
         log(f"warm-up of {checkout.name} (its kernel template, caches; not counted)")
-        try:  # patient: the first kernel of a fresh install may wait for its template
-            revision_round(checkout, 1, where, leaks, nbstage_cold_setup)
-        except Exception as exc:  # the timed rounds will fail too, and say so
-            errors.record(f"warm-up {checkout.label}", exc)
-    samples: dict[str, Rounds] = {name: [] for name in systems}
+        # patient: the first kernel of a fresh install may wait for its template
+        warm = partial(revision_system, checkout, leaks=leaks, setup=nbstage_cold_setup)
+        run_round({checkout.label: warm}, 1, work / f"warm-{uuid.uuid4().hex[:8]}", errors)
+        openers[checkout.label] = partial(revision_system, checkout, leaks=leaks)
+    samples: dict[str, Rounds] = {name: [] for name in openers}
+    cpu: dict[str, list[float | None]] = {name: [] for name in openers}
     per_round = runs // rounds
-    order = list(systems.items())
     for number in range(rounds):
-        for name, run_round in order if number % 2 == 0 else order[::-1]:
-            log(f"round {number + 1}/{rounds}: {name}, {WARMUP} + {per_round} calls")
-            where = work / f"{number}-{uuid.uuid4().hex[:8]}"
-            where.mkdir()
-            taken: list[float] = []  # a failed round stays, empty, so rounds keep their places
-            try:
-                taken = run_round(per_round, where)
-            except ServerFailed as failed:  # recorded; the run goes on
-                errors.record(name, failed.error, failed.stderr)
-            except Exception as exc:
-                errors.record(name, exc)
-            samples[name].append(taken)
-    return samples, errors
-
-
-# --- statistics ---------------------------------------------------------------------------
-
-
-def p50(samples: list[float]) -> float:
-    return statistics.median(samples)
-
-
-def p90(samples: list[float]) -> float:
-    """Nearest rank, as common.summarize."""
-    ordered = sorted(samples)
-    return ordered[int(len(ordered) * 0.9)]
-
-
-QUANTILES = {"p50": p50, "p90": p90}
-
-
-def figures(flat: dict[str, list[float]], old: str, new: str) -> dict[str, float]:
-    """Every figure the report gives, from one set of samples (ms, or plain ratios)."""
-    found: dict[str, float] = {}
-    for q, of in QUANTILES.items():
-        at = {name: of(samples) for name, samples in flat.items() if samples}
-        for name, value in at.items():
-            found[f"{name} {q}"] = value * 1000
-        for rev in (old, new):
-            for base in ("raw", "jupymcp"):
-                if rev in at and base in at:
-                    found[f"{rev}/{base} {q}"] = at[rev] / at[base]
-        if old in at and new in at:
-            found[f"{new}-{old} {q}"] = (at[new] - at[old]) * 1000
-            found[f"{new}/{old} {q}"] = at[new] / at[old]
-    return found
-
-
-def flatten(rounds: Rounds) -> list[float]:
-    return [s for one in rounds for s in one]
-
-
-def bootstrap(
-    samples: dict[str, Rounds], old: str, new: str, draws: int
-) -> dict[str, tuple[float, float]]:
-    """A 95% interval for every figure: each system's samples drawn again with
-    replacement within each round (so a round's speed stays that round's)."""
-    rng = random.Random(SEED)
-    seen: dict[str, list[float]] = {}
-    for _ in range(draws):
-        again = {
-            name: [s for one in rounds for s in rng.choices(one, k=len(one))]
-            for name, rounds in samples.items()
-        }
-        for key, value in figures(again, old, new).items():
-            seen.setdefault(key, []).append(value)
-    low, high = int(draws * 0.025), int(draws * 0.975) - 1
-    return {key: (sorted(v)[low], sorted(v)[high]) for key, v in seen.items()}
-
-
-def by_round(samples: dict[str, Rounds], old: str, new: str) -> list[float]:
-    """NEW's p50 minus OLD's, round by round (ms): the spread between rounds."""
-    pairs = zip(samples.get(old, []), samples.get(new, []), strict=False)
-    return [(p50(b) - p50(a)) * 1000 for a, b in pairs if a and b]
-
-
-def verdict(interval: tuple[float, float]) -> str:
-    low, high = interval
-    if low <= 1.0 <= high:
-        return "unchanged within noise (the interval holds 1.00x)"
-    return "slower" if low > 1.0 else "faster"
-
-
-# --- the report ---------------------------------------------------------------------------
-
-
-def report(result: dict[str, Any], names: dict[str, str]) -> None:
-    old, new = result["old"], result["new"]
-    point, ci = result["figures"], result["intervals"]
-    config = result["config"]
-
-    def with_ci(key: str, unit: str, digits: int = 2) -> str:
-        if key not in point:
-            return "failed"
-        low, high = ci[key]
-        sign = "+" if unit == " ms" else ""
-        return (
-            f"{point[key]:{sign}.{digits}f}{unit} [{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
-        )
-
-    print(
-        f"execute_cell `1+1`, {config['per_round']} calls x {config['rounds']} rounds per system "
-        f"after {WARMUP} warm-up each (client wall-clock, ms; [95% bootstrap interval])"
-    )
-    print(f"{'system':<34} {'p50':>8} {'p90':>8}")
-    for key, name in names.items():
-        if f"{key} p50" in point:
-            print(f"{name:<34} {point[f'{key} p50']:8.2f} {point[f'{key} p90']:8.2f}")
-        else:
-            print(f"{name:<34} {'failed':>8}")
-    print()
-    for q in QUANTILES:
-        print(f"{'ratio at ' + q:<34} {'/ raw':<22} {'/ jupymcp':<22}")
-        for rev in (old, new):
-            cells = [with_ci(f"{rev}/{base} {q}", "x") for base in ("raw", "jupymcp")]
-            print(f"{names[rev]:<34} {cells[0]:<22} {cells[1]:<22}")
-    print()
-    label = f"{names[new]} - {names[old]}"
-    print(label)
-    for q in QUANTILES:
-        print(
-            f"  {q}: {with_ci(f'{new}-{old} {q}', ' ms')};"
-            f" ratio {with_ci(f'{new}/{old} {q}', 'x', 3)}"
-        )
-    differences = result["p50_difference_by_round"]
-    slower = sum(d > 0 for d in differences)
-    rounds = ", ".join(f"{d:+.2f}" for d in differences)
-    print(f"  p50 difference round by round (ms): {rounds} ({slower} of {len(differences)} slower)")
-    if f"{new}/{old} p50" in ci:
-        print(f"  verdict at p50: {verdict(ci[f'{new}/{old} p50'])}")
-    load = config["load_average"]
-    print()
-    print(
-        f"load average (1, 5, 15 min): {load['start'][0]:.2f} {load['start'][1]:.2f} "
-        f"{load['start'][2]:.2f} at the start, {load['end'][0]:.2f} {load['end'][1]:.2f} "
-        f"{load['end'][2]:.2f} at the end; {config['cpus']} CPUs; {config['duration_s']:.0f} s"
-    )
-    for name, error in result["errors"].items():
-        print(f"FAILED {name}: {error}")
-    for leak in result["leaks"]:
-        print(f"LEAK {leak}")
+        names = list(openers) if number % 2 == 0 else list(openers)[::-1]
+        log(f"round {number + 1}/{rounds}: {', '.join(names)}; {WARMUP} + {per_round} turns")
+        where = work / f"round-{number}"
+        got = run_round({name: openers[name] for name in names}, per_round, where, errors)
+        for name in openers:  # a failed round stays, empty, so rounds keep their places
+            taken = got.get(name, Taken([], None))
+            samples[name].append(taken.samples)
+            cpu[name].append(taken.cpu_per_call)
+    return samples, cpu, errors
 
 
 def main() -> None:
@@ -275,8 +290,8 @@ def main() -> None:
     leaks: list[str] = []
     started, load_start = time.time(), os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="nbs-revisions-") as tmp:
-        samples, errors = measure(checkouts, args.runs, args.rounds, Path(tmp), leaks)
-    flat = {name: flatten(rounds) for name, rounds in samples.items()}
+        samples, cpu, errors = measure(checkouts, args.runs, args.rounds, Path(tmp), leaks)
+    flat = {name: [s for one in rounds for s in one] for name, rounds in samples.items()}
     result: dict[str, Any] = {
         "old": old,
         "new": new,
@@ -284,6 +299,11 @@ def main() -> None:
         "figures": figures(flat, old, new),
         "intervals": bootstrap(samples, old, new, args.draws),
         "p50_difference_by_round": by_round(samples, old, new),
+        "cpu_ms_per_call_by_round": {
+            name: [None if c is None else c * 1000 for c in values]
+            for name, values in cpu.items()
+            if any(c is not None for c in values)
+        },
         "errors": errors.lines,
         "stderr_tails": errors.stderr_tails,
         "leaks": leaks,
