@@ -5,7 +5,8 @@ Each revision gets a folder under ``$NBSTAGE_BENCH_CACHE`` (else
 commit: ``src/`` holds ``git archive`` of the commit (no worktree is registered in the
 repository), installed by the revision's own ``make install bytecode`` into
 ``src/.venv``, and ``envs/`` and ``templates/`` hold its kernels' environments. A second
-run finds the folder ready and starts at once; ``rm -rf`` the cache to rebuild.
+run finds the folder ready and starts at once; ``rm -rf`` the cache to rebuild, and
+``--prune`` (bench/revisions.py) removes every revision but the two it compares.
 
 A revision is driven only through its ``nbstage`` command and the environment variables
 it reads, never by importing it: its modules may lie elsewhere than the bench's own.
@@ -151,3 +152,20 @@ def build(repo: Path, checkout: Checkout) -> None:
         stdout=sys.stderr,
     )
     log(f"{checkout.name}: built in {time.monotonic() - start:.0f} s")
+
+
+def prune(keep: set[str], cache: Path | None = None) -> list[str]:
+    """Remove every cached revision but the commits ``keep`` (each is about half a GB);
+    the names of those removed."""
+    root = cache or cache_root()
+    kept = {sha[:SHORT] for sha in keep}
+    removed = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        name = folder.name.removesuffix(".lock")
+        if name in kept or not all(ch in "0123456789abcdef" for ch in name):
+            continue
+        with locked(root / f"{name}.lock"):
+            shutil.rmtree(root / name, ignore_errors=True)
+        (root / f"{name}.lock").unlink(missing_ok=True)
+        removed.append(name)
+    return sorted(set(removed))

@@ -77,11 +77,18 @@ def by_round(samples: dict[str, Rounds], old: str, new: str) -> list[float]:
     return [(p50(b) - p50(a)) * 1000 for a, b in pairs if a and b]
 
 
-def verdict(interval: tuple[float, float]) -> str:
+def verdict(interval: tuple[float, float], differences: list[float]) -> str:
+    """NEW against OLD at p50, from the interval of NEW/OLD and the rounds' differences.
+
+    The bootstrap keeps each round's speed, so it misses the noise between rounds; where
+    the rounds disagree in sign, that noise is the larger and the verdict says so."""
     low, high = interval
     if low <= 1.0 <= high:
         return "unchanged within noise (the interval holds 1.00x)"
-    return "slower" if low > 1.0 else "faster"
+    word = "slower" if low > 1.0 else "faster"
+    if any(d > 0 for d in differences) and any(d < 0 for d in differences):
+        return f"{word} by the interval, but the rounds disagree in sign: not settled"
+    return word
 
 
 def report(result: dict[str, Any], names: dict[str, str]) -> None:
@@ -127,7 +134,7 @@ def report(result: dict[str, Any], names: dict[str, str]) -> None:
     rounds = ", ".join(f"{d:+.2f}" for d in differences)
     print(f"  p50 difference round by round (ms): {rounds} ({slower} of {len(differences)} slower)")
     if f"{new}/{old} p50" in ci:
-        print(f"  verdict at p50: {verdict(ci[f'{new}/{old} p50'])}")
+        print(f"  verdict at p50: {verdict(ci[f'{new}/{old} p50'], differences)}")
     print()
     print("CPU of each server's processes per timed call (ms; round by round, then the mean):")
     for key, values in result["cpu_ms_per_call_by_round"].items():

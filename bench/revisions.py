@@ -39,7 +39,7 @@ from typing import Any
 
 import anyio
 import orjson
-from checkouts import Checkout, prepare, repository
+from checkouts import Checkout, prepare, prune, repository, resolve
 from common import WARMUP
 from peers import (
     BENCH,
@@ -157,10 +157,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds the calls are split into")
     parser.add_argument("--draws", type=int, default=DRAWS, help="bootstrap draws")
     parser.add_argument("--json", dest="json_file", default=None, help="also write results here")
+    parser.add_argument(
+        "--prune", action="store_true", help="remove every other cached revision first"
+    )
     args = parser.parse_args()
     if args.runs < 1 or not 1 <= args.rounds <= args.runs:
         parser.error("--runs must be at least 1, and --rounds between 1 and --runs")
     repo = repository(BENCH)
+    if args.prune:
+        removed = prune({resolve(repo, rev) for rev in (args.old, args.new)})
+        log(f"pruned cached revisions: {', '.join(removed) or 'none'}")
     checkouts = [prepare(repo, args.old), prepare(repo, args.new)]
     if checkouts[0].sha == checkouts[1].sha:
         log(f"{args.old} and {args.new} are one commit: the difference is the noise alone")
