@@ -136,12 +136,15 @@ def report(result: dict[str, Any], names: dict[str, str]) -> None:
     if f"{new}/{old} p50" in ci:
         print(f"  verdict at p50: {verdict(ci[f'{new}/{old} p50'], differences)}")
     print()
-    print("CPU of each server's processes per timed call (ms; round by round, then the mean):")
+    print("CPU of each server's processes per timed call (ms; round by round, the mean,")
+    print("and the mean by kind of process):")
     for key, values in result["cpu_ms_per_call_by_round"].items():
         known = [v for v in values if v is not None]
-        shown = ", ".join("-" if v is None else f"{v:.2f}" for v in values)
-        mean = f"{statistics.fmean(known):.2f}" if known else "-"
-        print(f"  {names[key]:<32} {shown}  mean {mean}")
+        shown = ", ".join("-" if v is None else f"{sum(v.values()):.2f}" for v in values)
+        mean = f"{statistics.fmean(sum(v.values()) for v in known):.2f}" if known else "-"
+        kinds = sorted({kind for v in known for kind in v})
+        parts = [f"{k} {statistics.fmean(v.get(k, 0.0) for v in known):.2f}" for k in kinds]
+        print(f"  {names[key]:<32} {shown}  mean {mean}  ({', '.join(parts)})")
     load = config["load_average"]
     print()
     print(

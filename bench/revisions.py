@@ -72,7 +72,7 @@ class Taken:
     processes spent per timed call (None for raw)."""
 
     samples: list[float]
-    cpu_per_call: float | None
+    cpu_per_call: dict[str, float] | None
 
 
 async def one_round(openers: dict[str, Opener], runs: int, where: Path) -> dict[str, Taken]:
@@ -96,7 +96,10 @@ async def one_round(openers: dict[str, Opener], runs: int, where: Path) -> dict[
                 for name in names[first:] + names[:first]:
                     samples[name].append(await attributed(name, ready[name].call()))
             cpu = {
-                name: spent(before[name], cpu_by_pid(ready[name].tags)) / runs
+                name: {
+                    kind: seconds / runs
+                    for kind, seconds in spent(before[name], cpu_by_pid(ready[name].tags)).items()
+                }
                 for name in names
                 if ready[name].tags
             }
@@ -120,7 +123,7 @@ def run_round(
 
 def measure(
     checkouts: list[Checkout], runs: int, rounds: int, work: Path, leaks: list[str]
-) -> tuple[dict[str, Rounds], dict[str, list[float | None]], Failures]:
+) -> tuple[dict[str, Rounds], dict[str, list[dict[str, float] | None]], Failures]:
     errors = Failures()
     openers: dict[str, Opener] = {"raw": raw_system}
     try:
@@ -135,7 +138,7 @@ def measure(
         run_round({checkout.label: warm}, 1, work / f"warm-{uuid.uuid4().hex[:8]}", errors)
         openers[checkout.label] = partial(revision_system, checkout, leaks=leaks)
     samples: dict[str, Rounds] = {name: [] for name in openers}
-    cpu: dict[str, list[float | None]] = {name: [] for name in openers}
+    cpu: dict[str, list[dict[str, float] | None]] = {name: [] for name in openers}
     per_round = runs // rounds
     for number in range(rounds):
         names = list(openers) if number % 2 == 0 else list(openers)[::-1]
@@ -185,7 +188,7 @@ def main() -> None:
         "intervals": bootstrap(samples, old, new, args.draws),
         "p50_difference_by_round": by_round(samples, old, new),
         "cpu_ms_per_call_by_round": {
-            name: [None if c is None else c * 1000 for c in values]
+            name: [None if c is None else {k: v * 1000 for k, v in c.items()} for c in values]
             for name, values in cpu.items()
             if any(c is not None for c in values)
         },
