@@ -6,7 +6,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,28 +31,36 @@ def summarize(samples: list[float]) -> tuple[float, float]:
 
 def raw_roundtrips(runs: int, work: Path) -> list[float]:
     """`1+1` straight through jupyter_client (IPC), until the kernel is idle again."""
+    with raw_kernel(work) as once:
+        samples = [once() for _ in range(WARMUP + runs)]
+    return samples[WARMUP:]
+
+
+@contextmanager
+def raw_kernel(work: Path) -> Iterator[Callable[[], float]]:
+    """A python3 kernel over IPC, and a call that runs `1+1` on it until the kernel is idle
+    again and answers its seconds."""
     km = KernelManager(kernel_name="python3", transport="ipc", ip=str(work / "raw"))
     km.start_kernel()
     kc = km.client()
     kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    samples = []
+
+    def once() -> float:
+        start = time.perf_counter()
+        msg_id = kc.execute("1+1")
+        kc.get_shell_msg(timeout=10)
+        while True:
+            msg = kc.get_iopub_msg(timeout=10)
+            idle = msg["content"].get("execution_state") == "idle"
+            if idle and msg["parent_header"].get("msg_id") == msg_id:
+                return time.perf_counter() - start
+
     try:
-        for i in range(WARMUP + runs):
-            start = time.perf_counter()
-            msg_id = kc.execute("1+1")
-            kc.get_shell_msg(timeout=10)
-            while True:
-                msg = kc.get_iopub_msg(timeout=10)
-                idle = msg["content"].get("execution_state") == "idle"
-                if idle and msg["parent_header"].get("msg_id") == msg_id:
-                    break
-            if i >= WARMUP:
-                samples.append(time.perf_counter() - start)
+        kc.wait_for_ready(timeout=60)
+        yield once
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-    return samples
 
 
 @contextmanager

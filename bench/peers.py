@@ -37,7 +37,7 @@ import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import version as installed_version
@@ -124,8 +124,8 @@ async def timed_calls(
 # --- processes ----------------------------------------------------------------------------
 
 
-def tagged_env(tag: str) -> dict[str, str]:
-    return {**os.environ, TAG_ENV: tag}
+def tagged_env(tag: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, **(extra or {}), TAG_ENV: tag}
 
 
 def environ_of(proc: psutil.Process) -> dict[str, str]:
@@ -185,12 +185,20 @@ def reap(pids: set[int], what: str, leaks: list[str]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def stop_daemon(state: Path, tag: str, leaks: list[str]) -> None:
-    """`nbstage daemon stop` for this state dir, then no process of this tag may remain."""
+def stop_daemon(
+    state: Path,
+    tag: str,
+    leaks: list[str],
+    cli: Sequence[str] = NBSTAGE,
+    extra_env: Mapping[str, str] | None = None,
+) -> None:
+    """`nbstage daemon stop` for this state dir, then no process of this tag may remain.
+
+    ``cli`` and ``extra_env`` pick another install of nbstage (bench/revisions.py)."""
     try:
         subprocess.run(
-            [*NBSTAGE, "daemon", "stop", "--state-dir", str(state)],
-            env=tagged_env(tag),
+            [*cli, "daemon", "stop", "--state-dir", str(state)],
+            env=tagged_env(tag, extra_env),
             capture_output=True,
             timeout=90,
             check=False,
@@ -249,10 +257,17 @@ class Spawn:
     stderr: Path
 
 
-def spawned(what: str, cwd: Path, command: str, args: list[str]) -> Spawn:
+def spawned(
+    what: str,
+    cwd: Path,
+    command: str,
+    args: list[str],
+    extra_env: Mapping[str, str] | None = None,
+) -> Spawn:
     """A server started as ``command args`` in ``cwd``, tagged so its processes can be found."""
     tag = uuid.uuid4().hex
-    params = StdioServerParameters(command=command, args=args, env=tagged_env(tag), cwd=str(cwd))
+    env = tagged_env(tag, extra_env)
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=str(cwd))
     return Spawn(what, params, tag, cwd / f"stderr-{tag[:8]}.log")
 
 
@@ -480,10 +495,15 @@ def daemon_identity(state: Path) -> int:
         return client.request("identity")["pid"]
 
 
-def start_daemon(state: Path, tag: str) -> None:
+def start_daemon(
+    state: Path,
+    tag: str,
+    cli: Sequence[str] = NBSTAGE,
+    extra_env: Mapping[str, str] | None = None,
+) -> None:
     subprocess.run(
-        [*NBSTAGE, "daemon", "start", "--state-dir", str(state)],
-        env=tagged_env(tag),
+        [*cli, "daemon", "start", "--state-dir", str(state)],
+        env=tagged_env(tag, extra_env),
         capture_output=True,
         check=True,
         timeout=120,
