@@ -85,3 +85,16 @@ class CellDeleted:
 class CellMoved:
     cell_id: str
     index: int
+
+
+@frozen
+class OutputsCleared:
+    cleared: list[str]
+    """The ids of the code cells that had outputs or a count, in notebook order."""
+
+
+@frozen
+class CellTagsChanged:
+    cell_id: str
+    tags: list[str]
+    """The cell's tags after the change."""
