@@ -61,6 +61,8 @@ class CellsShown:
     cells: list[dict[str, Any]]
     """nbformat 4.5 cells; without outputs when they were not asked for."""
     total: int
+    metadata: dict[str, Any] | None = None
+    """The notebook's metadata, with a window that starts at the first cell."""
 
 
 @frozen

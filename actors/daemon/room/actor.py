@@ -23,6 +23,7 @@ from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
+from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -65,7 +66,7 @@ class Room(NbActor):
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
         self.opening = Opening()
-        self.sharing = Sharing()
+        self.sharing, self.beacon = Sharing(), ChangeBeacon()
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -271,8 +272,9 @@ class Room(NbActor):
     # --- the people watching in JupyterLab (room/sharing.py, ADR 0004) ---------------------
 
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
-        """Whatever the message changed reaches the people watching, as one Y update."""
+        """What the message changed reaches the people watching and the daemon's watchers."""
         super().receiveMessage(msg, sender)
+        self.act(*self.beacon.after(self))
         if self.sharing.watched:
             running = self.seat.runs.book.live_cells()
             self.act(*self.sharing.mirror(self.doc, self.peers, running))
