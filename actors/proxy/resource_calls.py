@@ -161,14 +161,13 @@ class ResourceDesk:
             failure = res.refused(call.request_id, call.version, msg.failure, msg.message, msg.uri)
             self.out.error(failure)
 
-    def expired(self, call_id: str) -> None:
+    def expired(self, call_id: str, why: str = NOT_BACK) -> None:
         call = self.pending.get(call_id)
         if call is None or call.sent:
             return
         del self.pending[call_id]
-        error = res.refused(
-            call.request_id, call.version, ResourceFailure.UNAVAILABLE, NOT_BACK, call.uri
-        )
+        failure = ResourceFailure.UNAVAILABLE
+        error = res.refused(call.request_id, call.version, failure, why, call.uri)
         self.out.error(error)
 
     def cancelled(self, call_id: str) -> None:
@@ -212,4 +211,7 @@ class SupervisorOutbox:
         self.sup.send(self.sup.edge, message)
 
     def wait(self, call_id: str) -> None:
+        if self.sup.config.no_daemon is not None:
+            self.sup.resources.expired(call_id, self.sup.config.no_daemon)
+            return
         self.sup.wakeupAfter(self.wait_limit, payload=ResourceWaitExpired(call_id))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import time
 import warnings
 from collections.abc import Iterator
@@ -19,7 +21,13 @@ import nbformat
 import pytest
 
 from tests.images import png_bytes
-from tests.support import RunningDaemon, call_ok, mcp_client, run_bounded
+from tests.support import (
+    RunningDaemon,
+    call_ok,
+    mcp_client,
+    run_bounded,
+    session_manager_pid,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -166,6 +174,16 @@ def test_a_subscribed_notebook_is_announced_once_per_burst(
             await call_ok(editor, "set_cell", cell_id="a", source="x = 2")
             await wait_for(lambda: uri in updated, 10, "the update notice")
 
+            updated.clear()
+            await call_ok(editor, "execute_cell", cell_id="a")
+            await wait_for(lambda: uri in updated, 10, "the notice of a finished run")
+
+            updated.clear()
+            on_disk = nbformat.read(tmp_path / "shared.ipynb", as_version=4)
+            on_disk.cells.append(nbformat.v4.new_markdown_cell("from the disk"))
+            nbformat.write(on_disk, tmp_path / "shared.ipynb")
+            await wait_for(lambda: uri in updated, 15, "the notice of a change on disk")
+
             created = await call_ok(client, "create_notebook")
             await wait_for(lambda: list_changes, 10, "list_changed after create_notebook")
             assert created["notebook_id"]
@@ -199,3 +217,23 @@ def test_subscriptions_are_refused_in_the_modern_era(daemon: RunningDaemon, tmp_
                 await expect_error(call, -32601)
 
     run_bounded(body, budget=60)
+
+
+def test_the_list_is_answered_while_the_child_is_down_and_a_read_waits_for_the_next(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    write_notebook(tmp_path / "kept.ipynb", [("a", "x = 1")])
+
+    async def body() -> None:
+        async with mcp_client(daemon, "legacy", label="kim", cwd=tmp_path) as client:
+            joined = await call_ok(client, "connect_notebook", path="kept.ipynb")
+            uri = f"nbstage://notebook/{joined['notebook_id']}"
+            before = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert before == [uri]
+            os.kill(session_manager_pid(daemon, "kim"), signal.SIGKILL)
+            during = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert during == before
+            read = (await client.read_resource(uri)).contents
+            assert json.loads(read[0].text)["cells"][0]["id"] == "a"
+
+    run_bounded(body, budget=120)
