@@ -65,8 +65,7 @@ class Room(NbActor):
         self.seat = KernelSeat(self.env)
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
-        self.opening = Opening()
-        self.sharing, self.beacon = Sharing(), ChangeBeacon()
+        self.opening, self.sharing, self.beacon = Opening(), Sharing(), ChangeBeacon()
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -145,6 +144,7 @@ class Room(NbActor):
                 *self.file.check_due(due, bool(self.peers), self.close.asked)
             ),
             wakeup(f.WaitExpired): self._to(runs.wait_expired),
+            wakeup(f.ChangeSayDue): lambda due: self.act(*self.beacon.pause_over(self)),
         }
 
     def _to(self, decide: Callable[..., list[actions.Action]]) -> Callable[..., None]:
