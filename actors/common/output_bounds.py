@@ -139,14 +139,14 @@ def previewed(reply: object, cap: int) -> object:
             )
         case CellShown(cell):
             return CellShown(replace(cell, outputs=preview_outputs(cell.outputs, cap)))
-        case CellsShown(cells, total):
+        case CellsShown(cells, total, metadata):
             shown = [
                 {**cell, "outputs": preview_outputs(cell["outputs"], cap)}
                 if isinstance(cell.get("outputs"), list)
                 else cell
                 for cell in cells
             ]
-            return CellsShown(shown, total)
+            return CellsShown(shown, total, metadata)
     return reply
 
 

@@ -28,14 +28,23 @@ from thespian.actors import ActorAddress
 from nbstage.actors.common.base import Key, NbActor, wakeup
 from nbstage.actors.proxy import restart_notices, restart_policy, restart_target
 from nbstage.actors.proxy.child_slot import ChildSlot, session_config
+from nbstage.actors.proxy.resource_calls import ResourceDesk, SupervisorOutbox
 from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, with_notices
 from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp.resources import RESOURCE_METHODS
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
 from nbstage.protocol.mcp.versions import decorate_result, is_modern_version
+from nbstage.protocol.session.resource_messages import (
+    ResourceAnswered,
+    ResourceListChanged,
+    ResourceRefused,
+    ResourceUpdated,
+    ResourceWaitExpired,
+)
 from nbstage.protocol.session.supervision import (
     HANDOFF_EXIT_CODE,
     ActiveSessionChanged,
@@ -91,6 +100,7 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
         self.tools = ToolList()
+        self.resources = ResourceDesk(SupervisorOutbox(self, CALL_WAIT_LIMIT))
         self.banner: tuple[Notice, ...] = ()
         self.draining = False
         """stdin has ended: the process stops once the calls in flight are answered."""
@@ -114,6 +124,11 @@ class ProxySupervisor(NbActor):
             wakeup(RestartDue): self._restart_due,
             wakeup(ProgressDue): self._progress_due,
             wakeup(CallWaitExpired): self._call_wait_expired,
+            from_child(ResourceAnswered): self.resources.answered,
+            from_child(ResourceRefused): self.resources.refused,
+            from_child(ResourceListChanged): self.resources.list_changed,
+            from_child(ResourceUpdated): self.resources.updated,
+            wakeup(ResourceWaitExpired): lambda due: self.resources.expired(due.call_id),
         }
 
     # --- start and stop -------------------------------------------------------------------
@@ -167,6 +182,8 @@ class ProxySupervisor(NbActor):
         if request.method == "tools/list":
             result = self._decorate({"tools": self.tools.tools}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
+        elif request.method in RESOURCE_METHODS:
+            self.resources.admitted(id_key(request.id), request, msg.version)
         else:
             self._tool_call(request, msg)
 
@@ -207,6 +224,7 @@ class ProxySupervisor(NbActor):
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)
+        self.resources.cancelled(call_id)
         call = self.calls.pop(call_id, None)
         if call is not None and self.slot.live is not None:
             self._to_child(ToolCallCancelled(call_id))
@@ -287,6 +305,7 @@ class ProxySupervisor(NbActor):
         self.slot.ready = True
         self.restart = restart_policy.child_ready(self.restart)
         self._refresh_tools(msg.tools)
+        self.resources.child_ready()
         for call_id, call in list(self.calls.items()):
             if call.sent_to is None:
                 self._forward(call_id, call)
@@ -315,6 +334,7 @@ class ProxySupervisor(NbActor):
         self._plan_restart(decision, restart_notices.RESTARTED)
 
     def _requeue_or_fail_calls(self) -> None:
+        self.resources.child_lost()
         for call_id in requeue(self.calls):
             call = self.calls.pop(call_id)
             self._reply(call_id, call, tool_error(restart_notices.CRASHED_TWICE))

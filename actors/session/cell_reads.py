@@ -32,7 +32,7 @@ def get_all_cells(ctx: ToolContext, args: tool_args.GetAllCellsArgs) -> Handler:
         reply = yield GetCells(ctx.notebook_id, CellsFormat.SUMMARY, args.start, args.count)
         text = render_cells_summary(reply.cells, reply.total)
         return tool_result({"cells": reply.cells, "total": reply.total}, text=text)
-    shown, total = yield from _cells_in_pages(ctx, args)
+    shown, total = yield from cells_in_pages(ctx, args)
     if args.format is tool_args.AllCellsFormat.JSON:
         content, structured = render_cells_json(shown, total, figures=ctx.figures)
         return tool_result(structured, content=content)
@@ -45,7 +45,7 @@ def get_all_cells(ctx: ToolContext, args: tool_args.GetAllCellsArgs) -> Handler:
     return tool_result({"cells": cells, "total": total}, content=content)
 
 
-def _cells_in_pages(
+def cells_in_pages(
     ctx: ToolContext, args: tool_args.GetAllCellsArgs
 ) -> Generator[object, Any, tuple[list[dict[str, Any]], int]]:
     """Whole cells and the notebook's total. Cells whose reply would exceed the daemon's

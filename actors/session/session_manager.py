@@ -33,6 +33,7 @@ from nbstage.actors.session.daemon_link import (
 )
 from nbstage.actors.session.daemon_requests import UNREACHABLE, DaemonRequests
 from nbstage.actors.session.held_calls import HeldCalls
+from nbstage.actors.session.resource_driver import ResourceDriver
 from nbstage.actors.session.session_calls import (
     already_connected,
     join_outcome,
@@ -127,6 +128,7 @@ class SessionManager(NbActor):
         self.watch: ActorAddress | None = None
         self.held = HeldCalls()
         self.snapshot = stale_reads.Snapshot()
+        self.resources = ResourceDriver(self)
 
     def handlers(self) -> dict[Key, Callable[..., None]]:
         return {
@@ -150,6 +152,7 @@ class SessionManager(NbActor):
                 delivery.after_figures(d, self.supervisor)
             ),
             finished(LabStarted): self._lab_started,
+            **self.resources.handlers(),
         }
 
     def _lab_started(self, done: BlockingWorkDone) -> None:
@@ -414,6 +417,7 @@ class SessionManager(NbActor):
             self.snapshot = stale_reads.keep_only(self.snapshot, held)
         if (self.state.active, self.state.parked) != before and self.watch is not None:
             self.send(self.watch, ClientInfoChanged(self._client_info()))
+            self.resources.refresh()
         if self.state.active != before[0]:
             active = self.state.active
             self.send(

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nbstage.actors.session.cell_marks import add_cell_tags, clear_outputs, remove_cell_tags
 from nbstage.actors.session.cell_reads import get_all_cells, get_cell
 from nbstage.actors.session.daemon_link import DaemonFailure
 from nbstage.actors.session.dependency_rendering import render_dependencies
@@ -268,4 +269,7 @@ SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.SAVE_NOTEBOOK: save_notebook,
     ToolName.MANAGE_DEPENDENCIES: manage_dependencies,
     ToolName.SHOW_NOTEBOOK: show_notebook,
+    ToolName.CLEAR_OUTPUTS: clear_outputs,
+    ToolName.ADD_CELL_TAGS: add_cell_tags,
+    ToolName.REMOVE_CELL_TAGS: remove_cell_tags,
 }

@@ -18,7 +18,7 @@ from typing import Any
 from thespian.actors import ActorAddress, ActorExitRequest
 
 from nbstage.actors.common.base import Key, NbActor, wakeup
-from nbstage.actors.session import reconcile
+from nbstage.actors.session import reconcile, resources
 from nbstage.actors.session.daemon_link import (
     DaemonFrameArrived,
     DaemonLink,
@@ -94,6 +94,9 @@ class WatchLoop(NbActor):
     def _frame_arrived(self, msg: DaemonFrameArrived, sender: ActorAddress) -> None:
         frame = frame_from(self.link, msg)
         if frame is None:
+            return
+        if (event := resources.event_message(frame)) is not None:
+            self.send(self.session_manager, event)
             return
         identity = _identity_in(frame)
         if identity is not None:

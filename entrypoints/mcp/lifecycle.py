@@ -65,6 +65,7 @@ from nbstage.entrypoints.mcp.envelope import (
     read_envelope,
     unsupported_version,
 )
+from nbstage.protocol.mcp import resources
 from nbstage.protocol.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -146,7 +147,8 @@ class Lifecycle:
         return self.state is State.LEGACY_READY
 
     def _capabilities(self, *, modern: bool) -> dict[str, Any]:
-        return {"tools": {} if modern else {"listChanged": True}}
+        tools = {} if modern else {"listChanged": True}
+        return {"tools": tools, "resources": resources.capabilities(modern=modern)}
 
     def close(self) -> None:
         self.state = State.CLOSED

@@ -44,8 +44,10 @@ from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular, w
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.frames import FrameError
 from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp.resources import RESOURCE_METHODS, resource_notice
 from nbstage.protocol.mcp.tool_results import tools_list_changed
 from nbstage.protocol.session import session_frames
+from nbstage.protocol.session.resource_messages import ResourceNoticeDue
 from nbstage.protocol.session.session_frames import SESSION_FD_ENV
 from nbstage.protocol.session.supervision import (
     ChildProcessDied,
@@ -65,7 +67,7 @@ from nbstage.protocol.session.supervision import (
     ToSessionChild,
 )
 
-SUPERVISED_METHODS = ("tools/list", "tools/call")
+SUPERVISED_METHODS = frozenset({"tools/list", "tools/call", *RESOURCE_METHODS})
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -343,6 +345,11 @@ class McpEdge:
             case ToolListChanged() if self.lifecycle.may_send_list_changed:
                 self._write(tools_list_changed())
             case ToolListChanged():
+                pass
+            case ResourceNoticeDue(uri) if self.lifecycle.may_send_list_changed:
+                notice = resource_notice(uri)
+                self._write(notice)
+            case ResourceNoticeDue():
                 pass
             case _:
                 log.warning("mcp edge ignored %s", type(message).__name__)

@@ -61,6 +61,8 @@ class CellsShown:
     cells: list[dict[str, Any]]
     """nbformat 4.5 cells; without outputs when they were not asked for."""
     total: int
+    metadata: dict[str, Any] | None = None
+    """The notebook's metadata, with a window that starts at the first cell."""
 
 
 @frozen
@@ -85,3 +87,16 @@ class CellDeleted:
 class CellMoved:
     cell_id: str
     index: int
+
+
+@frozen
+class OutputsCleared:
+    cleared: list[str]
+    """The ids of the code cells that had outputs or a count, in notebook order."""
+
+
+@frozen
+class CellTagsChanged:
+    cell_id: str
+    tags: list[str]
+    """The cell's tags after the change."""

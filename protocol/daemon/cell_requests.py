@@ -95,3 +95,30 @@ class ReplaceRegex:
     pattern: str
     content: str
     key: str | None = None
+
+
+@wire_request("clear_outputs")
+@frozen
+class ClearOutputs:
+    """Empty one code cell's outputs and execution count, or every code cell's."""
+
+    notebook_id: str
+    cell_id: str | None = None
+    key: str | None = None
+
+
+class TagChange(StrEnum):
+    ADD = "add"
+    REMOVE = "remove"
+
+
+@wire_request("change_cell_tags")
+@frozen
+class ChangeCellTags:
+    """Add tags to, or remove them from, a cell's ``metadata.tags``."""
+
+    notebook_id: str
+    cell_id: str
+    change: TagChange
+    tags: list[str]
+    key: str | None = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from nbstage.protocol.daemon.cell_requests import (
     CellsFormat,
+    ChangeCellTags,
+    ClearOutputs,
     CreateCell,
     DeleteCell,
     GetCell,
@@ -21,6 +23,7 @@ from nbstage.protocol.daemon.cell_requests import (
     ReplaceMatch,
     ReplaceRegex,
     SetCell,
+    TagChange,
 )
 from nbstage.protocol.daemon.daemon_requests import (
     CollectEnvironments,
@@ -69,6 +72,8 @@ __all__ = [
     "ApplyDependencies",
     "AttachNotebook",
     "CellsFormat",
+    "ChangeCellTags",
+    "ClearOutputs",
     "CollectEnvironments",
     "CreateCell",
     "CreateNotebook",
@@ -98,6 +103,7 @@ __all__ = [
     "SetCell",
     "ShutdownDaemon",
     "ShutdownKernelNow",
+    "TagChange",
     "Watch",
     "decode_request",
     "wire_request",

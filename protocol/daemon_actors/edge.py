@@ -80,6 +80,8 @@ class EventKind(StrEnum):
     PEER_LEFT = "peer_left"
     SAVED = "saved"
     KERNEL_DIED = "kernel_died"
+    CHANGED = "changed"
+    """The document took a new revision: anyone's edit, outputs, a merge with the file."""
 
 
 @frozen

@@ -27,6 +27,11 @@ class AutosaveDue:
 
 
 @frozen
+class ChangeSayDue:
+    """The end of the Room's pause between two ``changed`` events (change_beacon.py)."""
+
+
+@frozen
 class KeepAliveExpired:
     """Keep-alive timer payload; also accepted as a message so tests can fire it in order."""
 

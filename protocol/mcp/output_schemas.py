@@ -162,6 +162,9 @@ SHAPES: dict[str, Schema] = {
         apply=_or_null({"type": "object"}),
     ),
     "show_notebook": _obj(("url", "notebook_id", "path"), url=STR, notebook_id=STR, path=STR),
+    "clear_outputs": _obj(("cleared",), cleared=_list(STR)),
+    "add_cell_tags": _obj(("cell_id", "tags"), cell_id=STR, tags=_list(STR)),
+    "remove_cell_tags": _obj(("cell_id", "tags"), cell_id=STR, tags=_list(STR)),
     "reconnect": _obj(("restarted",), restarted=BOOL, restarts=INT),
 }
 

@@ -115,6 +115,20 @@ class CellIdArgs:
 
 
 @frozen
+class ClearOutputsArgs:
+    cell_id: str | None = arg("The code cell to clear; leave it out to clear every cell.", None)
+
+
+@frozen
+class CellTagsArgs:
+    cell_id: str = arg("The cell's id.")
+    tags: list[str] = field(
+        default_factory=list,
+        metadata=described('Tags, e.g. ["parameters"]: no spaces or commas in one.'),
+    )
+
+
+@frozen
 class MoveCellArgs:
     cell_id: str = arg("The cell's id.")
     after_cell_id: str | None = arg("Put it after this cell; null moves it to the front.", None)

@@ -31,5 +31,8 @@ class ToolName(StrEnum):
     REPLACE_MATCH = "replace_match"
     REPLACE_REGEX = "replace_regex"
     SHOW_NOTEBOOK = "show_notebook"
+    CLEAR_OUTPUTS = "clear_outputs"
+    ADD_CELL_TAGS = "add_cell_tags"
+    REMOVE_CELL_TAGS = "remove_cell_tags"
     RECONNECT = "reconnect"
     """Carried out by the supervisor itself; it never reaches the session child."""

@@ -19,6 +19,8 @@ from nbstage.protocol.mcp.argument_decoding import (
 from nbstage.protocol.mcp.output_schemas import output_schema
 from nbstage.protocol.mcp.tool_args import (
     CellIdArgs,
+    CellTagsArgs,
+    ClearOutputsArgs,
     ConnectArgs,
     CreateArgs,
     CreateCellArgs,
@@ -249,6 +251,32 @@ TOOLS: tuple[ToolSpec, ...] = (
         "the person asks to see or work on the notebook with you; give them the url.",
         ShowNotebookArgs,
         A.DOCUMENT_READ,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "clear_outputs",
+        "Clear outputs",
+        "Remove the outputs and execution counts of one code cell, or of every cell.",
+        ClearOutputsArgs,
+        A.DOCUMENT_MUTATION,
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "add_cell_tags",
+        "Tag a cell",
+        "Add tags to a cell's metadata.tags (saved in the file), e.g. parameters or "
+        "remove-input; tags it has already are kept once.",
+        CellTagsArgs,
+        A.DOCUMENT_MUTATION,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "remove_cell_tags",
+        "Untag a cell",
+        "Remove tags from a cell's metadata.tags; tags it does not have are ignored.",
+        CellTagsArgs,
+        A.DOCUMENT_MUTATION,
         idempotent=True,
     ),
 )

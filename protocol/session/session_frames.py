@@ -16,6 +16,14 @@ import orjson
 from nbstage.protocol.common.codec import from_wire, to_wire
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon.frames import FrameError, json_object, read_body
+from nbstage.protocol.session.resource_messages import (
+    ResourceAnswered,
+    ResourceListChanged,
+    ResourceRefused,
+    ResourceRequested,
+    ResourceSubscriptionsChanged,
+    ResourceUpdated,
+)
 from nbstage.protocol.session.supervision import (
     ActiveSessionChanged,
     HandoffRequested,
@@ -35,7 +43,14 @@ SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
 _LENGTH = struct.Struct(">I")
 _RAW_AFTER = b"\0"
 
-TO_CHILD = (SessionConfig, ToolCallRequested, ToolCallCancelled, StopSessionManager)
+TO_CHILD = (
+    SessionConfig,
+    ToolCallRequested,
+    ToolCallCancelled,
+    StopSessionManager,
+    ResourceRequested,
+    ResourceSubscriptionsChanged,
+)
 FROM_CHILD = (
     SessionManagerReady,
     ToolCallFinished,
@@ -43,13 +58,19 @@ FROM_CHILD = (
     ActiveSessionChanged,
     RestartTargetChanged,
     HandoffRequested,
+    ResourceAnswered,
+    ResourceRefused,
+    ResourceListChanged,
+    ResourceUpdated,
 )
 _BY_NAME = {cls.__name__: cls for cls in (*TO_CHILD, *FROM_CHILD)}
+_RAW = (ToolCallFinished, ResourceAnswered)
+"""Messages of a call id and an encoded result, which travels raw after the object."""
 
 
 def encode(message: object) -> bytes:
-    if isinstance(message, ToolCallFinished):
-        head = orjson.dumps({"type": "ToolCallFinished", "call_id": message.call_id})
+    if isinstance(message, _RAW):
+        head = orjson.dumps({"type": type(message).__name__, "call_id": message.call_id})
         body = head + _RAW_AFTER + message.result_json
     else:
         body = orjson.dumps({"type": type(message).__name__, **to_wire(message)})
@@ -65,11 +86,11 @@ def decode(body: bytes) -> object:
     cls = _BY_NAME.get(fields.pop("type", None))
     if cls is None:
         raise FrameError("session frame names no known message")
-    if cls is ToolCallFinished:
+    if cls in _RAW:
         call_id = fields.get("call_id")
         if not isinstance(call_id, str):
-            raise FrameError("ToolCallFinished needs a string call_id")
-        return ToolCallFinished(call_id, raw)
+            raise FrameError(f"{cls.__name__} needs a string call_id")
+        return cls(call_id, raw)
     try:
         return from_wire(cls, fields)
     except NbstageError as exc:

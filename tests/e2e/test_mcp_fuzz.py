@@ -387,7 +387,7 @@ def unknown_methods(draw: st.DrawFn) -> Template:
             [
                 "notifications/initialized",
                 "notifications/cancelled",
-                "resources/list",
+                "completion/complete",
                 "prompts/get",
                 "server/discover",
                 "tools/List",

@@ -297,7 +297,7 @@ def test_an_unknown_method_gets_method_not_found(state_dir: Path) -> None:
         early = server.request("no/such/method")
         assert early["error"]["code"] == -32600, "the handshake comes first"
         server.initialize()
-        for method in ("no/such/method", "resources/list", "prompts/list"):
+        for method in ("no/such/method", "completion/complete", "prompts/list"):
             answer = server.request(method)
             assert answer["error"]["code"] == -32601, answer
             assert method in answer["error"]["message"]

@@ -54,6 +54,9 @@ SESSION_TOOL_CALLS: dict[str, dict[str, Any]] = {
     "save_notebook": {"path": "somewhere.ipynb"},
     "manage_dependencies": {},
     "show_notebook": {},
+    "clear_outputs": {},
+    "add_cell_tags": {"cell_id": "c1", "tags": ["t"]},
+    "remove_cell_tags": {"cell_id": "c1", "tags": ["t"]},
 }
 
 

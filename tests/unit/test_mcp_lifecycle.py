@@ -127,7 +127,10 @@ def test_initialize_names_the_server_its_capabilities_and_instructions() -> None
     assert isinstance(admission, Answer)
     result = admission.result
     assert result["serverInfo"] == SERVER_INFO
-    assert result["capabilities"] == {"tools": {"listChanged": True}}
+    assert result["capabilities"] == {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+    }
     for word in ("connect_notebook", "create_notebook", "restart"):
         assert word in result["instructions"]
     assert "resultType" not in result
@@ -422,7 +425,7 @@ def test_server_discover_describes_the_modern_protocol() -> None:
         {
             "resultType": "complete",
             "supportedVersions": [MODERN_VERSION],
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, "resources": {}},
             "instructions": life.instructions,
             "ttlMs": 0,
             "cacheScope": "private",

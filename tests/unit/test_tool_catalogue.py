@@ -54,8 +54,12 @@ SPEC_TOOLS = {
     "manage_dependencies": {"add", "remove", "trust", "dependency_fingerprint", "apply"},
     "show_notebook": {"notebook_id"},
     "reconnect": set(),
+    "clear_outputs": {"cell_id"},
+    "add_cell_tags": {"cell_id", "tags"},
+    "remove_cell_tags": {"cell_id", "tags"},
 }
-"""SPEC §4's table: every tool and the arguments it takes."""
+"""SPEC §4's table: every tool and the arguments it takes, with the three that issue 25
+adds (clear_outputs and the cell tags)."""
 
 ALL_SPECS = (*TOOLS, RECONNECT)
 

@@ -230,6 +230,33 @@ class Document:
         cell.execution_count = execution_count
         self._touch()
 
+    def clear_outputs(self, cell_id: str | None = None) -> list[str]:
+        """Empty the outputs and count of one code cell, or of every code cell; return the
+        ids of the cells that had any."""
+        cells = [self._code_cell(cell_id)] if cell_id is not None else self.cells
+        cleared = []
+        for cell in cells:
+            if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None):
+                cell.outputs, cell.execution_count = [], None
+                cleared.append(cell.id)
+        if cleared:
+            self._touch()
+        return cleared
+
+    def change_tags(self, cell_id: str, add: Sequence[str], remove: Sequence[str]) -> Cell:
+        """Add and remove ``metadata.tags`` (kept in order, each once); no tags left
+        removes the key."""
+        cell = self.cell(cell_id)
+        before = cell.metadata.get("tags")
+        tags = list(before) if isinstance(before, list) else []
+        tags = [t for t in tags if t not in remove]
+        tags += [t for t in dict.fromkeys(add) if t not in tags]
+        if tags != before and (tags or before is not None):
+            metadata = {k: v for k, v in cell.metadata.items() if k != "tags"}
+            cell.metadata = {**metadata, "tags": tags} if tags else metadata
+            self._touch()
+        return cell
+
     # Helpers
 
     def _code_cell(self, cell_id: str) -> Cell:

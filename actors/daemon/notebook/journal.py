@@ -17,7 +17,13 @@ from nbstage.actors.daemon.environment.dependencies import read_dependencies, wi
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
-from nbstage.protocol.daemon.replies import CellCreated, CellDeleted, CellMoved, CellUpdated
+from nbstage.protocol.daemon.replies import (
+    CellCreated,
+    CellDeleted,
+    CellMoved,
+    CellTagsChanged,
+    CellUpdated,
+)
 
 
 def put(cell: dict[str, Any], index: int) -> dict[str, Any]:
@@ -39,7 +45,11 @@ def dependencies(deps: list[str]) -> dict[str, Any]:
 def mutation_record(doc: Document, result: object) -> dict[str, Any] | None:
     """The record of a mutation that answered ``result`` on ``doc`` (already applied)."""
     match result:
-        case CellCreated(cell_id=cell_id) | CellUpdated(cell_id=cell_id):
+        case (
+            CellCreated(cell_id=cell_id)
+            | CellUpdated(cell_id=cell_id)
+            | CellTagsChanged(cell_id=cell_id)
+        ):
             return put(doc.cell(cell_id).to_json(include_outputs=False), doc.index_of(cell_id))
         case CellDeleted(deleted=cell_id):
             return delete(cell_id)

@@ -22,6 +22,7 @@ from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
+from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -63,8 +64,7 @@ class Room(NbActor):
         self.seat = KernelSeat(self.env)
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
-        self.opening = Opening()
-        self.sharing = Sharing()
+        self.opening, self.sharing, self.beacon = Opening(), Sharing(), ChangeBeacon()
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -143,6 +143,7 @@ class Room(NbActor):
                 *self.file.check_due(due, bool(self.peers), self.close.asked)
             ),
             wakeup(f.WaitExpired): self._to(runs.wait_expired),
+            wakeup(f.ChangeSayDue): lambda due: self.act(*self.beacon.pause_over(self)),
         }
 
     def _to(self, decide: Callable[..., list[actions.Action]]) -> Callable[..., None]:
@@ -265,8 +266,9 @@ class Room(NbActor):
     # --- the people watching in JupyterLab (room/sharing.py, ADR 0004) ---------------------
 
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
-        """Whatever the message changed reaches the people watching, as one Y update."""
+        """What the message changed reaches the people watching and the daemon's watchers."""
         super().receiveMessage(msg, sender)
+        self.act(*self.beacon.after(self))
         if self.sharing.watched:
             running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
             self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))

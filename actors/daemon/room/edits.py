@@ -12,7 +12,7 @@ from typing import Any
 
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room.actions import SetOutputs
-from nbstage.protocol.common.errors import NbstageError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon import replies, requests
 
 
@@ -45,6 +45,29 @@ def replace_regex(doc: Document, req: requests.ReplaceRegex) -> replies.CellUpda
     return replies.CellUpdated(doc.replace_regex(req.cell_id, req.pattern, req.content).id)
 
 
+def clear_outputs(doc: Document, req: requests.ClearOutputs) -> replies.OutputsCleared:
+    return replies.OutputsCleared(doc.clear_outputs(req.cell_id))
+
+
+def change_cell_tags(doc: Document, req: requests.ChangeCellTags) -> replies.CellTagsChanged:
+    adding = req.change is requests.TagChange.ADD
+    tags = check_tags(req.tags)
+    cell = doc.change_tags(req.cell_id, tags if adding else [], [] if adding else tags)
+    return replies.CellTagsChanged(cell.id, list(cell.metadata.get("tags") or []))
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    """Tags are non-empty strings without commas or whitespace, as Jupyter's tag editor
+    takes them."""
+    for tag in tags:
+        if not tag or any(ch.isspace() or ch == "," for ch in tag) or len(tag) > 200:
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST,
+                f"{tag!r} is not a tag: give up to 200 characters with no spaces or commas.",
+            )
+    return tags
+
+
 EDITS: dict[type, Callable[[Document, Any], Any]] = {
     requests.CreateCell: create_cell,
     requests.SetCell: set_cell,
@@ -52,6 +75,8 @@ EDITS: dict[type, Callable[[Document, Any], Any]] = {
     requests.MoveCell: move_cell,
     requests.ReplaceMatch: replace_match,
     requests.ReplaceRegex: replace_regex,
+    requests.ClearOutputs: clear_outputs,
+    requests.ChangeCellTags: change_cell_tags,
 }
 
 

@@ -85,4 +85,5 @@ def cells(room: Any, req: GetCells) -> CellsSummarized | CellsShown:
     doc, total = room.doc, len(room.doc.cells)
     if req.format is CellsFormat.SUMMARY:
         return CellsSummarized(doc.summaries(req.start, req.count), total)
-    return CellsShown(doc.cells_json(req.start, req.count, req.include_outputs), total)
+    metadata = doc.metadata if req.start == 0 else None
+    return CellsShown(doc.cells_json(req.start, req.count, req.include_outputs), total, metadata)
