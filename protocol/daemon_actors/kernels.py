@@ -13,6 +13,7 @@ from typing import Any
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.settings import OUTPUT_LIMIT_BYTES
 from nbstage.protocol.daemon_actors.edge import Origin
 
@@ -115,6 +116,10 @@ class StartKernel:
     environment: EnvironmentWanted = EnvironmentWanted()
     output_limit: int = OUTPUT_LIMIT_BYTES
     """The most output of one execution a batch holds (settings' output_limit_bytes)."""
+    host: KernelHost | None = None
+    """The kernel host (a Jupyter Kernel Gateway) to run on; None: this machine."""
+    unplaceable: str | None = None
+    """Why no host can take the kernel (actors/daemon/kernel/placement.py): it fails to start."""
 
 
 @frozen
@@ -135,6 +140,9 @@ class KernelDied:
     """The kernel process ended without being asked to."""
 
     pid: int | None
+    host: str | None = None
+    """The kernel host it ran on; None: this machine."""
+    reason: str | None = None
 
 
 @frozen

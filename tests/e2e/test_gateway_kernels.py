@@ -1,0 +1,234 @@
+"""Kernels behind a real Jupyter Kernel Gateway (issue 26): one `jupyter kernelgateway`
+for the whole session, on 127.0.0.1 with a token of its own, and a daemon whose
+config.toml names it. Each test drives the daemon over its socket as a client would.
+
+Cells that must stay busy wait for a flag file the test creates (the gateway runs on this
+machine), so "while it runs" is a fact the test arranged, not a guess about timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import psutil
+import pytest
+
+from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
+from tests.conftest import FAST_SETTINGS
+from tests.support import RunningDaemon, daemon_running, room_view, run_cell, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass
+class Gateway:
+    url: str
+    token: str
+    process: subprocess.Popen[bytes]
+
+    def kernels(self) -> list[dict[str, Any]]:
+        """The gateway's own list of its kernels (the token in a header, as nbstage sends it)."""
+        request = urllib.request.Request(
+            self.url + "/api/kernels", headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return json.loads(answer.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(gateway: Gateway) -> bool:
+    """Whether the gateway answers HTTP at all (an error status is an answer)."""
+    try:
+        gateway.kernels()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def gateway() -> Iterator[Gateway]:
+    """One real `jupyter kernelgateway` (the test extra's) for the session; its kernels are
+    the test venv's python3. Afterwards it and every kernel it started are gone."""
+    with tempfile.TemporaryDirectory(prefix="nbkg-") as tmp:
+        env = {
+            **os.environ,
+            "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
+            "JUPYTER_DATA_DIR": f"{tmp}/data",
+            "IPYTHONDIR": f"{tmp}/ipython",
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        token = secrets.token_hex(16)
+        port = _free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "kernel_gateway",
+            "--KernelGatewayApp.ip=127.0.0.1",
+            f"--KernelGatewayApp.port={port}",
+            "--KernelGatewayApp.port_retries=0",
+            "--JupyterWebsocketPersonality.list_kernels=True",
+            f"--KernelGatewayApp.auth_token={token}",
+        ]
+        with open(f"{tmp}/gateway.log", "wb") as log:
+            process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
+        running = Gateway(f"http://127.0.0.1:{port}", token, process)
+        try:
+            wait_until(lambda: process.poll() is not None or _answers(running), 60, "the gateway")
+            assert process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
+            yield running
+        finally:
+            started = psutil.Process(process.pid).children(recursive=True)
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            for child in started:
+                wait_until(lambda c=child: not c.is_running(), 10, f"kernel {child.pid} to end")
+
+
+def configured_daemon(state_dir: Path, gateway: Gateway) -> Any:
+    """A daemon whose config.toml names the gateway as "kg", and as "wrong" with a bad token."""
+    state_dir.mkdir(mode=0o700, parents=True)
+    (state_dir / "kg.token").write_text(gateway.token + "\n")
+    (state_dir / "config.toml").write_text(
+        "[[kernel_hosts]]\n"
+        'name = "kg"\n'
+        f'url = "{gateway.url}"\n'
+        'token_file = "kg.token"\n'
+        "\n"
+        "[[kernel_hosts]]\n"
+        'name = "wrong"\n'
+        f'url = "{gateway.url}"\n'
+        'token = "not-the-token"\n'
+    )
+    return daemon_running(state_dir, FAST_SETTINGS)
+
+
+def notebook_on(folder: Path, host: str) -> Path:
+    """A notebook file whose metadata asks for kernel host ``host``."""
+    metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "nbstage": {"kernel_host": host},
+    }
+    path = folder / f"on-{host}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(metadata=metadata), str(path))
+    return path
+
+
+def get_execution(client: DaemonClient, notebook_id: str, execution_id: str) -> dict[str, Any]:
+    answer = client.request(
+        "get_execution", notebook_id=notebook_id, execution_id=execution_id, wait_secs=30
+    )
+    return answer["execution"]
+
+
+def stdout_of(execution: dict[str, Any]) -> str:
+    return "".join(out["text"] for out in execution["outputs"] if out["output_type"] == "stream")
+
+
+def test_a_kernel_on_a_gateway_runs_streams_interrupts_restarts_and_stops(
+    gateway: Gateway, state_dir: Path, tmp_path: Path
+) -> None:
+    with configured_daemon(state_dir, gateway) as daemon, daemon.client() as client:
+        nid = client.request("open", path=str(notebook_on(tmp_path, "kg")))["notebook_id"]
+
+        # The kernel is the gateway's child, not the daemon's.
+        parent = run_cell(client, nid, "import os\nprint(os.getppid())")
+        assert stdout_of(parent) == f"{gateway.process.pid}\n", parent
+        (kernel,) = gateway.kernels()
+        assert room_view(daemon, nid)["kernel_pid"] is None, "the pid is the host's"
+
+        streamed = run_cell(
+            client,
+            nid,
+            "import time\nfor i in range(5):\n    print(i, flush=True)\n    time.sleep(0.02)",
+        )
+        assert streamed["status"] == "done", streamed
+        assert stdout_of(streamed) == "0\n1\n2\n3\n4\n"
+        assert streamed["execution_count"] == 2
+
+        flag = tmp_path / "sleeping"
+        sleeper = f"import pathlib, time\npathlib.Path({str(flag)!r}).touch()\ntime.sleep(60)"
+        began = time.monotonic()
+        first = run_cell(client, nid, sleeper, wait_secs=0)
+        queued = run_cell(client, nid, "print('never')", wait_secs=0)
+        wait_until(flag.exists, 30, "the cell to start sleeping")
+        assert client.request("interrupt", notebook_id=nid) == {"interrupted": True}
+        ended = get_execution(client, nid, first["execution_id"])
+        assert time.monotonic() - began < 30, "the interrupt should end the 60 s sleep early"
+        assert ended["status"] == "error"
+        assert [o["ename"] for o in ended["outputs"] if o["output_type"] == "error"] == [
+            "KeyboardInterrupt"
+        ]
+        behind = get_execution(client, nid, queued["execution_id"])
+        assert behind["status"] == "cancelled", "stop-on-error holds for a remote kernel too"
+
+        run_cell(client, nid, "x = 1")
+        assert client.request("restart_kernel", notebook_id=nid)["restarted"] is True
+        lost = run_cell(client, nid, "x")
+        assert lost["status"] == "error"
+        assert lost["execution_count"] == 1, "a fresh kernel counts from one again"
+        assert [k["id"] for k in gateway.kernels()] == [kernel["id"]], "restarted in place"
+
+        client.request("shutdown_kernel", notebook_id=nid)
+        wait_until(lambda: gateway.kernels() == [], 15, "the gateway's kernel to be deleted")
+
+
+def test_a_wrong_token_fails_the_start_with_a_clear_error_within_its_bound(
+    gateway: Gateway, state_dir: Path, tmp_path: Path
+) -> None:
+    with configured_daemon(state_dir, gateway) as daemon, daemon.client() as client:
+        nid = client.request("open", path=str(notebook_on(tmp_path, "wrong")))["notebook_id"]
+        began = time.monotonic()
+        with pytest.raises(DaemonError) as refused:
+            run_cell(client, nid, "1+1")
+        assert time.monotonic() - began < CALL_SECS + 5
+        message = refused.value.message
+        assert "kernel host 'wrong'" in message, message
+        assert "HTTP 403" in message or "HTTP 401" in message, message
+        assert "token" in message
+        assert gateway.token not in message and "not-the-token" not in message
+
+        # The daemon serves everything else meanwhile: a local notebook runs.
+        local = client.request("create")["notebook_id"]
+        assert run_cell(client, local, "40 + 2")["status"] == "done"
+        assert room_view(daemon, local)["kernel_pid"] is not None
+
+
+def test_a_malformed_host_table_stops_the_daemon_from_starting(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    state_dir.mkdir(mode=0o700)
+    (state_dir / "config.toml").write_text(
+        '[[kernel_hosts]]\nname = "half"\nurl = "http://127.0.0.1:9"\n'
+    )
+    with pytest.raises(RuntimeError), daemon_running(state_dir, FAST_SETTINGS):
+        pass
+    logged = "".join(p.read_text() for p in (state_dir / "logs").glob("*"))
+    assert "kernel host 'half' ([[kernel_hosts]] table 1): a token (or token_file) is required" in (
+        logged
+    )
