@@ -153,6 +153,8 @@ def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     kernel = " ".join(str(v) for v in (result.get("runtime"), result["kernel_status"]) if v)
     if structured["env_source"]:
         kernel += f" in the {structured['env_source']} environment"
+    if structured.get("kernel_host"):
+        kernel += f" on kernel host {structured['kernel_host']}"
     return structured, f"({cells}, kernel {kernel})."
 
 

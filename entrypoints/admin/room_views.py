@@ -100,7 +100,7 @@ def keep_alive_text(keep: KeepAlive) -> str:
 
 
 def environment_text(env: EnvironmentView) -> str:
-    detail = env.fingerprint or env.project or env.path
+    detail = env.fingerprint or env.project or env.path or env.host
     return f"{env.source}{', ' + detail if detail else ''}"
 
 

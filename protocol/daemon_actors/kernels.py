@@ -75,6 +75,8 @@ class EnvSource(StrEnum):
     INLINE = "inline"
     PROJECT = "project"
     POOL = "pool"
+    HOST = "host"
+    """A kernel host's own (the gateway's kernelspec; docs/adr/0006-kernel-hosts.md)."""
 
 
 class KernelBackendKind(StrEnum):
@@ -98,6 +100,8 @@ class EnvironmentView:
     """The environment's folder, when nbstage made it."""
     problem: str | None = _optional()
     """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
+    host: str | None = _optional()
+    """The kernel host the kernel runs on (source "host"); none: the daemon's machine."""
 
 
 @frozen

@@ -29,9 +29,17 @@ import psutil
 import pytest
 
 from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS
-from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
+from nbstage.entrypoints.control.daemon_client import DaemonClient
 from tests.conftest import FAST_SETTINGS
-from tests.support import RunningDaemon, daemon_running, room_view, run_cell, wait_until
+from tests.support import (
+    call_ok,
+    daemon_running,
+    mcp_client,
+    room_view,
+    run_bounded,
+    run_cell,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -161,7 +169,9 @@ def test_a_kernel_on_a_gateway_runs_streams_interrupts_restarts_and_stops(
         parent = run_cell(client, nid, "import os\nprint(os.getppid())")
         assert stdout_of(parent) == f"{gateway.process.pid}\n", parent
         (kernel,) = gateway.kernels()
-        assert room_view(daemon, nid)["kernel_pid"] is None, "the pid is the host's"
+        room = room_view(daemon, nid)
+        assert room["kernel_pid"] is None, "the pid is the host's"
+        assert room["environment"] == {"source": "host", "host": "kg"}
 
         streamed = run_cell(
             client,
@@ -197,6 +207,32 @@ def test_a_kernel_on_a_gateway_runs_streams_interrupts_restarts_and_stops(
 
         client.request("shutdown_kernel", notebook_id=nid)
         wait_until(lambda: gateway.kernels() == [], 15, "the gateway's kernel to be deleted")
+    logged = "".join(p.read_text() for p in (state_dir / "logs").glob("*"))
+    assert "kernel host kg" in logged or "on host kg" in logged, "the host's name is logged"
+    assert gateway.token not in logged, "the token is never logged"
+
+
+def test_an_agent_sees_where_its_kernel_runs_through_nbstage_mcp(
+    gateway: Gateway, state_dir: Path, tmp_path: Path
+) -> None:
+    path = notebook_on(tmp_path, "kg")
+
+    async def body(daemon: Any) -> None:
+        async with mcp_client(daemon, "legacy", cwd=tmp_path) as client:
+            await call_ok(client, "connect_notebook", path=str(path))
+            cell = await call_ok(client, "create_cell", source="print(6 * 7)")
+            ran = await call_ok(client, "execute_cell", cell_id=cell["cell_id"])
+            assert ran["execution"]["status"] == "done", ran
+            assert ran["execution"]["outputs"][0]["text"] == "42\n"
+            listed = await call_ok(client, "list_active_notebooks")
+            (notebook,) = listed["notebooks"]
+            assert notebook["env_source"] == "host"
+            assert notebook["kernel_host"] == "kg"
+
+    with configured_daemon(state_dir, gateway) as daemon:
+        run_bounded(body, daemon, budget=120)
+        assert len(gateway.kernels()) == 1
+    wait_until(lambda: gateway.kernels() == [], 15, "the daemon's stop to delete its kernel")
 
 
 def test_a_wrong_token_fails_the_start_with_a_clear_error_within_its_bound(
@@ -205,14 +241,14 @@ def test_a_wrong_token_fails_the_start_with_a_clear_error_within_its_bound(
     with configured_daemon(state_dir, gateway) as daemon, daemon.client() as client:
         nid = client.request("open", path=str(notebook_on(tmp_path, "wrong")))["notebook_id"]
         began = time.monotonic()
-        with pytest.raises(DaemonError) as refused:
-            run_cell(client, nid, "1+1")
+        refused = run_cell(client, nid, "1+1")
         assert time.monotonic() - began < CALL_SECS + 5
-        message = refused.value.message
+        assert refused["status"] == "error", refused
+        message = refused["error"]
         assert "kernel host 'wrong'" in message, message
-        assert "HTTP 403" in message or "HTTP 401" in message, message
-        assert "token" in message
-        assert gateway.token not in message and "not-the-token" not in message
+        assert "was refused (HTTP 401): check its token" in message, message
+        assert gateway.token not in message
+        assert "not-the-token" not in message
 
         # The daemon serves everything else meanwhile: a local notebook runs.
         local = client.request("create")["notebook_id"]

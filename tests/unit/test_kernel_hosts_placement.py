@@ -10,6 +10,7 @@ from nbstage.actors.daemon.kernel.placement import (
     Placed,
     Unplaceable,
     place_kernel,
+    refuse_inline_dependencies,
     wished_host,
     with_wished_host,
 )
@@ -106,3 +107,20 @@ def test_the_wish_is_written_beside_the_rest_and_taken_away_cleanly() -> None:
     assert given == {"kernelspec": {"name": "python3"}, "nbstage": {"other": 1}}
     assert with_wished_host(asked, None) == given
     assert with_wished_host({"nbstage": {"kernel_host": "a"}}, None) == {}
+
+
+@pytest.mark.parametrize(
+    ("host", "requirements", "refused"),
+    [
+        pytest.param(None, ("six",), False, id="local: the daemon builds them"),
+        pytest.param(A, (), False, id="a host, no inline dependencies"),
+        pytest.param(A, ("six", "numpy>=2"), True, id="a host cannot use them"),
+    ],
+)
+def test_inline_dependencies_on_a_host_are_refused(host, requirements, refused) -> None:
+    reason = refuse_inline_dependencies(host, requirements)
+    assert (reason is not None) == refused
+    if refused:
+        assert "kernel host 'a'" in reason
+        assert "six, numpy>=2" in reason
+        assert "manage_dependencies(remove=" in reason

@@ -30,11 +30,20 @@ from nbstage.actors.daemon.kernel.gateway_client import (
 )
 from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
+from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
 
 log = logging.getLogger("nbstage.kernel")
 
 PROTOCOL_VERSION = "5.3"
+
+
+@frozen
+class HostPlacement:
+    """Where the kernel runs, as the Kernel actor reports it when the kernel is ready."""
+
+    view: EnvironmentView
 
 
 class GatewayBackend:
@@ -45,7 +54,7 @@ class GatewayBackend:
         self.kernel_name = kernel_name
         self.kernel_id: str | None = None
         self.pid: int | None = None
-        self.placement = None
+        self.placement = HostPlacement(EnvironmentView(EnvSource.HOST, host=host.name))
         self.lost: str | None = None
         """Why the kernel's channels closed, once they closed without being asked to."""
         self._client = GatewayClient(host)

@@ -100,3 +100,17 @@ def place_kernel(
     order = {h.name: at for at, h in enumerate(hosts)}
     chosen = min(others, key=lambda h: (facts.get(h.name, HostFacts()).kernels, order[h.name]))
     return Placed(chosen, f"kernel host {wish!r} {why}: the kernel runs on {chosen.name!r}")
+
+
+def refuse_inline_dependencies(host: KernelHost | None, requirements: Sequence[str]) -> str | None:
+    """Why a kernel on ``host`` cannot start with the notebook's inline dependencies, if it
+    cannot: nbstage builds their environment on the daemon's machine, which a kernel on a
+    host never sees (docs/adr/0006-kernel-hosts.md)."""
+    if host is None or not requirements:
+        return None
+    return (
+        f"this notebook has inline dependencies ({', '.join(requirements)}), which nbstage "
+        f"installs on the daemon's machine only; kernel host {host.name!r} cannot use them. "
+        "Install them from a cell on that host (%pip install …) and remove them with "
+        "manage_dependencies(remove=[…]), or run the notebook locally"
+    )

@@ -131,6 +131,9 @@ class KernelSeat:
         deps = dependencies.read_dependencies(metadata)
         wish = placement.wished_host(metadata)
         placed = placement.place_kernel(cfg.settings.kernel_hosts, {}, wish)
+        host = placed.host if isinstance(placed, placement.Placed) else None
+        refused = placed.reason if isinstance(placed, placement.Unplaceable) else None
+        refused = refused or placement.refuse_inline_dependencies(host, deps)
         return StartKernel(
             cfg.notebook_id,
             env.kernel_name,
@@ -141,8 +144,8 @@ class KernelSeat:
             cfg.state_dir,
             dependencies.wanted_environment(deps, env.trusted, cwd),
             cfg.settings.output_limit_bytes,
-            placed.host if isinstance(placed, placement.Placed) else None,
-            placed.reason if isinstance(placed, placement.Unplaceable) else None,
+            host,
+            refused,
         )
 
     def ready(self, msg: KernelReady, sender: Any) -> list[Action]:
