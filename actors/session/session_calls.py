@@ -71,6 +71,8 @@ def session_event(
             return ConnectRequested(call_id, Target(notebook_id=args.notebook_id))
         case ToolName.CREATE_NOTEBOOK:
             create = {"runtime": args.runtime, "ephemeral": args.ephemeral, "key": key}
+            if args.kernel_host is not None:
+                create["kernel_host"] = args.kernel_host
             create["working_dir"] = absolute(args.working_dir or ".", cwd)
             return ConnectRequested(call_id, Target(create=create))
         case ToolName.DISCONNECT_NOTEBOOK:

@@ -153,6 +153,7 @@ def run_kernels(admin: Admin, args: list[str]) -> Outcome:
             "ephemeral": room.ephemeral,
             "kernel_status": room.kernel_status.value,
             "kernel_pid": room.kernel_pid,
+            "kernel_host": room.environment.host if room.environment else None,
             "actor_pid": actors.get(room.notebook_id),
             "room_pid": room.room_pid,
         }
@@ -173,7 +174,7 @@ def run_kernels(admin: Admin, args: list[str]) -> Outcome:
         [
             short_id(k["notebook_id"]),
             k["kernel_status"],
-            pid_text(k["kernel_pid"]),
+            f"on {k['kernel_host']}" if k["kernel_host"] else pid_text(k["kernel_pid"]),
             pid_text(k["actor_pid"]),
             pid_text(k["room_pid"]),
             where(k["path"], k["ephemeral"]),

@@ -38,6 +38,7 @@ from tests.support import (
     room_view,
     run_bounded,
     run_cell,
+    run_cli,
     wait_until,
 )
 
@@ -172,6 +173,8 @@ def test_a_kernel_on_a_gateway_runs_streams_interrupts_restarts_and_stops(
         room = room_view(daemon, nid)
         assert room["kernel_pid"] is None, "the pid is the host's"
         assert room["environment"] == {"source": "host", "host": "kg"}
+        shown = run_cli("admin", "kernels", "--json", state_dir=state_dir, env=daemon.env)
+        assert json.loads(shown.stdout)["kernels"][0]["kernel_host"] == "kg", shown.stderr
 
         streamed = run_cell(
             client,
@@ -229,9 +232,25 @@ def test_an_agent_sees_where_its_kernel_runs_through_nbstage_mcp(
             assert notebook["env_source"] == "host"
             assert notebook["kernel_host"] == "kg"
 
+            # create_notebook(kernel_host=…) records the wish; a save carries it to the file.
+            await call_ok(client, "create_notebook", kernel_host="kg")
+            cell = await call_ok(client, "create_cell", source="print('made')")
+            made = await call_ok(client, "execute_cell", cell_id=cell["cell_id"])
+            assert made["execution"]["outputs"][0]["text"] == "made\n", made
+            saved = tmp_path / "made.ipynb"
+            await call_ok(client, "save_notebook", path=str(saved))
+            metadata = json.loads(saved.read_text())["metadata"]
+            assert metadata["nbstage"] == {"kernel_host": "kg"}
+
+            refused = await client.call_tool("create_notebook", {"kernel_host": "nope"})
+            assert refused.is_error
+            said = " ".join(item.text for item in refused.content if item.type == "text")
+            assert "kernel_host 'nope' is not a kernel host" in said, said
+            assert "it names: kg, wrong" in said, said
+
     with configured_daemon(state_dir, gateway) as daemon:
-        run_bounded(body, daemon, budget=120)
-        assert len(gateway.kernels()) == 1
+        run_bounded(body, daemon, budget=150)
+        assert len(gateway.kernels()) == 2
     wait_until(lambda: gateway.kernels() == [], 15, "the daemon's stop to delete its kernel")
 
 
