@@ -1,6 +1,7 @@
 """Kernels behind a real Jupyter Kernel Gateway (issue 26): one `jupyter kernelgateway`
-for the whole session, on 127.0.0.1 with a token of its own, and a daemon whose
-config.toml names it. Each test drives the daemon over its socket as a client would.
+on http for the whole session (and one on https for the test that needs it), on 127.0.0.1
+with a token of its own (tests/gateway_support.py), and a daemon whose config.toml names
+it. Each test drives the daemon over its socket, or a real `nbstage mcp`, as a client would.
 
 Cells that must stay busy wait for a flag file the test creates (the gateway runs on this
 machine), so "while it runs" is a fact the test arranged, not a guess about timing.
@@ -10,27 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
-import psutil
 import pytest
 
-from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS
-from nbstage.entrypoints.control.daemon_client import DaemonClient
+from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS, PING_SECS
+from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
+from tests.gateway_support import Gateway, gateway_running
 from tests.support import (
     call_ok,
     daemon_running,
@@ -45,83 +38,16 @@ from tests.support import (
 pytestmark = pytest.mark.e2e
 
 
-@dataclass
-class Gateway:
-    url: str
-    token: str
-    process: subprocess.Popen[bytes]
-
-    def kernels(self) -> list[dict[str, Any]]:
-        """The gateway's own list of its kernels (the token in a header, as nbstage sends it)."""
-        request = urllib.request.Request(
-            self.url + "/api/kernels", headers={"Authorization": f"token {self.token}"}
-        )
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            return json.loads(answer.read())
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _answers(gateway: Gateway) -> bool:
-    """Whether the gateway answers HTTP at all (an error status is an answer)."""
-    try:
-        gateway.kernels()
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="session")
 def gateway() -> Iterator[Gateway]:
-    """One real `jupyter kernelgateway` (the test extra's) for the session; its kernels are
-    the test venv's python3. Afterwards it and every kernel it started are gone."""
-    with tempfile.TemporaryDirectory(prefix="nbkg-") as tmp:
-        env = {
-            **os.environ,
-            "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
-            "JUPYTER_DATA_DIR": f"{tmp}/data",
-            "IPYTHONDIR": f"{tmp}/ipython",
-            "JUPYTER_PLATFORM_DIRS": "1",
-        }
-        token = secrets.token_hex(16)
-        port = _free_port()
-        argv = [
-            sys.executable,
-            "-m",
-            "kernel_gateway",
-            "--KernelGatewayApp.ip=127.0.0.1",
-            f"--KernelGatewayApp.port={port}",
-            "--KernelGatewayApp.port_retries=0",
-            "--JupyterWebsocketPersonality.list_kernels=True",
-            f"--KernelGatewayApp.auth_token={token}",
-        ]
-        with open(f"{tmp}/gateway.log", "wb") as log:
-            process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
-        running = Gateway(f"http://127.0.0.1:{port}", token, process)
-        try:
-            wait_until(lambda: process.poll() is not None or _answers(running), 60, "the gateway")
-            assert process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
-            yield running
-        finally:
-            started = psutil.Process(process.pid).children(recursive=True)
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            for child in started:
-                wait_until(lambda c=child: not c.is_running(), 10, f"kernel {child.pid} to end")
+    """One real `jupyter kernelgateway` on http for the session."""
+    with gateway_running() as running:
+        yield running
 
 
-def configured_daemon(state_dir: Path, gateway: Gateway) -> Any:
-    """A daemon whose config.toml names the gateway as "kg", and as "wrong" with a bad token."""
+def configured_daemon(state_dir: Path, gateway: Gateway, more: str = "") -> Any:
+    """A daemon whose config.toml names the gateway as "kg", and as "wrong" with a bad
+    token, then the tables in ``more``."""
     state_dir.mkdir(mode=0o700, parents=True)
     (state_dir / "kg.token").write_text(gateway.token + "\n")
     (state_dir / "config.toml").write_text(
@@ -133,7 +59,7 @@ def configured_daemon(state_dir: Path, gateway: Gateway) -> Any:
         "[[kernel_hosts]]\n"
         'name = "wrong"\n'
         f'url = "{gateway.url}"\n'
-        'token = "not-the-token"\n'
+        'token = "not-the-token"\n' + more
     )
     return daemon_running(state_dir, FAST_SETTINGS)
 
@@ -287,3 +213,52 @@ def test_a_malformed_host_table_stops_the_daemon_from_starting(tmp_path: Path) -
     assert "kernel host 'half' ([[kernel_hosts]] table 1): a token (or token_file) is required" in (
         logged
     )
+
+
+def test_an_https_host_is_trusted_through_its_ca_file_and_reported_lost_when_it_stops(
+    gateway: Gateway, state_dir: Path, tmp_path: Path
+) -> None:
+    """The https gateway is this test's own: it is frozen (SIGSTOP) near the end, a host
+    that keeps its connections and answers nothing."""
+    with gateway_running(tls=True) as tls_gateway:
+        tables = (
+            f'\n[[kernel_hosts]]\nname = "tls"\nurl = "{tls_gateway.url}"\n'
+            f'token = "{tls_gateway.token}"\nca_file = "{tls_gateway.ca_file}"\n'
+            f'\n[[kernel_hosts]]\nname = "untrusted"\nurl = "{tls_gateway.url}"\n'
+            f'token = "{tls_gateway.token}"\n'
+        )
+        with configured_daemon(state_dir, gateway, tables) as daemon, daemon.client() as client:
+            nid = client.request("open", path=str(notebook_on(tmp_path, "tls")))["notebook_id"]
+            ran = run_cell(client, nid, "print('over tls')")
+            assert stdout_of(ran) == "over tls\n", ran
+            assert room_view(daemon, nid)["environment"] == {"source": "host", "host": "tls"}
+
+            other = client.request("open", path=str(notebook_on(tmp_path, "untrusted")))
+            began = time.monotonic()
+            refused = run_cell(client, other["notebook_id"], "1+1")
+            assert time.monotonic() - began < CALL_SECS + 5
+            assert refused["status"] == "error", refused
+            assert "kernel host 'untrusted'" in refused["error"]
+            assert "its certificate is not trusted" in refused["error"]
+            assert "set ca_file" in refused["error"]
+            assert len(tls_gateway.kernels()) == 1, "only the trusted host started a kernel"
+
+            local = client.request("open", path=str(notebook_on(tmp_path, "kg")))["notebook_id"]
+            assert run_cell(client, local, "1+1")["status"] == "done"
+            os.kill(tls_gateway.process.pid, signal.SIGSTOP)
+            try:
+                # Only the websocket's pings can notice: the host's connections stay open.
+                wait_until(
+                    lambda: room_view(daemon, nid)["kernel_status"] == "dead",
+                    10 * PING_SECS,
+                    "the kernel on the frozen host to be reported dead",
+                )
+                with pytest.raises(DaemonError) as died:
+                    run_cell(client, nid, "1+1")
+                assert died.value.code == "kernel_died"
+                assert "on kernel host 'tls' died" in died.value.message, died.value.message
+                assert "restart_kernel" in died.value.message
+                served = run_cell(client, local, "print('still here')")
+                assert stdout_of(served) == "still here\n", "the other host runs on"
+            finally:
+                os.kill(tls_gateway.process.pid, signal.SIGCONT)
