@@ -4,21 +4,24 @@ The Kernel actor drives it as it drives a local kernel: ``start``, ``restart`` a
 ``shutdown`` block (bounded) and run on the edge's worker threads; ``execute``,
 ``request_info``, ``interrupt``, ``drain`` and ``is_alive`` return at once on the actor's
 thread. The gateway's websocket is read on a ``LoopThread`` of the backend's own, which
-hands each message to the actor's side through an in-process ZeroMQ pair: its fd is what
-``wake_fds`` gives the edge to watch, exactly as a local kernel's channel sockets.
+queues each message for the actor's side and writes a byte to a pipe when none is pending:
+the pipe's read end is what ``wake_fds`` gives the edge to watch, as a local kernel's
+channel sockets are. The queue has no bound, so the loop never waits on the actor (a
+waiting loop would answer no ping, and the host would close the channels).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import uuid
+from collections import deque
 from collections.abc import Coroutine, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-import zmq
 from tornado.websocket import WebSocketClientConnection
 
 from nbstage.actors.daemon.kernel.gateway_client import (
@@ -63,14 +66,11 @@ class GatewayBackend:
         self._ws: WebSocketClientConnection | None = None
         self._alive = False
         self._closing = False
-        context = zmq.Context.instance()
-        address = f"inproc://nbstage-gateway-{uuid.uuid4().hex}"
-        self._inbox = context.socket(zmq.PAIR)
-        """The actor's end: read by ``drain``, on the actor's thread."""
-        self._inbox.bind(address)
-        self._outbox = context.socket(zmq.PAIR)
-        """The loop's end: written by the websocket reader only."""
-        self._outbox.connect(address)
+        self._inbox: deque[bytes] = deque()
+        """Messages the websocket reader handed over, oldest first; ``drain`` takes them."""
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._signalled = False
+        """A wake byte is in the pipe and not drained yet: the reader writes one only then."""
 
     # --- blocking, on a worker thread -----------------------------------------------------
 
@@ -112,8 +112,8 @@ class GatewayBackend:
         finally:
             self._alive = False
             self._io.stop()
-            self._outbox.close(linger=0)
-            self._inbox.close(linger=0)
+            os.close(self._wake_read)
+            os.close(self._wake_write)
 
     # --- on the loop thread ---------------------------------------------------------------
 
@@ -131,13 +131,21 @@ class GatewayBackend:
     async def _read(self, ws: WebSocketClientConnection) -> None:
         while (message := await ws.read_message()) is not None:
             if isinstance(message, str):
-                self._outbox.send(message.encode(), copy=False)
+                self._hand_over(message.encode())
         if ws is self._ws and not self._closing:
             reason = ws.close_reason or (f"code {ws.close_code}" if ws.close_code else "no answer")
             self.lost = f"the channels to kernel host {self.host.name!r} closed ({reason})"
             log.warning("kernel %s: %s", self.kernel_id, self.lost)
             self._alive = False
-            self._outbox.send(b"")
+            self._hand_over(b"")
+
+    def _hand_over(self, raw: bytes) -> None:
+        """Queue ``raw`` for ``drain`` and wake the actor's side, unless a wake is pending."""
+        self._inbox.append(raw)
+        if not self._signalled:
+            self._signalled = True
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_write, b"!")
 
     def _write(self, data: bytes) -> None:
         ws = self._ws
@@ -194,15 +202,17 @@ class GatewayBackend:
         return self._send("shell", "execute_request", content)
 
     def wake_fds(self) -> list[int]:
-        return [self._inbox.getsockopt(zmq.FD)]
+        return [self._wake_read]
 
     def drain(self) -> Iterator[KernelEvent]:
-        """Every message already handed over, without blocking, one at a time."""
-        while True:
-            try:
-                raw = self._inbox.recv(zmq.NOBLOCK, copy=True)
-            except zmq.Again:
-                return
+        """Every message already handed over, without blocking, one at a time. The wake is
+        cleared first: a message handed over meanwhile is taken now or wakes again."""
+        self._signalled = False
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self._wake_read, 4096):
+                pass
+        while self._inbox:
+            raw = self._inbox.popleft()
             if not raw:
                 continue
             msg = orjson.loads(raw)

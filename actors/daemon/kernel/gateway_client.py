@@ -176,7 +176,7 @@ class GatewayClient:
         url = f"{base}{self._kernel(kernel_id)}/channels?session_id={quote(session_id)}"
         request = self._request(url)
         try:
-            return await asyncio.wait_for(
+            ws = await asyncio.wait_for(
                 websocket_connect(
                     request,
                     ping_interval=PING_SECS,
@@ -194,6 +194,9 @@ class GatewayClient:
             raise _failure(self.host, "opening the kernel's channels", exc) from None
         except Exception as exc:
             raise _failure(self.host, "opening the kernel's channels", exc) from None
+        # Requests are small and each waits for its answer: send them at once (no Nagle).
+        ws.protocol.set_nodelay(True)
+        return ws
 
 
 def _said(body: bytes | None) -> str:
