@@ -96,6 +96,7 @@ bench: bytecode
 	$(BIN)/python bench/recovery.py
 	$(BIN)/python bench/many_clients.py --clients 32
 	$(BIN)/python bench/environments.py
+	$(BIN)/python bench/lab_sync.py
 
 # docs/tools.md and docs/settings.md, from the code that declares them.
 docs: install

@@ -27,8 +27,8 @@ import nbformat
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from nbstage.entrypoints.common import lab_start
 from nbstage.entrypoints.common.statedir import state_paths
-from nbstage.entrypoints.lab import launch
 from tests.conftest import FAST_SETTINGS
 from tests.support import RunningDaemon, daemon_running
 from tests.y_person import YPerson
@@ -41,6 +41,19 @@ class RunningLab:
     port: int
     token: str
     process: subprocess.Popen
+    start: Callable[[], subprocess.Popen]
+    """Starts `nbstage lab` again, as it was started."""
+
+    def wait_up(self) -> None:
+        paths = state_paths(self.daemon.paths.root)
+        self.port = lab_start.wait_until_up(paths, 90)["port"]
+        self.token = lab_start.token(paths)
+
+    def restart(self) -> None:
+        """Stop `nbstage lab` and start it again (on a port of its choosing)."""
+        stop_lab(self.process)
+        self.process = self.start()
+        self.wait_up()
 
     @property
     def base(self) -> str:
@@ -67,7 +80,8 @@ class RunningLab:
 
 
 @contextmanager
-def lab_running() -> Iterator[RunningLab]:
+def lab_running(settings: dict[str, str] | None = None) -> Iterator[RunningLab]:
+    """``settings``: the daemon's, over FAST_SETTINGS."""
     with tempfile.TemporaryDirectory(prefix="nbl-") as tmp:
         base = Path(tmp)
         root = base / "notebooks"
@@ -81,25 +95,30 @@ def lab_running() -> Iterator[RunningLab]:
             "IPYTHONDIR": f"{tmp}/ipython",
             "JUPYTER_PLATFORM_DIRS": "1",
         }
-        env = {**FAST_SETTINGS, **jupyter}
+        env = {**FAST_SETTINGS, **(settings or {}), **jupyter}
         with daemon_running(base / "state", env) as daemon, (base / "lab.out").open("wb") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "nbstage.entrypoints.cli", "lab", "--root-dir", str(root)],
-                env={**os.environ, "NBSTAGE_STATE_DIR": str(base / "state"), **env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+            command = [sys.executable, "-m", "nbstage.entrypoints.cli", "lab"]
+            command += ["--root-dir", str(root)]
+            lab_env = {**os.environ, "NBSTAGE_STATE_DIR": str(base / "state"), **env}
+
+            def start() -> subprocess.Popen:
+                return subprocess.Popen(command, env=lab_env, stdout=out, stderr=subprocess.STDOUT)
+
+            lab = RunningLab(daemon, root, 0, "", start(), start)
             try:
-                paths = state_paths(base / "state")
-                record = launch.wait_until_up(paths, 90)
-                yield RunningLab(daemon, root, record["port"], launch.token(paths), process)
+                lab.wait_up()
+                yield lab
             finally:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+                stop_lab(lab.process)
+
+
+def stop_lab(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class WsPerson(YPerson):

@@ -2,7 +2,7 @@
 escape, replies addressed to the socket edge, and blocking work handed to the edge.
 
 thespian re-delivers a message whose handler raised, so an escaping exception
-could apply a mutation twice. ``receiveMsg_ClientRequest`` therefore turns every
+could apply a mutation twice. ``serve`` therefore turns every
 failure into a :class:`RequestFailed` reply. Answers are the reply dataclasses of
 ``protocol/daemon/replies.py``, encoded here, once.
 
@@ -10,18 +10,24 @@ Dispatch: ``handlers()`` is the actor's one table, built once, keyed by message 
 An envelope is keyed by what it carries: ``request(GetCell)`` for a client request,
 ``finished(SaveFinished)`` for offloaded work by its token, ``progress(...)`` for a line
 that work reported, ``wakeup(AutosaveDue)`` for a timer by its payload. The envelopes
-themselves, and ``ActorExitRequest``, are rows the base adds to every table; a message
-the table does not name goes to ``receiveUnrecognizedMessage``.
+themselves, and ``ActorExitRequest``, are rows the base adds to every table (the
+``_on_*`` methods below); an actor's own table may replace one of those rows, as the
+Daemon and the Room do for ``ClientRequest`` to hold a request back before it is
+``serve``d. A message the table does not name goes to ``receiveUnrecognizedMessage``.
+No method here is named ``receiveMsg_…``: thespian's plain ``Actor`` calls only
+``receiveMessage``, and every other entry point is a row of the table.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from thespian.actors import Actor, ActorAddress, ActorExitRequest, WakeupMessage
 
+from nbstage.actors.common.effects import Answer, Effect, Fail, Offload, Send, Wake
 from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
@@ -72,11 +78,13 @@ class NbActor(Actor):
     def handler_for(self, key: Key) -> Callable[..., None] | None:
         if self._table is None:
             self._table = {
-                ClientRequest: self.receiveMsg_ClientRequest,
-                WorkProgressed: self.receiveMsg_WorkProgressed,
-                WakeupMessage: self.receiveMsg_WakeupMessage,
-                BlockingWorkDone: self.receiveMsg_BlockingWorkDone,
-                ActorExitRequest: self.receiveMsg_ActorExitRequest,
+                ClientRequest: lambda msg, sender: self.serve(msg.origin, msg.body),
+                WorkProgressed: self._on_work_progressed,
+                WakeupMessage: self._on_wakeup,
+                BlockingWorkDone: self._on_work_done,
+                # thespian stops the actor once this row returns; an actor that holds
+                # something to release names ActorExitRequest in its own table.
+                ActorExitRequest: lambda msg, sender: None,
                 **self.handlers(),
             }
         return self._table.get(key)
@@ -88,12 +96,14 @@ class NbActor(Actor):
         else:
             handler(msg, sender)
 
-    def receiveMsg_ClientRequest(self, msg: ClientRequest, sender: ActorAddress) -> None:
-        handler = self.handler_for(request(type(msg.body)))
+    def serve(self, origin: Origin, body: Any) -> None:
+        """A client request to the table's ``request(type(body))`` row, guarded; the
+        ``ClientRequest`` row, the base's or an actor's own, ends here."""
+        handler = self.handler_for(request(type(body)))
         if handler is None:
-            self.fail(msg.origin, NbstageError(ErrorCode.UNKNOWN_REQUEST, "not handled here"))
+            self.fail(origin, NbstageError(ErrorCode.UNKNOWN_REQUEST, "not handled here"))
             return
-        self.guarded(msg.origin, handler, msg.body)
+        self.guarded(origin, handler, body)
 
     def guarded(self, origin: Origin, handler: Callable[[Origin, Any], None], body: Any) -> None:
         try:
@@ -117,6 +127,23 @@ class NbActor(Actor):
         notices = self.notices_for(origin)
         self.send(self.edge, RequestFailed(origin, error.code, error.message, notices))
 
+    def effect_carriers(self) -> dict[type, Callable[[Any], None]]:
+        """How this actor carries out the effects any part may return
+        (actors/common/effects.py); an actor's table of its own actions starts here."""
+        return {
+            Send: lambda x: self.send(x.to, x.message),
+            Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
+            Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
+            Answer: lambda x: self.answer(x.origin, x.reply),
+            Fail: lambda x: self.fail(x.origin, x.error),
+        }
+
+    def carry(self, *effects: Effect) -> None:
+        """Carry out ``effects`` in order (see ``effect_carriers``)."""
+        carriers = self.effect_carriers()
+        for effect in effects:
+            carriers[type(effect)](effect)
+
     def notices_for(self, origin: Origin) -> tuple[Notice, ...]:
         """Lines for the agent that the answer to ``origin`` carries (see RequestAnswered)."""
         return ()
@@ -129,18 +156,18 @@ class NbActor(Actor):
         first as WorkProgressed, to the table's ``progress(type(token))`` handler."""
         self.send(self.edge, BlockingWorkRequested(token, work, self.myAddress, lane, reports))
 
-    def receiveMsg_WorkProgressed(self, msg: WorkProgressed, sender: ActorAddress) -> None:
+    def _on_work_progressed(self, msg: WorkProgressed, sender: ActorAddress) -> None:
         handler = self.handler_for(progress(type(msg.token)))
         if handler is not None:
             handler(msg.token, msg.line)
 
-    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: ActorAddress) -> None:
+    def _on_wakeup(self, msg: WakeupMessage, sender: ActorAddress) -> None:
         """A timer whose payload the table does not name is one an earlier state armed."""
         handler = self.handler_for(wakeup(type(msg.payload)))
         if handler is not None:
             handler(msg.payload)
 
-    def receiveMsg_BlockingWorkDone(self, msg: BlockingWorkDone, sender: ActorAddress) -> None:
+    def _on_work_done(self, msg: BlockingWorkDone, sender: ActorAddress) -> None:
         handler = self.handler_for(finished(type(msg.token)))
         if handler is None:
             log.warning("%s has no use for finished %r", type(self).__name__, msg.token)
@@ -149,9 +176,6 @@ class NbActor(Actor):
             handler(msg)
         except Exception:
             log.exception("%s failed on finished %r", type(self).__name__, msg.token)
-
-    def receiveMsg_ActorExitRequest(self, msg: object, sender: ActorAddress) -> None:
-        """thespian stops the actor after this returns; subclasses release what they hold."""
 
     def receiveUnrecognizedMessage(self, msg: object, sender: ActorAddress) -> None:
         log.warning("%s ignored %s from %s", type(self).__name__, type(msg).__name__, sender)

@@ -22,6 +22,8 @@ from typing import Any, Final
 
 import orjson
 
+from nbstage.protocol.common.mime_types import is_json_mime
+from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.replies import CellShown, CellsShown, ExecutionReported
 from nbstage.protocol.daemon_actors.kernels import OutputsDropped
 
@@ -48,14 +50,14 @@ def output_size(output: Mapping[str, Any]) -> int:
 
 def drop_notice(dropped: OutputsDropped, limit: int) -> str:
     """The line that stands where output was dropped, saying how much and why."""
-    parts = [_count(dropped.size, "byte")]
+    parts = [plural(dropped.size, "byte")]
     if dropped.lines:
-        parts.append(_count(dropped.lines, "line"))
+        parts.append(plural(dropped.lines, "line"))
     if dropped.outputs:
-        parts.append(_count(dropped.outputs, "other output"))
+        parts.append(plural(dropped.outputs, "other output"))
     return (
         f"\n[nbstage: {', '.join(parts)} of output dropped here; a cell keeps the first and "
-        f"last {_count(limit // 2, 'byte')} of its output (setting {SETTING})]\n"
+        f"last {plural(limit // 2, 'byte')} of its output (setting {SETTING})]\n"
     )
 
 
@@ -69,7 +71,7 @@ def cut_text(text: str, budget: int, why: str) -> str:
     tail = _decode(raw[len(raw) - budget // 2 :], at_end=False)
     cut = raw[text_size(head) : len(raw) - text_size(tail)]
     lines = cut.count(b"\n")
-    what = _count(len(cut), "byte") + (f" in {_count(lines, 'line')}" if lines else "")
+    what = plural(len(cut), "byte") + (f" in {plural(lines, 'line')}" if lines else "")
     return f"{head}\n… [nbstage: {what} cut here; {why}] …\n{tail}"
 
 
@@ -79,14 +81,14 @@ def shrink_output(output: dict[str, Any], budget: int, size: int | None = None) 
     size = output_size(output) if size is None else size
     if size <= budget:
         return output
-    why = f"one output keeps at most {_count(budget, 'byte')} (setting {SETTING})"
+    why = f"one output keeps at most {plural(budget, 'byte')} (setting {SETTING})"
     kind = output.get("output_type")
     if kind == "error":
         return _cut_error(output, budget, why)
     given = output.get("data")
     data: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     mimes = cut_text(", ".join(map(str, data)) or str(kind), 256, why)
-    notice = f"[nbstage: an output of {_count(size, 'byte')} ({mimes}) was dropped: {why}]"
+    notice = f"[nbstage: an output of {plural(size, 'byte')} ({mimes}) was dropped: {why}]"
     plain = data.get("text/plain")
     if plain is not None:
         notice += "\n" + cut_text(joined_text(plain), budget // 2, why)
@@ -324,7 +326,7 @@ def append_output(outputs: list[dict[str, Any]], output: dict[str, Any]) -> None
 def _previewed(mime: str, value: Any, cap: int, why: str) -> Any:
     if mime.startswith(_MEDIA_PREFIXES) or mime in _BINARY_MIMES:
         return value
-    if isinstance(value, str) or (isinstance(value, list) and not mime.endswith("json")):
+    if isinstance(value, str) or (isinstance(value, list) and not is_json_mime(mime)):
         return cut_text(joined_text(value), cap, why)
     encoded = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
     return value if len(encoded) <= cap else cut_text(encoded.decode(), cap, why)
@@ -358,7 +360,7 @@ def _cut_lines(lines: Sequence[Any], budget: int, why: str) -> list[str]:
         used += text_size(texts[-1]) + 4
         tail.insert(0, texts.pop())
     if texts:
-        head.append(f"[nbstage: {_count(len(texts), 'traceback line')} cut here; {why}]")
+        head.append(f"[nbstage: {plural(len(texts), 'traceback line')} cut here; {why}]")
     return [*head, *tail]
 
 
@@ -390,7 +392,3 @@ def _decode(raw: bytes, *, at_end: bool) -> str:
 def joined_text(value: Any) -> str:
     """An nbformat multiline string (a str or a list of str) as one str."""
     return "".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")

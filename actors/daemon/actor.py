@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,7 @@ class Daemon(NbActor):
             msgs.PathBound: self._on_path_bound,
             msgs.PathReleased: lambda m, s: rooms.release(m.notebook_id, m.path),
             ChildActorExited: self._on_child_actor_exited,
+            ClientRequest: lambda m, s: self._held_or_served(m.origin, m.body),
             request(asks.OpenNotebook): self._admission,
             request(asks.AttachNotebook): self._admission,
             request(asks.CreateNotebook): self._admission,
@@ -165,12 +168,14 @@ class Daemon(NbActor):
 
     # --- admission ------------------------------------------------------------------------
 
-    def receiveMsg_ClientRequest(self, msg: Any, sender: ActorAddress) -> None:
-        closing = self.rooms.closing_target(msg.body)
+    def _held_or_served(self, origin: Origin, body: Any) -> None:
+        """A request naming a room that is closing waits for the close to settle (the
+        room kept, or gone); it is served then, in the order it came."""
+        closing = self.rooms.closing_target(body)
         if closing is not None:
-            closing.deferred.append((msg.origin, msg.body))
+            closing.deferred.append((origin, body))
             return
-        super().receiveMsg_ClientRequest(msg, sender)
+        self.serve(origin, body)
 
     def _admission(self, origin: Origin, req: Any) -> None:
         """An open, attach or create; none is admitted once the daemon stops."""
@@ -181,30 +186,33 @@ class Daemon(NbActor):
     def _admit(self, steps: list[admitting.Step]) -> None:
         """Carry out what admitting.py settled on, in order."""
         for step in steps:
-            match step:
-                case admitting.Join(notebook_id, origin, peer_label, created):
-                    self._join(self.rooms.get(notebook_id), origin, peer_label, created)
-                case admitting.NewRoom(start, wish, origin):
-                    self._start_room(start, wish).started_by = origin.conn
-                case admitting.Refused(origins, error):
-                    for origin in origins:
-                        self.fail(origin, error)
-                case admitting.ReadKernelspecs(token):
-                    self.offload(token, room_start.installed_kernelspecs)
+            self._carriers[type(step)](step)
+
+    @cached_property
+    def _carriers(self) -> dict[type, Callable[[Any], None]]:
+        """The effects any actor carries out, and the two steps only the Daemon can."""
+        return {
+            **self.effect_carriers(),
+            admitting.Join: lambda x: self._join(
+                self.rooms.get(x.notebook_id), x.origin, x.peer_label, x.created
+            ),
+            admitting.NewRoom: lambda x: self._start_room(x.start, x.wish, x.origin),
+        }
 
     def _join(self, entry: RoomEntry, origin: Origin, peer_label: str, created: bool) -> None:
         log.info("%s joins %s", peer_label, entry.path or "an untitled notebook")
         entry.joins_sent += 1
         self.send(entry.address, msgs.JoinRoom(origin, peer_label, created, entry.joins_sent))
 
-    def _start_room(self, start: StartNewRoom, wish: room_start.RoomWish) -> RoomEntry:
+    def _start_room(self, start: StartNewRoom, wish: room_start.RoomWish, by: Origin) -> None:
+        """A Room for ``start``, counted as started by ``by``'s connection."""
         address = self.createActor(Room)
         entry = self.rooms.add(start.notebook_id, address, start.path, wish.ephemeral)
+        entry.started_by = by.conn
         self.send(address, room_start.start_message(start, wish, self.config, self.edge))
         if start.binding_pending:
             self._bind(due.BindingStored(start.notebook_id, start.path, address))
         self.send(self.edge, RoomResident(start.notebook_id, address))
-        return entry
 
     # --- paths and the registry's bindings ------------------------------------------------
 
@@ -291,7 +299,7 @@ class Daemon(NbActor):
     def _replay_deferred(self, entry: RoomEntry) -> None:
         deferred, entry.deferred = entry.deferred, []
         for origin, body in deferred:
-            self.receiveMsg_ClientRequest(ClientRequest(origin, body), self.myAddress)
+            self._held_or_served(origin, body)
 
     def _forget_room(self, notebook_id: str) -> RoomEntry | None:
         entry = self.rooms.forget(notebook_id)

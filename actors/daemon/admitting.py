@@ -6,6 +6,13 @@ It reads the room directory and the registry and keeps the keyed creates
 the Daemon actor carries out in order in the same mailbox step: it joins, starts and
 refuses nothing itself. A refusal of the caller alone is raised, as the actor's guard
 answers it.
+
+A step is one of the effects any actor carries out (actors/common/effects.py: a refusal
+is a Fail for each caller, the kernelspec read an Offload), the very types the Room's
+parts return, or one of the two only the Daemon can carry out: Join (tell a resident
+room of a joiner, counted in the room directory) and NewRoom (create a Room actor and
+enter it in the directory). The Room's own actions (room/actions.py) are about one
+document and its kernel; none of them has a meaning here, nor these in a Room.
 """
 
 from __future__ import annotations
@@ -13,13 +20,14 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from nbstage.actors.common.effects import Fail, Offload
 from nbstage.actors.daemon import admission as decide
 from nbstage.actors.daemon.admission import Admission, JoinResident, Refuse, StartNewRoom
 from nbstage.actors.daemon.create_keys import CreateKeys, JoinMade, WaitForFirst
 from nbstage.actors.daemon.notebook.notebook_files import absolute_notebook_path
 from nbstage.actors.daemon.registry import Registry
 from nbstage.actors.daemon.room_directory import RoomDirectory
-from nbstage.actors.daemon.room_start import RoomWish, kernelspec_for
+from nbstage.actors.daemon.room_start import RoomWish, installed_kernelspecs, kernelspec_for
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.offload import BlockingWorkDone
@@ -48,20 +56,7 @@ class NewRoom:
     origin: Origin
 
 
-@frozen
-class Refused:
-    origins: tuple[Origin, ...]
-    error: NbstageError
-
-
-@frozen
-class ReadKernelspecs:
-    """Read the installed kernelspecs off the loop; ``token`` comes back with them."""
-
-    token: KernelspecResolved
-
-
-Step = Join | NewRoom | Refused | ReadKernelspecs
+Step = Join | NewRoom | Fail | Offload
 
 
 class Admitting:
@@ -111,13 +106,13 @@ class Admitting:
                     return []
         if req.runtime is None:
             return self.create_with(origin, req, None, stopping=False)
-        return [ReadKernelspecs(KernelspecResolved(origin, req))]
+        return [Offload(KernelspecResolved(origin, req), installed_kernelspecs)]
 
     def kernelspecs_read(self, done: BlockingWorkDone, stopping: bool) -> list[Step]:
         origin, req = done.token.origin, done.token.request
         chosen = kernelspec_for(req.runtime, done)
         if isinstance(chosen, NbstageError):
-            return [self._create_failed(origin, req, chosen)]
+            return self._create_failed(origin, req, chosen)
         return self.create_with(origin, req, chosen, stopping)
 
     def create_with(
@@ -137,7 +132,7 @@ class Admitting:
             self._check_kernel_host(req.kernel_host)
             steps = self._admitted(origin, StartNewRoom(notebook_id, RoomSource.NEW, None), wish)
         except NbstageError as exc:
-            return [self._create_failed(origin, req, exc)]
+            return self._create_failed(origin, req, exc)
         made = self.create_keys.made(req.key, notebook_id) if req.key is not None else []
         joins = [Join(notebook_id, waiter, repeat.peer_label, True) for waiter, repeat in made]
         return [*steps, *joins]
@@ -152,11 +147,13 @@ class Admitting:
                 f"(it names: {named}); leave kernel_host out to run the kernel here",
             )
 
-    def _create_failed(self, origin: Origin, req: CreateNotebook, error: NbstageError) -> Refused:
+    def _create_failed(
+        self, origin: Origin, req: CreateNotebook, error: NbstageError
+    ) -> list[Step]:
         """The create, and every repeat of its key waiting on it, refused; a later repeat
         tries afresh."""
         waiting = self.create_keys.failed(req.key) if req.key is not None else []
-        return Refused((origin, *(waiter for waiter, _ in waiting)), error)
+        return [Fail(each, error) for each in (origin, *(waiter for waiter, _ in waiting))]
 
     def _admitted(self, origin: Origin, admission: Admission, wish: RoomWish) -> list[Step]:
         match admission:

@@ -18,12 +18,12 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-import orjson
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors.common.base import Key, NbActor, finished, wakeup
-from nbstage.actors.session import figure_files, sessions, stale_reads
+from nbstage.actors.session import result_delivery as delivery
 from nbstage.actors.session import session_events as events
+from nbstage.actors.session import sessions, stale_reads
 from nbstage.actors.session.call_book import NEXT_RESULT, CallBook
 from nbstage.actors.session.daemon_link import (
     DaemonFailure,
@@ -84,7 +84,6 @@ from nbstage.protocol.session.supervision import (
     StopSessionManager,
     TargetChange,
     ToolCallCancelled,
-    ToolCallFinished,
     ToolCallProgressed,
     ToolCallRequested,
 )
@@ -99,7 +98,7 @@ from nbstage.protocol.session.watching import (
 
 def lab_started(state_dir: str) -> dict[str, Any]:
     """On a worker thread: the state dir's Lab edge, started if none runs (ADR 0004)."""
-    from nbstage.entrypoints.lab.launch import ensure_running
+    from nbstage.entrypoints.common.lab_start import ensure_running
 
     return ensure_running(state_dir)
 
@@ -147,7 +146,9 @@ class SessionManager(NbActor):
             wakeup(RetryRecovery): lambda due: self._decide(events.RecoveryDue()),
             wakeup(FirstLinkOverdue): lambda due: self._first_link_settled(),
             wakeup(DeferredExpired): self._deferred_expired,
-            finished(FiguresWritten): self._figures_written,
+            finished(FiguresWritten): lambda d: self.carry(
+                delivery.after_figures(d, self.supervisor)
+            ),
             finished(LabStarted): self._lab_started,
         }
 
@@ -347,7 +348,11 @@ class SessionManager(NbActor):
     def _context(self, msg: ToolCallRequested) -> ToolContext:
         config = self.config
         return tool_context(
-            self.state, msg.idempotency_key, config.cwd, self._figures(), config.state_dir
+            self.state,
+            msg.idempotency_key,
+            config.cwd,
+            delivery.figure_folder(config),
+            config.state_dir,
         )
 
     def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
@@ -391,34 +396,9 @@ class SessionManager(NbActor):
         self.send(self.supervisor, RestartTargetChanged(change, notebook_id, path))
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
+        """The result goes out, its figures written first (result_delivery.py)."""
         result = with_notices(result, self.book.close(call_id))
-        images = figure_files.images_in(result)
-        folder = self._figures()
-        if not images or folder is None:
-            self.send(self.supervisor, ToolCallFinished(call_id, orjson.dumps(result)))
-            return
-        keep = self.config.figure_files
-        self.offload(
-            FiguresWritten(call_id, orjson.dumps(result)),
-            lambda: figure_files.write_figures(folder, images, keep),
-            "figures",
-        )
-
-    def _figures_written(self, done: BlockingWorkDone) -> None:
-        """The result goes out once its images are on disk; if they could not be written,
-        it goes out without naming their files."""
-        token: FiguresWritten = done.token
-        result_json = token.result_json
-        if not done.ok:
-            log.warning("figures not written: %s", done.error)
-            result = figure_files.without_files(orjson.loads(result_json))
-            result_json = orjson.dumps(result)
-        self.send(self.supervisor, ToolCallFinished(token.call_id, result_json))
-
-    def _figures(self) -> str | None:
-        if self.config is None or self.config.figure_files <= 0:
-            return None
-        return os.path.join(self.config.state_dir, figure_files.FOLDER)
+        self.carry(delivery.delivered(call_id, result, self.config, self.supervisor))
 
     def _call_cancelled(self, msg: ToolCallCancelled, sender: ActorAddress) -> None:
         self.book.cancel(msg.call_id)

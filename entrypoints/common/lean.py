@@ -13,11 +13,19 @@ own log file, and its source loader (``zipfile``, ``importlib.abc``) for
 ``loadActorSource``. Together they cost each process about 2.4 MB.
 :func:`thespian_without_extras` imports thespian with stand-ins for them that load
 the real module the first time one is used, so every feature still works.
+
+jsonschema, which nbformat imports to validate notebooks, imports ``rfc3987_syntax``
+whenever it is installed (JupyterLab's ``jupyter_events`` asks for it), and that module
+builds a Lark grammar at import: about a second of CPU on a quiet machine, ten under
+load, spent by the daemon before it can read its first notebook. nbstage never checks an
+``iri`` format, so :func:`jsonschema_without_iri_grammar` defers that module the same
+way.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from typing import Any
@@ -61,19 +69,33 @@ _THESPIAN_EXTRAS = {
 }
 
 
-def thespian_without_extras() -> None:
-    """Import thespian's actors and ``simpleSystemBase`` without the modules above.
-    It must run before anything imports thespian, and its stand-ins leave ``sys.modules``
-    as soon as thespian is in."""
+def _import_with_stand_ins(module: str, extras: dict[str, tuple[str, ...]]) -> None:
+    """Import ``module`` while ``extras`` are stand-ins; they leave ``sys.modules`` as soon
+    as it is in."""
     stand_ins = {
         name: _StandIn(name, deferred)
-        for name, deferred in _THESPIAN_EXTRAS.items()
+        for name, deferred in extras.items()
         if name not in sys.modules
     }
     sys.modules.update(stand_ins)
     try:
-        import thespian.system.simpleSystemBase  # noqa: F401
+        importlib.import_module(module)
     finally:
         for name, stand_in in stand_ins.items():
             if sys.modules.get(name) is stand_in:
                 del sys.modules[name]
+
+
+def thespian_without_extras() -> None:
+    """Import thespian's actors and ``simpleSystemBase`` without the modules above.
+    It must run before anything imports thespian."""
+    _import_with_stand_ins("thespian.system.simpleSystemBase", _THESPIAN_EXTRAS)
+
+
+def jsonschema_without_iri_grammar() -> None:
+    """Import jsonschema with ``rfc3987_syntax`` deferred to its first use. It must run
+    before anything imports jsonschema (nbformat does); without that module it does
+    nothing."""
+    if "jsonschema" in sys.modules or importlib.util.find_spec("rfc3987_syntax") is None:
+        return
+    _import_with_stand_ins("jsonschema", {"rfc3987_syntax": ("is_valid_syntax",)})

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from nbstage.entrypoints.common import runtime_dir
+from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import (
     StatePaths,
@@ -92,6 +93,7 @@ def run_foreground(paths: StatePaths) -> None:
     faulthandler.register(signal.SIGUSR1)
     try:
         setup_logging(paths.logs, "daemon")
+        jsonschema_without_iri_grammar()
         paths = runtime_dir.settle(paths)
         record_socket_dir(paths)
         with contextlib.suppress(FileNotFoundError):

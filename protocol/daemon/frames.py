@@ -76,18 +76,25 @@ def encode_result_frame(
     return _HEADER.pack(len(body)) + body
 
 
+def json_object(body: bytes, what: str) -> dict[str, Any]:
+    """``body`` as a JSON object; FrameError, naming ``what`` was read, if it is not one.
+    Both frame formats (this one and protocol/session/session_frames.py) start here."""
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise FrameError(f"{what} must be a JSON object")
+    return payload
+
+
 def decode_body(body: bytes, null_id_ok: bool = False) -> dict[str, Any]:
     """Parse a frame body and check its envelope (``v``, ``type``, ``id``).
 
     A daemon answers a frame it could not read with an error whose id is null;
     clients read those with ``null_id_ok``.
     """
-    try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise FrameError(f"frame is not valid JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise FrameError("frame must be a JSON object")
+    payload = json_object(body, "frame")
     version = payload.get("v")
     if type(version) is not int or version != WIRE_VERSION:
         raise FrameError(f"frame must carry v={WIRE_VERSION}")

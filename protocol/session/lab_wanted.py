@@ -1,5 +1,5 @@
 """What show_notebook's handler asks of the SessionManager besides the daemon: the state
-dir's Lab edge, started if none runs (entrypoints/lab/launch.py). Starting and waiting
+dir's Lab edge, started if none runs (entrypoints/common/lab_start.py). Starting and waiting
 are blocking, so the SessionManager runs them on a worker thread (ADR 0004)."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import orjson
 
 from nbstage.protocol.common.codec import from_wire, to_wire
 from nbstage.protocol.common.errors import NbstageError
-from nbstage.protocol.daemon.frames import FrameError, read_body
+from nbstage.protocol.daemon.frames import FrameError, json_object, read_body
 from nbstage.protocol.session.supervision import (
     ActiveSessionChanged,
     HandoffRequested,
@@ -61,12 +61,7 @@ def encode(message: object) -> bytes:
 def decode(body: bytes) -> object:
     """The message in one frame body; FrameError if it is not one of ours."""
     head, _, raw = body.partition(_RAW_AFTER)
-    try:
-        fields = orjson.loads(head)
-    except orjson.JSONDecodeError as exc:
-        raise FrameError(f"session frame is not JSON: {exc}") from None
-    if not isinstance(fields, dict):
-        raise FrameError("session frame must be an object")
+    fields = json_object(head, "session frame")
     cls = _BY_NAME.get(fields.pop("type", None))
     if cls is None:
         raise FrameError("session frame names no known message")

@@ -615,6 +615,25 @@ def test_a_bad_body_is_a_frame_error_saying_what_is_wrong(body: bytes, phrase: s
     assert phrase in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        pytest.param(b"{", "session frame is not valid JSON", id="cut-off JSON"),
+        pytest.param(b"[1]", "session frame must be a JSON object", id="a list"),
+        pytest.param(b"null\0raw", "session frame must be a JSON object", id="null, then raw"),
+    ],
+)
+def test_a_session_frame_that_is_no_json_object_is_refused_the_same_way(
+    body: bytes, said: str
+) -> None:
+    """Both frame formats read their object through frames.json_object."""
+    from nbstage.protocol.session import session_frames
+
+    with pytest.raises(FrameError) as info:
+        session_frames.decode(body)
+    assert str(info.value).startswith(said)
+
+
 # --- frames: reading from a stream ------------------------------------------------------
 
 

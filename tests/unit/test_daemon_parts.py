@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from nbstage.actors.common.effects import Fail, Offload
 from nbstage.actors.daemon.admission import StartNewRoom
-from nbstage.actors.daemon.admitting import Admitting, Join, NewRoom, ReadKernelspecs, Refused
+from nbstage.actors.daemon.admitting import Admitting, Join, NewRoom
 from nbstage.actors.daemon.close_waits import CloseWaits, Stopping
 from nbstage.actors.daemon.room_directory import RoomDirectory
-from nbstage.actors.daemon.room_start import RoomWish
+from nbstage.actors.daemon.room_start import RoomWish, installed_kernelspecs
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.replies import KeptRoom, RoomEvicted, RoomsReaped
@@ -178,7 +179,7 @@ def test_a_resident_room_is_joined_and_a_new_one_past_the_limit_refused() -> Non
         Join("n1", OTHER, "you", False)
     ]
     refused = admitting.create(CALLER, CreateNotebook(runtime=None, peer_label="me"))
-    assert refused == [Refused((CALLER,), refused[0].error)]
+    assert refused == [Fail(CALLER, refused[0].error)]
     assert refused[0].error.code is ErrorCode.TOO_MANY_ROOMS
     with pytest.raises(NbstageError) as beyond:
         admitting.open(CALLER, OpenNotebook("/notes/missing.ipynb"), FakeRegistry())
@@ -189,7 +190,8 @@ def test_a_keyed_create_is_made_once_and_its_repeats_join_or_share_its_refusal()
     admitting = Admitting(RoomDirectory(), Settings())
     first = CreateNotebook(runtime="python", peer_label="me", key="k")
     repeat = CreateNotebook(runtime="python", peer_label="again", key="k")
-    assert admitting.create(CALLER, first) == [ReadKernelspecs(admitting_token(CALLER, first))]
+    read = Offload(admitting_token(CALLER, first), installed_kernelspecs)
+    assert admitting.create(CALLER, first) == [read]
     assert admitting.create(OTHER, repeat) == [], "the repeat waits for the first"
     steps = admitting.create_with(CALLER, first, None, stopping=False)
     new_room, creator, waiter = steps
@@ -202,7 +204,7 @@ def test_a_keyed_create_is_made_once_and_its_repeats_join_or_share_its_refusal()
     admitting.create_keys.begin("k2", (CALLER, second), set())
     admitting.create(OTHER, CreateNotebook(runtime=None, key="k2"))
     refused = admitting.create_with(CALLER, second, None, stopping=True)
-    assert refused == [Refused((CALLER, OTHER), refused[0].error)]
+    assert refused == [Fail(CALLER, refused[0].error), Fail(OTHER, refused[0].error)]
     assert refused[0].error.code is ErrorCode.SHUTTING_DOWN
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from thespian.actors import WakeupMessage
+from thespian.actors import ActorExitRequest, WakeupMessage
 
 from nbstage.actors.common.base import NbActor, finished, progress, request, wakeup
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone, WorkProgressed
 from nbstage.protocol.daemon_actors.edge import ClientRequest, Origin
 
@@ -80,9 +81,39 @@ def test_a_timer_the_table_does_not_name_is_dropped() -> None:
     assert probe.seen == []
 
 
-def test_actors_name_no_receive_methods_beyond_the_bases_hooks() -> None:
-    """Every handler is in a table: a receiveMsg_ method is only ever one of the hooks the
-    base puts in every table (which the Room, the Daemon and the Kernel extend)."""
+class Holding(Probe):
+    """An actor whose own ClientRequest row holds a request back, then serves it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[Any] = []
+        self.exits = 0
+
+    def handlers(self):
+        return {
+            **super().handlers(),
+            ClientRequest: lambda msg, sender: self.held.append(msg),
+            ActorExitRequest: lambda msg, sender: setattr(self, "exits", self.exits + 1),
+        }
+
+    def fail(self, origin: Origin, error: NbstageError) -> None:
+        self.seen.append(("failed", error.code))
+
+
+def test_an_actors_own_row_replaces_the_bases_and_serve_dispatches_what_it_held() -> None:
+    holding = Holding()
+    holding.receiveMessage(ClientRequest(Origin(1, 1), Ping(6)), None)
+    holding.receiveMessage(ClientRequest(Origin(1, 2), Token(7)), None)
+    holding.receiveMessage(ActorExitRequest(), None)
+    assert (holding.seen, holding.exits) == ([], 1)
+    for held in holding.held:
+        holding.serve(held.origin, held.body)
+    assert holding.seen == [("request", 6), ("failed", ErrorCode.UNKNOWN_REQUEST)]
+
+
+def test_actors_name_no_receive_methods() -> None:
+    """Every handler is in a table: no actor, the base included, has a receiveMsg_ method
+    (thespian's plain Actor never calls one; a table row is the only entry point)."""
     from nbstage.actors.daemon.actor import Daemon
     from nbstage.actors.daemon.kernel.actor import Kernel
     from nbstage.actors.daemon.room.actor import Room
@@ -90,10 +121,9 @@ def test_actors_name_no_receive_methods_beyond_the_bases_hooks() -> None:
     from nbstage.actors.session.session_manager import SessionManager
     from nbstage.actors.session.watch_loop import WatchLoop
 
-    hooks = {name for name in vars(NbActor) if name.startswith("receiveMsg_")}
-    for actor in (Daemon, Kernel, Room, ProxySupervisor, SessionManager, WatchLoop):
+    for actor in (NbActor, Daemon, Kernel, Room, ProxySupervisor, SessionManager, WatchLoop):
         named = {name for name in dir(actor) if name.startswith("receiveMsg_")}
-        assert named <= hooks, actor.__name__
+        assert named == set(), actor.__name__
 
 
 def test_the_room_carries_out_every_action_a_part_may_return() -> None:
@@ -103,3 +133,13 @@ def test_the_room_carries_out_every_action_a_part_may_return() -> None:
     from nbstage.actors.daemon.room.actor import Room
 
     assert set(Room()._carriers) == set(get_args(actions.Action))
+
+
+def test_the_daemon_carries_out_every_admission_step() -> None:
+    """Admissions return the effects any actor carries out, and the Daemon's own two."""
+    from typing import get_args
+
+    from nbstage.actors.daemon import admitting
+    from nbstage.actors.daemon.actor import Daemon
+
+    assert set(get_args(admitting.Step)) <= set(Daemon()._carriers)

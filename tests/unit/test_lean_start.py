@@ -83,3 +83,27 @@ def test_the_session_child_starts_without_hashlib() -> None:
         "import nbstage.entrypoints.session.session_child, nbstage.actors.session.session_manager"
     )
     assert loaded_after(child, ("_hashlib",)) == []
+
+
+def test_nbformat_comes_in_without_the_iri_grammar_and_an_iri_check_still_works() -> None:
+    """The daemon's first notebook read no longer waits for rfc3987_syntax's Lark grammar;
+    jsonschema's ``iri`` check, the one user of it, imports it when first called."""
+    out = run_python(
+        """
+        import importlib.util, sys
+        from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
+
+        jsonschema_without_iri_grammar()
+        import nbformat
+
+        print("grammar loaded" if "rfc3987_syntax" in sys.modules else "grammar deferred")
+        if importlib.util.find_spec("rfc3987_syntax") is not None:
+            from jsonschema import Draft7Validator, FormatChecker
+
+            check = Draft7Validator({"format": "iri"}, format_checker=FormatChecker())
+            print(check.is_valid("https://example.org/é"), check.is_valid("::no scheme"))
+        else:
+            print(True, False)
+        """
+    )
+    assert out.split() == ["grammar", "deferred", "True", "False"]

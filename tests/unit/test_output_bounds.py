@@ -194,6 +194,14 @@ def test_a_preview_cuts_texts_and_keeps_images():
     assert outputs[0]["text"] == "s" * 50_000
 
 
+def test_a_preview_keeps_a_small_json_array_and_joins_a_text_list():
+    """A list under a JSON MIME type is a JSON array (mime_types.is_json_mime); under any
+    other it is a multiline string, joined."""
+    data = {"application/geo+json": ["a", "b"], "text/plain": ["a\n", "b"]}
+    shown = preview_outputs([display(data)], 1000)[0]["data"]
+    assert shown == {"application/geo+json": ["a", "b"], "text/plain": "a\nb"}
+
+
 def test_previewed_cuts_execution_and_cell_replies_only():
     outputs = [out("q" * 20_000)]
     execution = ExecutionView("e", "c", ExecutionStatus.DONE, 1, outputs)

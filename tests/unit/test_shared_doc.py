@@ -16,6 +16,7 @@ from pycrdt import (
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room.order_steps import Delete, Step, steps
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
 
 
@@ -115,7 +116,9 @@ def _person(doc: Document, edit) -> list[dict]:
     peer = Peer(shared)
     edit(peer.notebook)
     assert peer.flush()
-    return person_edits.records(doc, shared.content())
+    records = person_edits.records(doc, shared.edited_content(doc))
+    assert records == person_edits.records(doc, shared.content())
+    return records
 
 
 def _typed(nb: YNotebook) -> None:
@@ -265,3 +268,155 @@ def test_queued_and_running_cells_show_as_running_until_they_finish() -> None:
     for update in shared.mirror(doc, frozenset({first})):
         peer.hear(update)
     assert states() == ["idle", "running", "idle"]
+
+
+# --- granular structure: order_steps.py and the mirror that uses it -----------------------
+
+
+def _applied(before: list[str], done: list[Step]) -> list[str]:
+    ids = list(before)
+    for step in done:
+        if isinstance(step, Delete):
+            del ids[step.index]
+        else:
+            ids.insert(step.index, step.cell_id)
+    return ids
+
+
+ABCDE = list("abcde")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "count"),
+    [
+        (ABCDE, ABCDE, 0),
+        (ABCDE, [*ABCDE, "f"], 1),
+        (ABCDE, ["f", *ABCDE], 1),
+        (ABCDE, list("abfcde"), 1),
+        (ABCDE, list("abde"), 1),
+        (ABCDE, list("bcdea"), 2),
+        (ABCDE, list("eabcd"), 2),
+        (ABCDE, list("acbde"), 2),
+        (ABCDE, list("edcba"), 8),
+        (ABCDE, [], 5),
+        ([], ABCDE, 5),
+        (ABCDE, list("xbzdy"), 6),
+        (list("ab"), list("ba"), 2),
+    ],
+    ids=[
+        "same",
+        "append",
+        "prepend",
+        "insert",
+        "delete",
+        "first-to-last",
+        "last-to-first",
+        "swap",
+        "reverse",
+        "clear",
+        "fill",
+        "replace-some",
+        "two-swapped",
+    ],
+)
+def test_order_steps_bring_one_order_to_the_other_in_few_steps(before, after, count) -> None:
+    done = steps(before, after)
+    assert _applied(before, done) == after
+    assert len(done) == count
+
+
+def test_one_move_in_a_thousand_cells_is_two_steps() -> None:
+    before = [f"c{i}" for i in range(1000)]
+    after = list(before)
+    after.insert(10, after.pop(900))
+    done = steps(before, after)
+    assert (_applied(before, done), len(done)) == (after, 2)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.create_cell("new", "code", 500),
+        lambda d: d.delete_cell(d.cells[500].id),
+        lambda d: d.move_cell(d.cells[900].id, d.cells[10].id),
+    ],
+    ids=["create", "delete", "move"],
+)
+def test_a_structural_change_in_a_big_notebook_touches_one_or_two_cells(change) -> None:
+    """The update a person receives carries the cell concerned, not the notebook."""
+    doc = _doc(*[f"x = {i}" for i in range(1000)])
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    change(doc)
+    updates = shared.mirror(doc)
+    assert len(updates) == 1
+    assert len(updates[0]) < 400
+    peer.hear(updates[0])
+    assert peer.notebook.get() == doc.to_json() == shared.content()
+
+
+def test_a_cell_a_person_doubled_is_taken_out_and_their_new_cell_kept() -> None:
+    doc = _doc("a", "b")
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    first = peer.notebook.get_cell(0)
+    with peer.notebook.ydoc.transaction():
+        peer.notebook.ycells.append(peer.notebook.create_ycell(first))
+        peer.notebook.append_cell(
+            {"id": "mine", "cell_type": "code", "source": "m", "metadata": {}}
+        )
+    assert peer.flush()
+    records = person_edits.records(doc, shared.edited_content(doc))
+    applied = journal.apply_records(doc.to_json(), records).notebook
+    fresh = Document.from_json(applied)
+    doc.cells, doc.revision = fresh.cells, doc.revision + 1
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    ids = [c["id"] for c in peer.notebook.ycells.to_py()]
+    assert ids == [c.id for c in doc.cells]
+    assert ids[2:] == ["mine"]
+
+
+def test_a_notebook_without_cells_has_none_in_the_y_document() -> None:
+    doc = Document.empty()
+    shared = SharedDoc(doc)
+    assert shared.notebook.ycells.to_py() == []
+    peer = Peer(shared)
+    doc.create_cell("a", "code", None)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert peer.sources() == ["a"]
+
+
+def test_a_keystroke_in_a_big_notebook_reads_back_the_one_cell_it_changed() -> None:
+    doc = _doc(*[f"x = {i}" for i in range(300)])
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    source = peer.notebook.ycells[200]["source"]
+    source += "1"
+    assert peer.flush()
+    content = shared.edited_content(doc)
+    assert content["cells"][200]["source"] == "x = 2001"
+    assert content["cells"][:200] == [c.to_json(include_outputs=False) for c in doc.cells[:200]]
+    records = person_edits.records(doc, content)
+    assert [(r["op"], r["cell"]["source"]) for r in records] == [("put", "x = 2001")]
+
+
+def test_a_persons_edit_leaves_the_other_cells_alone_and_the_mirror_sends_nothing() -> None:
+    """The cells a person's records do not name stay the same objects (outputs and all):
+    the mirror that follows has nothing to write, where rewriting every cell's outputs
+    after a keystroke would flicker them in every browser."""
+    doc = _doc(*[f"x = {i}" for i in range(20)])
+    for cell in doc.cells:
+        doc.set_outputs(cell.id, [{"output_type": "stream", "name": "stdout", "text": "1"}], 1)
+    shared = SharedDoc(doc)
+    peer = Peer(shared)
+    text = peer.notebook.ycells[7]["source"]
+    text += "1"
+    assert peer.flush()
+    before = list(doc.cells)
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    assert [a is b for a, b in zip(before, doc.cells, strict=True)] == [i != 7 for i in range(20)]
+    assert (doc.cells[7].source, doc.cells[7].outputs) == ("x = 71", before[7].outputs)
+    assert doc.cells[7].outputs is before[7].outputs
+    assert shared.mirror(doc) == []

@@ -19,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.dependency_modes import DependencyEdit, DependencyPlan, Removal
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted, EnvSource
@@ -177,11 +178,10 @@ TRUST_CALL = "manage_dependencies(trust=true)"
 
 
 def approval_line(deps: Sequence[str]) -> Notice:
-    count = len(deps)
-    packages = "package" if count == 1 else "packages"
+    asks = f"this notebook asks for {plural(len(deps), 'package')} ({', '.join(deps)})"
     return Notice(
         NoticeKind.APPROVAL_NEEDED,
-        f"this notebook asks for {count} {packages} ({', '.join(deps)}); approve with {TRUST_CALL}",
+        f"{asks}; approve with {TRUST_CALL}",
         TRUST_CALL,
     )
 

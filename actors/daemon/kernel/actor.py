@@ -25,7 +25,7 @@ from collections import deque
 from datetime import timedelta
 from typing import Any
 
-from thespian.actors import ActorAddress
+from thespian.actors import ActorAddress, ActorExitRequest
 
 from nbstage.actors.common.base import NbActor, finished, wakeup
 from nbstage.actors.common.output_bounds import KeptOutputs
@@ -105,6 +105,7 @@ class Kernel(NbActor):
             InterruptKernelNow: self._on_interrupt_kernel_now,
             RestartKernelNow: self._on_restart_kernel_now,
             ShutdownKernel: self._on_shutdown_kernel,
+            ActorExitRequest: self._on_actor_exit,
             wakeup(Tick): self._tick,
             finished(Launched): self._launched,
             finished(Relaunched): self._relaunched,
@@ -358,7 +359,7 @@ class Kernel(NbActor):
             log.info("kernel pid %s of room %s stopped", done.token.pid, self.name)
         self.send(done.token.room, KernelStopped(done.token.pid))
 
-    def receiveMsg_ActorExitRequest(self, msg: Any, sender: ActorAddress) -> None:
+    def _on_actor_exit(self, msg: ActorExitRequest, sender: ActorAddress) -> None:
         """Last resort: the Room asks for ShutdownKernel first, so this rarely finds a kernel."""
         self._stop_watching()
         if self.backend is not None and not self.backend_busy:

@@ -15,6 +15,7 @@ from typing import Any
 
 from nbstage.actors.daemon.environment.dependencies import read_dependencies, with_dependencies
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon.replies import CellCreated, CellDeleted, CellMoved, CellUpdated
 
@@ -133,7 +134,7 @@ def _index(cells: list[dict[str, Any]], cell_id: object) -> int | None:
 
 
 def restored_notice(where: str, count: int, file_backed: bool) -> Notice:
-    edits = "1 edit" if count == 1 else f"{count} edits"
+    edits = plural(count, "edit")
     tail = " and are not saved yet" if file_backed else ""
     return Notice(
         NoticeKind.JOURNAL_RESTORED,

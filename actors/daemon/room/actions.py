@@ -1,52 +1,18 @@
 """What a part of the Room asks the Room to do: the Room carries these out (``Room.act``),
-so no part sends, offloads or arms a timer itself, and none imports thespian (ADR 0003)."""
+so no part sends, offloads or arms a timer itself, and none imports thespian (ADR 0003).
+
+The first five (Send, Offload, Wake, Answer, Fail) are any actor's effects
+(actors/common/effects.py), carried out by the base's ``effect_carriers``, the same ones
+the Daemon's admissions return; the rest only the Room can carry out."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from nbstage.actors.common.effects import Answer, Fail, Offload, Send, Wake
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon_actors.edge import Origin
-
-
-@frozen
-class Send:
-    """A message to an address the part was given (the Daemon, the edge, the kernel)."""
-
-    to: Any
-    message: Any
-
-
-@frozen
-class Offload:
-    """Blocking work for the edge's worker threads; ``BlockingWorkDone(token)`` comes back."""
-
-    token: Any
-    work: Callable[..., Any]
-    lane: str | None = None
-    reports: bool = False
-
-
-@frozen
-class Wake:
-    """A timer: ``payload`` comes back after ``seconds`` (payloads carry generations)."""
-
-    seconds: float
-    payload: Any
-
-
-@frozen
-class Answer:
-    origin: Origin
-    reply: object
-
-
-@frozen
-class Fail:
-    origin: Origin
-    error: NbstageError
 
 
 @frozen

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
@@ -160,11 +159,7 @@ class Room(NbActor):
     def _carriers(self) -> dict[type, Callable[[Any], None]]:
         a = actions
         return {
-            a.Send: lambda x: self.send(x.to, x.message),
-            a.Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
-            a.Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
-            a.Answer: lambda x: self.answer(x.origin, x.reply),
-            a.Fail: lambda x: self.fail(x.origin, x.error),
+            **self.effect_carriers(),
             a.StartKernelChild: lambda x: self._start_kernel(),
             a.DetachKernel: lambda x: self.act(*self.seat.detach(x.reason)),
             a.EndChild: lambda x: self.send(x.child, ActorExitRequest()),
@@ -201,7 +196,6 @@ class Room(NbActor):
 
     def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
-        self.sharing.notebook_id, self.sharing.edge = msg.notebook_id, msg.edge
         self.journal.start(msg.notebook_id, msg.state_dir)
         self.deps.start(msg)
         self.peers.start(msg)
@@ -258,7 +252,7 @@ class Room(NbActor):
         if self.doc is None:
             self.fail(msg.origin, self.opening.unloaded_error())
         else:
-            self.receiveMsg_ClientRequest(msg, sender)
+            self.serve(msg.origin, msg.body)
 
     def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
         """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
@@ -274,13 +268,13 @@ class Room(NbActor):
         """Whatever the message changed reaches the people watching, as one Y update."""
         super().receiveMessage(msg, sender)
         if self.sharing.watched:
-            running = self.seat.runs.book.live_cells()
-            self.act(*self.sharing.mirror(self.doc, self.peers, running))
+            running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
+            self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))
 
     def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
         """A person's edit is journalled like an agent's; they hear back once it is."""
         self.close.refuse("the edit was not taken")
-        said = self.sharing.heard(req, self.doc)
+        said = self.sharing.heard(req, self.doc, self.edge)
         if said.records:
             self.notices.post(person_edits.notice(said.records))
         self.act(*sharing.taken(said, origin, self.journal, self.file.journalled))

@@ -36,6 +36,7 @@ from nbstage.actors.daemon.room.environment import EnvironmentSeat, trusted_for
 from nbstage.actors.daemon.room.room_support import save_error
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 from nbstage.protocol.daemon_actors.room_followups import (
@@ -186,7 +187,9 @@ def swept(done: BlockingWorkDone, path: str) -> None:
     if not done.ok:
         log.warning("could not sweep old temp files beside %s: %s", path, done.error)
     elif done.result:
-        log.info("removed %d temp file(s) that killed saves left beside %s", done.result, path)
+        log.info(
+            "removed %s that killed saves left beside %s", plural(done.result, "temp file"), path
+        )
 
 
 def read_kernelspecs(file: Any, restart: Origin | None) -> Offload:

@@ -41,6 +41,23 @@ def records(doc: Document, shared: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def take(doc: Document, records: list[dict[str, Any]]) -> None:
+    """Apply a person's records to ``doc`` as the journal replays them. The cells they do
+    not name stay the same objects, and a named cell keeps its outputs list, so the
+    mirror that follows (which knows outputs by their list) writes only what changed."""
+    fresh = Document.from_json(journal.apply_records(doc.to_json(), records).notebook)
+    named = {r["cell"]["id"] if r["op"] == "put" else r["cell_id"] for r in records}
+    old = {cell.id: cell for cell in doc.cells}
+    for index, cell in enumerate(fresh.cells):
+        kept = old.get(cell.id)
+        if kept is not None and cell.id not in named:
+            fresh.cells[index] = kept
+        elif kept is not None and cell.outputs == kept.outputs:
+            cell.outputs = kept.outputs
+    doc.cells, doc.metadata = fresh.cells, fresh.metadata
+    doc.revision += 1
+
+
 def _usable(cells: object) -> dict[str, dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     for cell in cells if isinstance(cells, list) else []:

@@ -17,14 +17,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from jupyter_ydoc import YNotebook
+from jupyter_ydoc.utils import cast_all
 from pycrdt import (
     Awareness,
     Decoder,
     Doc,
     Map,
-    Text,
     YMessageType,
     YSyncMessageType,
     create_awareness_message,
@@ -35,16 +34,13 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import shared_cells
+from nbstage.actors.daemon.room.order_steps import Delete, steps
 from nbstage.protocol.common.errors import NbstageError
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
 EMPTY_UPDATE = b"\x00\x00"
-
-
-Fingerprint = tuple[str, str, tuple[int, int], int | None, bytes]
-"""A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
-metadata (as sorted JSON)."""
 
 
 class UnreadableMessage(ValueError):
@@ -74,13 +70,28 @@ class SharedDoc:
         """This Y document's history: a browser that holds another must reload, never merge."""
         self.revision = -1
         """The Document revision the Y document holds."""
-        self._seen: dict[str, Fingerprint] = {}
-        self._order: list[str] = []
+        self._seen: dict[str, shared_cells.Fingerprint] = {}
+        self._ids: list[str | None] = []
+        """The ids of the Y cells, in order, kept by watching the array (reading them
+        back from the Y document costs a call per cell)."""
         self._metadata: dict[str, Any] = {}
         self._running: frozenset[str] = frozenset()
+        self._heard = False
+        """A person's update was applied since the last mirror."""
+        self._touched: set[str] = set()
+        """The ids of the cells the last person's update changed inside."""
+        self._listening = False
         self._updates: list[bytes] = []
         self.ydoc.observe(lambda event: self._updates.append(event.update))
-        self.mirror(doc)
+        self.notebook.ycells.observe(self._track)
+        self.notebook.ycells.observe_deep(self._touch)
+        self.notebook.set(doc.to_json())
+        with self.ydoc.transaction():
+            self._restructure(doc)  # set() gives a notebook without cells an empty one
+        self._settle(
+            doc, frozenset(), {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
+        )
+        self._take()
 
     # --- the Room's side --------------------------------------------------------------
 
@@ -88,27 +99,86 @@ class SharedDoc:
         """Bring the Y document to ``doc`` in one transaction, cell by cell id; the
         update messages every person needs (none when nothing changed).
 
-        When the cells and their order are the same, only the cells whose content
-        changed are touched (an edit or an output costs one cell, not the notebook);
-        otherwise YNotebook.set merges the whole notebook by cell id. ``running``: the
-        cells queued or running, whose ``execution_state`` is "running" (Lab's ``[*]``)."""
-        if doc.revision == self.revision and running == self._running:
+        Only what differs is written: cells created, deleted or moved are Y inserts and
+        deletes (order_steps.py), and of the others only the cells whose content changed
+        are touched, so an edit, an output or a new cell costs a cell, not the notebook.
+        ``running``: the cells queued or running, whose ``execution_state`` is "running"
+        (Lab's ``[*]``)."""
+        if doc.revision == self.revision and running == self._running and not self._heard:
             return []
-        self.revision = doc.revision
-        seen = {cell.id: _fingerprint(cell) for cell in doc.cells}
-        order = list(seen)
+        seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
         with self.ydoc.transaction():
-            changed = running ^ self._running
-            if order != self._order or doc.metadata != self._metadata:
-                self.notebook.set(doc.to_json())
-                changed = running | self._running
-            else:
-                for index, cell in enumerate(doc.cells):
-                    if self._seen[cell.id] != seen[cell.id]:
-                        self._update(index, cell, self._seen[cell.id])
-            self._mark_running(doc, running, changed)
-        self._seen, self._order, self._metadata = seen, order, dict(doc.metadata)
+            if doc.metadata != self._metadata:
+                self._set_metadata(doc.metadata)
+            inserted = self._restructure(doc)
+            for index, cell in enumerate(doc.cells):
+                before = self._seen.get(cell.id) or shared_cells.unknown(cell)
+                if cell.id not in inserted and before != seen[cell.id]:
+                    self._update(index, cell, before)
+            self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
+        self._settle(doc, running, seen)
         return [create_update_message(u) for u in self._take()]
+
+    def _settle(
+        self, doc: Document, running: frozenset[str], seen: dict[str, shared_cells.Fingerprint]
+    ) -> None:
+        self.revision, self._running, self._heard, self._seen = doc.revision, running, False, seen
+        self._metadata = copy.deepcopy(doc.metadata)
+
+    def _restructure(self, doc: Document) -> frozenset[str]:
+        """Insert, delete and move Y cells until their ids are the Document's; the ids
+        of the cells inserted (with the Document's content). A Y cell without an id, or
+        repeating one before it, is deleted: nothing doubles."""
+        order = [cell.id for cell in doc.cells]
+        if self._ids == order:
+            return frozenset()
+        seen: set[str | None] = set()
+        ids: list[str] = []
+        for index, cell_id in enumerate(self._ids):
+            ids.append(f"\0{index}" if cell_id is None or cell_id in seen else cell_id)
+            seen.add(cell_id)
+        cells = {cell.id: cell for cell in doc.cells}
+        ycells, inserted = self.notebook.ycells, set()
+        for step in steps(ids, order):
+            if isinstance(step, Delete):
+                del ycells[step.index]
+            else:
+                ycells.insert(step.index, self.notebook.create_ycell(cells[step.cell_id].to_json()))
+                inserted.add(step.cell_id)
+        return frozenset(inserted)
+
+    def _set_metadata(self, metadata: dict[str, Any]) -> None:
+        """The notebook's metadata, as YNotebook.set writes it."""
+        metadata = copy.deepcopy(metadata)
+        cast_all(metadata, int, float)
+        metadata.setdefault("language_info", {"name": ""})
+        metadata.setdefault("kernelspec", {"name": "", "display_name": ""})
+        self.ydoc.get("meta", type=Map)["metadata"] = Map(metadata)
+
+    def _track(self, event: Any) -> None:
+        """Follow the Y cells' ids through every change of the array, ours or a person's."""
+        at = 0
+        for part in event.delta:
+            if "retain" in part:
+                at += part["retain"]
+            elif "delete" in part:
+                del self._ids[at : at + part["delete"]]
+            elif "insert" in part:
+                added = [shared_cells.id_of(ycell) for ycell in part["insert"]]
+                self._ids[at:at] = added
+                at += len(added)
+
+    def _touch(self, events: list[Any]) -> None:
+        """Note the cells a person's update changed inside (a path starts at the cell's
+        index) or put in; the mirror's own changes are not noted."""
+        if not self._listening:
+            return
+        for event in events:
+            if event.path:
+                ycells = [self.notebook.ycells[event.path[0]]]
+            else:  # cells put in: new ones, moved ones, or one replaced under its id
+                ycells = [y for part in event.delta for y in part.get("insert", ())]
+            self._touched.update(i for i in map(shared_cells.id_of, ycells) if i is not None)
 
     def _mark_running(self, doc: Document, running: frozenset[str], cells: frozenset[str]) -> None:
         for cell_id in cells:
@@ -119,9 +189,9 @@ class SharedDoc:
                     self.notebook.ycells[index]["execution_state"] = state
         self._running = running
 
-    def _update(self, index: int, cell: Cell, before: Fingerprint) -> None:
+    def _update(self, index: int, cell: Cell, before: shared_cells.Fingerprint) -> None:
         ycell = self.notebook.ycells[index]
-        cell_type, source, outputs, count, metadata = _fingerprint(cell)
+        cell_type, source, outputs, count, metadata = shared_cells.fingerprint(cell)
         if cell_type != before[0]:
             self.notebook.set_cell(index, cell.to_json())
             return
@@ -136,11 +206,29 @@ class SharedDoc:
         if outputs != before[2]:
             youtputs = ycell["outputs"]
             youtputs.clear()
-            youtputs.extend([_youtput(output) for output in cell.outputs])
+            youtputs.extend([shared_cells.youtput(output) for output in cell.outputs])
 
     def content(self) -> dict[str, Any]:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
         return self.notebook.get()
+
+    def edited_content(self, doc: Document) -> dict[str, Any]:
+        """The cells as the Y document holds them after a person's update, for
+        person_edits: the cells it changed or added read from the Y document, the others
+        (whose Y content is what the mirror wrote) as ``doc`` has them, so a keystroke in
+        a big notebook reads one cell back, not all of them. An id that repeats an
+        earlier one is read as it is, and person_edits leaves it out."""
+        ours = {cell.id: cell for cell in doc.cells}
+        touched = self._touched
+        cells, seen = [], set()
+        for index, cell_id in enumerate(self._ids):
+            cell = ours.get(cell_id) if cell_id is not None else None
+            if cell is None or cell_id in touched or cell_id in seen:
+                cells.append(shared_cells.cell_of(self.notebook.ycells[index]))
+            else:
+                cells.append(cell.to_json(include_outputs=False))
+            seen.add(cell_id)
+        return {"cells": cells}
 
     # --- the people's side ------------------------------------------------------------
 
@@ -194,35 +282,19 @@ class SharedDoc:
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
         if payload == EMPTY_UPDATE:
             return Heard()
-        self.ydoc.apply_update(payload)
+        self._touched.clear()
+        self._listening = True
+        try:
+            self.ydoc.apply_update(payload)
+        finally:
+            self._listening = False
+        self._heard = True
         relay = [create_update_message(u) for u in self._take()]
         return Heard(relay=relay, edited=bool(relay))
 
     def _take(self) -> list[bytes]:
         taken, self._updates = self._updates, []
         return taken
-
-
-def _fingerprint(cell: Cell) -> Fingerprint:
-    """What the mirror compares: the Document replaces a cell's outputs list whenever
-    they change, so the list's identity stands for its content."""
-    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS)
-    return (
-        cell.cell_type,
-        cell.source,
-        (id(cell.outputs), len(cell.outputs)),
-        cell.execution_count,
-        metadata,
-    )
-
-
-def _youtput(output: dict[str, Any]) -> Map[Any]:
-    """An output as JupyterLab's schema holds it: a stream's text is a Y text."""
-    output = copy.deepcopy(output)
-    if output.get("output_type") == "stream":
-        text = output.get("text", "")
-        output["text"] = Text(text if isinstance(text, str) else "".join(text))
-    return Map(output)
 
 
 def _payload(decoder: Decoder) -> bytes:

@@ -13,7 +13,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits
 from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Offload, Send
@@ -48,8 +47,6 @@ class Said:
 class Sharing:
     def __init__(self) -> None:
         self.shared: SharedDoc | None = None
-        self.notebook_id = ""
-        self.edge: Any = None
 
     @property
     def watched(self) -> bool:
@@ -69,8 +66,9 @@ class Sharing:
         hello = self.shared.join(req.peer_id, origin.conn)
         return Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))
 
-    def heard(self, req: PassSharedDocMessage, doc: Document) -> Said:
-        """Apply a person's message; an edit is applied to ``doc`` as journal records."""
+    def heard(self, req: PassSharedDocMessage, doc: Document, edge: Any) -> Said:
+        """Apply a person's message; an edit is applied to ``doc`` as journal records.
+        What goes on to the others is pushed through ``edge``, the room's socket edge."""
         shared = self.shared
         if shared is None or req.peer_id not in shared.people:
             raise NbstageError(ErrorCode.NOT_A_PEER, f"{req.peer_id} has not joined as a person.")
@@ -79,35 +77,38 @@ class Sharing:
         except UnreadableMessage as exc:
             refusal = f"Not a Y message this room takes: {exc}"
             raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
-        pushes = self._push(heard.relay, shared.others(req.peer_id))
-        records = person_edits.records(doc, shared.content()) if heard.edited else []
+        pushes = _pushes(edge, req.notebook_id, heard.relay, shared.others(req.peer_id))
+        records = person_edits.records(doc, shared.edited_content(doc)) if heard.edited else []
         if records:
-            replayed = journal.apply_records(doc.to_json(), records)
-            fresh = Document.from_json(replayed.notebook)
-            doc.cells, doc.metadata = fresh.cells, fresh.metadata
-            doc.revision += 1
+            person_edits.take(doc, records)
         answer = SharedDocAnswered(to_text(heard.replies), shared.session)
         return Said(answer, records, pushes)
 
     def mirror(
-        self, doc: Document | None, peers: Peers, running: frozenset[str] = frozenset()
+        self,
+        doc: Document | None,
+        peers: Peers,
+        running: frozenset[str],
+        edge: Any,
+        notebook_id: str,
     ) -> list[Action]:
-        """Everything the Room changed since the last call, to every person still here."""
+        """Everything the Room changed since the last call, to every person still here,
+        pushed through ``edge`` as updates of the room ``notebook_id``."""
         shared = self.shared
         if shared is None or doc is None:
             return []
         for peer_id in [p for p in shared.people if p not in peers.labels]:
             shared.leave(peer_id)
-        return self._push(shared.mirror(doc, running), shared.others(None))
+        return _pushes(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
 
-    def _push(self, messages: list[bytes], to: list[tuple[str, int]]) -> list[Action]:
-        if not messages or not to:
-            return []
-        text = to_text(messages)
-        return [
-            Send(self.edge, SharedDocPushed(conn, self.notebook_id, peer_id, text))
-            for peer_id, conn in to
-        ]
+
+def _pushes(
+    edge: Any, notebook_id: str, messages: list[bytes], to: list[tuple[str, int]]
+) -> list[Action]:
+    if not messages or not to:
+        return []
+    text = to_text(messages)
+    return [Send(edge, SharedDocPushed(conn, notebook_id, peer_id, text)) for peer_id, conn in to]
 
 
 def taken(said: Said, origin: Origin, keeper: Journalling, journals: bool) -> list[Action]:

@@ -1,0 +1,60 @@
+"""The cells of the Room's shared document: how the mirror knows what it last wrote
+(a fingerprint per cell) and how a cell passes between nbformat and JupyterLab's Y
+schema. Pure; shared_doc.py uses them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+from jupyter_ydoc.utils import cast_all
+from pycrdt import Map, Text
+
+from nbstage.actors.daemon.notebook.cell_model import Cell
+
+Fingerprint = tuple[str, str, tuple[int, int], int | None, str]
+"""A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
+metadata (as sorted JSON, a str: orjson's bytes keep a buffer of kilobytes each)."""
+
+
+def fingerprint(cell: Cell) -> Fingerprint:
+    """What the mirror compares: the Document replaces a cell's outputs list whenever
+    they change, so the list's identity stands for its content."""
+    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS).decode()
+    return (
+        cell.cell_type,
+        cell.source,
+        (id(cell.outputs), len(cell.outputs)),
+        cell.execution_count,
+        metadata,
+    )
+
+
+def unknown(cell: Cell) -> Fingerprint:
+    """A Y cell the mirror did not write (a person's new cell, taken): everything but its
+    type and source, which the Room took from it, is written back."""
+    return (cell.cell_type, cell.source, (-1, -1), -2, "")
+
+
+def cell_of(ycell: Any) -> dict[str, Any]:
+    """A Y cell as nbformat has it (Yjs numbers are floats)."""
+    cell: dict[str, Any] = (ycell.to_py() if isinstance(ycell, Map) else None) or {}
+    cell.pop("execution_state", None)
+    cast_all(cell, float, int)
+    return cell
+
+
+def id_of(ycell: Any) -> str | None:
+    cell_id = ycell.get("id") if isinstance(ycell, Map) else None
+    return cell_id if isinstance(cell_id, str) else None
+
+
+def youtput(output: dict[str, Any]) -> Map[Any]:
+    """An output as JupyterLab's schema holds it: a stream's text is a Y text."""
+    output = copy.deepcopy(output)
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+        output["text"] = Text(text if isinstance(text, str) else "".join(text))
+    return Map(output)

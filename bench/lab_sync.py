@@ -1,0 +1,286 @@
+"""The person's view (issue 24): how fast the Room's shared document moves, beside stock
+jupyter-collaboration measured in the same run.
+
+1. the agent's `create_cell` (daemon socket) until a connected Y client has the cell,
+   against a stock JupyterLab relaying one Y client's new cell to another;
+2. a person's keystroke in the Y client until the agent's next `get_cell` shows it,
+   against the stock relay of a keystroke to another Y client;
+3. opening a 1,000-cell notebook in a Y client until it holds every cell, both servers;
+4. the Y document of an idle 1,000-cell notebook: its encoded size and what it adds to
+   the daemon's RSS, against the notebook's JSON size;
+5. `execute` of `1+1` with no one watching against one Y client connected.
+
+Samples of the two sides alternate, so a loaded machine weighs on both alike; the load
+average is printed with the numbers. Never asserts.
+
+    .venv/bin/python bench/lab_sync.py [--runs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import nbformat
+import psutil
+from y_client import Nbstage, StockLab, YClient
+
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room.shared_doc import SharedDoc
+
+BIG = 1000
+
+
+def stats(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return f"p50 {statistics.median(ordered) * 1000:7.2f} ms  p99 {p99 * 1000:7.2f} ms"
+
+
+def ratio(ours: list[float], theirs: list[float]) -> str:
+    return f"{statistics.median(ours) / statistics.median(theirs):.2f}x"
+
+
+def write_notebook(path: Path, cells: int, outputs: bool = False) -> Path:
+    nb = nbformat.v4.new_notebook()
+    for i in range(cells):
+        cell = nbformat.v4.new_code_cell(f"x_{i} = {i}\nprint(x_{i})")
+        if outputs:
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{i}\n")]
+            cell.execution_count = i + 1
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+    return path
+
+
+async def timed(act: Callable[[], Awaitable[None]]) -> float:
+    start = time.perf_counter()
+    await act()
+    return time.perf_counter() - start
+
+
+async def new_cells(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, list]:
+    write_notebook(ours.root / "made.ipynb", 10)
+    write_notebook(stock.root / "made.ipynb", 10)
+    seen = await YClient.join(ours.base, ours.token, "made.ipynb")
+    nid = (await ours.ask("open", path=str(ours.root / "made.ipynb")))["notebook_id"]
+    writer = await YClient.join(stock.base, stock.token, "made.ipynb")
+    reader = await YClient.join(stock.base, stock.token, "made.ipynb")
+    for client in (seen, writer, reader):
+        await client.until(lambda c=client: c.count() >= 10)
+    mine, theirs = [], []
+
+    async def agent(i: int) -> None:
+        made = asyncio.create_task(
+            ours.ask("create_cell", notebook_id=nid, source=f"a{i}", index=0)
+        )
+        await seen.until(lambda: seen.has_source(0, f"a{i}"))
+        await made
+
+    async def relayed(i: int) -> None:
+        cell = {"cell_type": "code", "source": f"s{i}", "metadata": {}, "outputs": []}
+        writer.notebook.ycells.insert(0, writer.notebook.create_ycell(cell))
+        await writer.flush()
+        await reader.until(lambda: reader.has_source(0, f"s{i}"))
+
+    for i in range(runs):
+        mine.append(await timed(lambda i=i: agent(i)))
+        theirs.append(await timed(lambda i=i: relayed(i)))
+    for client in (seen, writer, reader):
+        await client.close()
+    return mine, theirs
+
+
+async def big_creates(ours: Nbstage, runs: int) -> tuple[list, list]:
+    """create_cell in a 1,000-cell notebook: answered with no one watching, against
+    seen by a Y client watching another such notebook (the mirror's structural step)."""
+    ids = []
+    for name in ("big-alone.ipynb", "big-watched.ipynb"):
+        write_notebook(ours.root / name, BIG, outputs=True)
+        ids.append((await ours.ask("open", path=str(ours.root / name)))["notebook_id"])
+    seen = await YClient.join(ours.base, ours.token, "big-watched.ipynb")
+    await seen.until(lambda: seen.count() >= BIG)
+    alone, watched = [], []
+
+    async def answered(i: int) -> None:
+        await ours.ask("create_cell", notebook_id=ids[0], source=f"a{i}", index=BIG // 2)
+
+    async def shown(i: int) -> None:
+        made = asyncio.create_task(
+            ours.ask("create_cell", notebook_id=ids[1], source=f"a{i}", index=BIG // 2)
+        )
+        await seen.until(lambda: seen.has_source(BIG // 2, f"a{i}"))
+        await made
+
+    for i in range(runs):
+        alone.append(await timed(lambda i=i: answered(i)))
+        watched.append(await timed(lambda i=i: shown(i)))
+    await seen.close()
+    return alone, watched
+
+
+async def keystrokes(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, list]:
+    write_notebook(ours.root / "typed.ipynb", 3)
+    write_notebook(stock.root / "typed.ipynb", 3)
+    person = await YClient.join(ours.base, ours.token, "typed.ipynb")
+    nid = (await ours.ask("open", path=str(ours.root / "typed.ipynb")))["notebook_id"]
+    writer = await YClient.join(stock.base, stock.token, "typed.ipynb")
+    reader = await YClient.join(stock.base, stock.token, "typed.ipynb")
+    for client in (person, writer, reader):
+        await client.until(lambda c=client: c.count() >= 3)
+    cell_id = person.notebook.ycells[0]["id"]
+    mine, theirs = [], []
+
+    async def typed() -> None:
+        text = person.notebook.ycells[0]["source"]
+        text += "k"
+        expected = str(text)
+        await person.flush()
+        while True:
+            shown = await ours.ask("get_cell", notebook_id=nid, cell_id=cell_id)
+            if shown["cell"]["source"] == expected:
+                return
+
+    async def relayed() -> None:
+        text = writer.notebook.ycells[0]["source"]
+        text += "k"
+        expected = str(text)
+        await writer.flush()
+        await reader.until(lambda: str(reader.notebook.ycells[0]["source"]) == expected)
+
+    for _ in range(runs):
+        mine.append(await timed(typed))
+        theirs.append(await timed(relayed))
+    for client in (person, writer, reader):
+        await client.close()
+    return mine, theirs
+
+
+async def opening(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, list]:
+    mine, theirs = [], []
+    for k in range(runs):
+        for side, into in ((ours, mine), (stock, theirs)):
+            name = f"big-{k}.ipynb"
+            write_notebook(side.root / name, BIG, outputs=True)
+
+            async def synced(side: Nbstage | StockLab = side, name: str = name) -> None:
+                client = await YClient.join(side.base, side.token, name)
+                await client.synced.wait()
+                await client.until(lambda: client.count() == BIG)
+                await client.close()
+
+            into.append(await timed(synced))
+    return mine, theirs
+
+
+async def memory(ours: Nbstage) -> None:
+    path = write_notebook(ours.root / "idle.ipynb", BIG, outputs=True)
+    size = path.stat().st_size
+    shared = SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))
+    encoded = len(shared.ydoc.get_update())
+    await ours.ask("open", path=str(path))
+    before = psutil.Process(ours.pid).memory_info().rss
+    client = await YClient.join(ours.base, ours.token, "idle.ipynb")
+    await client.until(lambda: client.count() == BIG)
+    grown = psutil.Process(ours.pid).memory_info().rss - before
+    await client.close()
+    alone = subprocess.run(
+        [sys.executable, __file__, "--y-memory", str(path)], capture_output=True, check=True
+    )
+    held = int(alone.stdout)
+    print(f"  notebook JSON {size / 1024:.0f} kB; Y document encoded {encoded / 1024:.0f} kB")
+    print(f"    ({encoded / size:.2f}x); a fresh process holding the Room's shared document")
+    print(f"    grows {held / 1024:.0f} kB ({held / size:.2f}x); the daemon's RSS grew")
+    print(f"    {grown / 1024:.0f} kB when the first person joined ({grown / size:.2f}x)")
+
+
+def y_memory(path: str) -> int:
+    """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded."""
+    libc = ctypes.CDLL("libc.so.6")
+    doc = Document.from_json(nbformat.read(path, as_version=4))
+    SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))  # imports, caches
+    gc.collect()
+    libc.malloc_trim(0)
+    before = psutil.Process().memory_info().rss
+    shared = SharedDoc(doc)
+    gc.collect()
+    libc.malloc_trim(0)
+    grown = psutil.Process().memory_info().rss - before
+    del shared
+    return grown
+
+
+async def executes(ours: Nbstage, runs: int) -> tuple[list, list]:
+    ids = {}
+    for name in ("alone.ipynb", "watched.ipynb"):
+        write_notebook(ours.root / name, 0)
+        nid = (await ours.ask("open", path=str(ours.root / name)))["notebook_id"]
+        made = await ours.ask("create_cell", notebook_id=nid, source="1+1")
+        ids[name] = (nid, made["cell_id"])
+    person = await YClient.join(ours.base, ours.token, "watched.ipynb")
+    await person.until(lambda: person.count() == 1)
+    samples: dict[str, list[float]] = {"alone.ipynb": [], "watched.ipynb": []}
+
+    async def run(name: str) -> None:
+        nid, cell_id = ids[name]
+        await ours.ask("execute", notebook_id=nid, cell_id=cell_id, wait_secs=60)
+
+    for name in samples:
+        for _ in range(20):
+            await run(name)
+    for i in range(runs):
+        for name in sorted(samples, reverse=bool(i % 2)):
+            samples[name].append(await timed(lambda name=name: run(name)))
+    await person.close()
+    return samples["alone.ipynb"], samples["watched.ipynb"]
+
+
+async def main(runs: int) -> None:
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="nblab-bench-") as tmp:
+        ours, stock = Nbstage(Path(tmp)), StockLab(Path(tmp))
+        try:
+            mine, theirs = await new_cells(ours, stock, runs)
+            print(f"1. create_cell -> Y client: nbstage {stats(mine)}")
+            print(f"   stock relay, Y client -> Y client: {stats(theirs)} ({ratio(mine, theirs)})")
+            alone, watched = await big_creates(ours, max(10, runs // 4))
+            print(f"   in {BIG} cells, answered, no one watching: {stats(alone)}")
+            print(f"   in {BIG} cells, until a Y client has it: {stats(watched)}")
+            print(f"   ({ratio(watched, alone)})")
+            mine, theirs = await keystrokes(ours, stock, runs)
+            print(f"2. keystroke -> agent's get_cell: nbstage {stats(mine)}")
+            print(f"   stock relay of a keystroke: {stats(theirs)} ({ratio(mine, theirs)})")
+            mine, theirs = await opening(ours, stock, 5)
+            print(f"3. open {BIG} cells until synced: nbstage {stats(mine)}")
+            print(f"   stock: {stats(theirs)} ({ratio(mine, theirs)})")
+            print(f"4. idle {BIG}-cell notebook:")
+            await memory(ours)
+            alone, watched = await executes(ours, runs)
+            diff = (statistics.median(watched) - statistics.median(alone)) * 1000
+            print(f"5. execute 1+1, no one watching: {stats(alone)}")
+            print(f"   one Y client connected: {stats(watched)} (difference {diff:+.2f} ms)")
+        finally:
+            stock.stop()
+            ours.stop()
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--y-memory", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.y_memory:
+        print(y_memory(args.y_memory))
+    else:
+        asyncio.run(main(args.runs))
