@@ -12,6 +12,7 @@ from pathlib import Path
 from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV, TEMPLATE_DIR_ENV
 from nbstage.entrypoints.common.statedir import STATE_DIR_ENV
 from nbstage.entrypoints.control.daemon_control import VERSION_ENV
+from nbstage.protocol.common import kernel_hosts as hosts_module
 from nbstage.protocol.common import settings as settings_module
 from nbstage.protocol.mcp.tools import TOOLS
 
@@ -69,9 +70,32 @@ def tools_md() -> str:
     return TOOLS_INTRO + "".join(rows)
 
 
-def _field_docs() -> dict[str, str]:
-    tree = ast.parse(Path(settings_module.__file__).read_text())
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings")
+KERNEL_HOSTS_INTRO = """
+## Kernel hosts
+
+Kernels may run behind a Jupyter Kernel Gateway (docs/adr/0006-kernel-hosts.md). Each
+gateway is a `[[kernel_hosts]]` table in `config.toml` (no variable sets them); a malformed
+table is refused at start with a message that names it. A notebook asks for one with
+`"kernel_host": "NAME"` in its `nbstage` metadata; one that asks for none runs its kernel
+on the daemon's machine.
+
+```toml
+[[kernel_hosts]]
+name = "big"
+url = "https://big.example:8888"
+token_file = "big.token"   # or token = "…"; relative paths are read from the state dir
+ca_file = "test-ca.pem"    # optional: the CAs of an https gateway
+max_kernels = 16           # optional
+```
+
+| key | what it is |
+|---|---|
+"""
+
+
+def _field_docs(module: object = settings_module, name: str = "Settings") -> dict[str, str]:
+    tree = ast.parse(Path(module.__file__).read_text())  # type: ignore[attr-defined]
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
     docs: dict[str, str] = {}
     for field, after in zip(cls.body, [*cls.body[1:], None], strict=True):
         if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
@@ -86,17 +110,23 @@ def settings_md() -> str:
     defaults = settings_module.Settings()
     rows = []
     for name, said in _field_docs().items():
+        if name not in settings_module.VARIABLE_SETTINGS:
+            continue
         default = getattr(defaults, name)
         shown = f"`{default!r}`" if default != "" else "(none)"
         env = settings_module.env_name(name)
         rows.append(f"| `{name}` | `{env}` | {shown} | {_cell(said.replace('``', '`'))} |\n")
     others = "".join(f"| `{name}` | {said} |\n" for name, said in OTHER_VARIABLES)
+    host_docs = _field_docs(hosts_module, "KernelHost").items()
+    hosts = "".join(f"| `{n}` | {_cell(said.replace('``', '`'))} |\n" for n, said in host_docs)
     return (
         SETTINGS_INTRO
         + "".join(rows)
         + "\n## Other variables\n\n| variable | what it does |\n|---|---|\n"
         + others
         + "\nOthers that start with `NBSTAGE_` are set by nbstage for its own processes.\n"
+        + KERNEL_HOSTS_INTRO
+        + hosts
     )
 
 

@@ -125,16 +125,27 @@ class Admitting:
         """A new room for the create, joined by its caller and every repeat of its key;
         or, refused, the refusal of them all."""
         notebook_id = str(uuid.uuid4())
-        wish = RoomWish(req.peer_label, req.ephemeral, kernelspec, req.working_dir)
+        wish = RoomWish(req.peer_label, req.ephemeral, kernelspec, req.working_dir, req.kernel_host)
         try:
             if stopping:
                 raise shutting_down()
+            self._check_kernel_host(req.kernel_host)
             steps = self._admitted(origin, StartNewRoom(notebook_id, RoomSource.NEW, None), wish)
         except NbstageError as exc:
             return self._create_failed(origin, req, exc)
         made = self.create_keys.made(req.key, notebook_id) if req.key is not None else []
         joins = [Join(notebook_id, waiter, repeat.peer_label, True) for waiter, repeat in made]
         return [*steps, *joins]
+
+    def _check_kernel_host(self, name: str | None) -> None:
+        hosts = [host.name for host in self._settings.kernel_hosts]
+        if name is not None and name not in hosts:
+            named = ", ".join(hosts) or "none"
+            raise NbstageError(
+                ErrorCode.BAD_REQUEST,
+                f"kernel_host {name!r} is not a kernel host of the daemon's config.toml "
+                f"(it names: {named}); leave kernel_host out to run the kernel here",
+            )
 
     def _create_failed(
         self, origin: Origin, req: CreateNotebook, error: NbstageError

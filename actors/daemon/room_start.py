@@ -25,6 +25,8 @@ class RoomWish:
     ephemeral: bool = False
     kernelspec: KernelspecInfo | None = None
     working_dir: str | None = None
+    kernel_host: str | None = None
+    """A new room's wished kernel host, written into its metadata."""
     content: bytes | None = None
     """An untitled notebook's document, read from the registry as the attach was admitted."""
 
@@ -45,6 +47,7 @@ def start_message(start: StartNewRoom, wish: RoomWish, config: StartDaemon, edge
         run=config.run,
         earlier=config.earlier,
         binding_pending=start.binding_pending,
+        kernel_host=wish.kernel_host,
     )
 
 

@@ -71,6 +71,8 @@ def session_event(
             return ConnectRequested(call_id, Target(notebook_id=args.notebook_id))
         case ToolName.CREATE_NOTEBOOK:
             create = {"runtime": args.runtime, "ephemeral": args.ephemeral, "key": key}
+            if args.kernel_host is not None:
+                create["kernel_host"] = args.kernel_host
             create["working_dir"] = absolute(args.working_dir or ".", cwd)
             return ConnectRequested(call_id, Target(create=create))
         case ToolName.DISCONNECT_NOTEBOOK:
@@ -153,6 +155,8 @@ def _connected(result: dict[str, Any]) -> tuple[dict[str, Any], str]:
     kernel = " ".join(str(v) for v in (result.get("runtime"), result["kernel_status"]) if v)
     if structured["env_source"]:
         kernel += f" in the {structured['env_source']} environment"
+    if structured.get("kernel_host"):
+        kernel += f" on kernel host {structured['kernel_host']}"
     return structured, f"({cells}, kernel {kernel})."
 
 

@@ -51,9 +51,16 @@ from nbstage.protocol.session.lab_wanted import LabWanted, notebook_url
 
 
 def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
-    """A kernel's environment (an EnvironmentView on the wire) as tools show it."""
+    """A kernel's environment (an EnvironmentView on the wire) as tools show it; the
+    kernel host only for a kernel that runs on one."""
     environment = environment or {}
-    return {"env_source": environment.get("source"), "fingerprint": environment.get("fingerprint")}
+    fields = {
+        "env_source": environment.get("source"),
+        "fingerprint": environment.get("fingerprint"),
+    }
+    if environment.get("host"):
+        fields["kernel_host"] = environment["host"]
+    return fields
 
 
 def absolute(path: str, cwd: str) -> str:
@@ -221,7 +228,8 @@ def list_active_notebooks(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
     lines = [
         f"{'*' if n['active'] else ' '} {n['notebook_id']}  {n['path'] or '(untitled)'}  "
         f"kernel {n['kernelspec'] or '-'} {n['kernel_status']}"
-        f"{' in ' + n['env_source'] if n['env_source'] else ''}  "
+        f"{' in ' + n['env_source'] if n['env_source'] else ''}"
+        f"{' on ' + n['kernel_host'] if n.get('kernel_host') else ''}  "
         f"peers: {'unknown' if n['peers'] is None else ', '.join(n['peers']) or 'none'}"
         for n in notebooks
     ]

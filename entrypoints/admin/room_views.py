@@ -110,7 +110,7 @@ def keep_alive_text(keep: KeepAlive) -> str:
 
 
 def environment_text(env: EnvironmentView) -> str:
-    detail = env.fingerprint or env.project or env.path
+    detail = env.fingerprint or env.project or env.path or env.host
     return f"{env.source}{', ' + detail if detail else ''}"
 
 
@@ -163,6 +163,7 @@ def run_kernels(admin: Admin, args: list[str]) -> Outcome:
             "ephemeral": room.ephemeral,
             "kernel_status": room.kernel_status.value,
             "kernel_pid": room.kernel_pid,
+            "kernel_host": room.environment.host if room.environment else None,
             "actor_pid": actors.get(room.notebook_id),
             "room_pid": room.room_pid,
         }
@@ -183,7 +184,7 @@ def run_kernels(admin: Admin, args: list[str]) -> Outcome:
         [
             short_id(k["notebook_id"]),
             k["kernel_status"],
-            pid_text(k["kernel_pid"]),
+            f"on {k['kernel_host']}" if k["kernel_host"] else pid_text(k["kernel_pid"]),
             pid_text(k["actor_pid"]),
             pid_text(k["room_pid"]),
             where(k["path"], k["ephemeral"]),

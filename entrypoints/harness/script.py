@@ -35,7 +35,7 @@ from nbstage.entrypoints.harness.model import (
     where,
 )
 from nbstage.entrypoints.harness.steps import parse_step
-from nbstage.protocol.common.settings import Settings, env_name
+from nbstage.protocol.common.settings import VARIABLE_SETTINGS, Settings, env_name
 
 RUN_KEYS = ("name", "timeout_secs", "settings", "state_dir")
 CLIENT_KEYS = ("label", "mode", "cwd")
@@ -147,7 +147,8 @@ def _parse_run(table: dict[str, Any], default_name: str) -> RunSpec:
 
 
 def _parse_settings(table: dict[str, Any]) -> dict[str, str]:
-    types = {f.name: type(getattr(Settings(), f.name)) for f in fields(Settings)}
+    known = (f for f in fields(Settings) if f.name in VARIABLE_SETTINGS)
+    types = {f.name: type(getattr(Settings(), f.name)) for f in known}
     env: dict[str, str] = {}
     for key, value in table.items():
         if key not in types:

@@ -9,6 +9,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.common.kernel_hosts import KernelHost, decode_kernel_hosts
 from nbstage.protocol.common.safe_files import (
     DEFAULT_MAX_FILE_BYTES,
     SMALL_FILE_BYTES,
@@ -65,6 +66,9 @@ class Settings:
     """How many image files figures/ in the state dir keeps: each PNG or JPEG a tool result
     attaches is also written there, for clients that drop image content (Codex); 0 writes
     none. Read by `nbstage mcp` when it starts."""
+    kernel_hosts: tuple[KernelHost, ...] = ()
+    """Jupyter Kernel Gateways for kernels, ``[[kernel_hosts]]`` tables in config.toml only
+    (protocol/common/kernel_hosts.py; see "Kernel hosts" below)."""
 
 
 _ENV_NAMES = {
@@ -87,6 +91,10 @@ _ENV_NAMES = {
 }
 
 
+VARIABLE_SETTINGS = frozenset(_ENV_NAMES)
+"""The settings an environment variable may set: all but ``kernel_hosts``."""
+
+
 def env_name(field_name: str) -> str:
     return _ENV_NAMES[field_name]
 
@@ -102,12 +110,13 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
         pass
     else:
         values.update(tomllib.loads(text.decode("utf-8")))
+    hosts = decode_kernel_hosts(values.pop("kernel_hosts", []), state_dir)
     for name, var in _ENV_NAMES.items():
         if var in env:
             values[name] = env[var]
     settings = Settings()
     types = {f.name: type(getattr(settings, f.name)) for f in fields(Settings)}
-    unknown = set(values) - set(types)
+    unknown = set(values) - set(_ENV_NAMES)
     if unknown:
         raise ValueError(f"unknown settings in {config}: {', '.join(sorted(unknown))}")
-    return replace(settings, **{k: types[k](v) for k, v in values.items()})
+    return replace(settings, kernel_hosts=hosts, **{k: types[k](v) for k, v in values.items()})

@@ -29,6 +29,9 @@ class CreateNotebook:
     peer_label: str = "anonymous"
     key: str | None = None
     """Idempotency key: a repeat joins the notebook the first made instead of another."""
+    kernel_host: str | None = None
+    """A kernel host of the daemon's config.toml to run the kernel on, recorded in the
+    notebook's metadata (actors/daemon/kernel/placement.py); None: this machine."""
 
 
 @wire_request("attach")

@@ -13,6 +13,7 @@ from typing import Any
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.settings import OUTPUT_LIMIT_BYTES
 from nbstage.protocol.daemon_actors.edge import Origin
 
@@ -74,6 +75,8 @@ class EnvSource(StrEnum):
     INLINE = "inline"
     PROJECT = "project"
     POOL = "pool"
+    HOST = "host"
+    """A kernel host's own (the gateway's kernelspec; docs/adr/0006-kernel-hosts.md)."""
 
 
 class KernelBackendKind(StrEnum):
@@ -97,6 +100,8 @@ class EnvironmentView:
     """The environment's folder, when nbstage made it."""
     problem: str | None = _optional()
     """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
+    host: str | None = _optional()
+    """The kernel host the kernel runs on (source "host"); none: the daemon's machine."""
 
 
 @frozen
@@ -115,6 +120,10 @@ class StartKernel:
     environment: EnvironmentWanted = EnvironmentWanted()
     output_limit: int = OUTPUT_LIMIT_BYTES
     """The most output of one execution a batch holds (settings' output_limit_bytes)."""
+    host: KernelHost | None = None
+    """The kernel host (a Jupyter Kernel Gateway) to run on; None: this machine."""
+    unplaceable: str | None = None
+    """Why no host can take the kernel (actors/daemon/kernel/placement.py): it fails to start."""
 
 
 @frozen
@@ -135,6 +144,9 @@ class KernelDied:
     """The kernel process ended without being asked to."""
 
     pid: int | None
+    host: str | None = None
+    """The kernel host it ran on; None: this machine."""
+    reason: str | None = None
 
 
 @frozen

@@ -98,6 +98,8 @@ class StartRoom:
     binding_pending: bool = False
     """The path is not in the registry yet: the Daemon is recording it and says
     PathRecorded when done, and until then the Room answers no join."""
+    kernel_host: str | None = None
+    """A NEW room's wished kernel host (create_notebook's kernel_host), for its metadata."""
 
 
 @frozen

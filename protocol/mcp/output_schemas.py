@@ -91,7 +91,11 @@ LISTED_CELL: Schema = {
     "description": "A summary row (cell_id, index, …), a cell as get_cell shows it, or an "
     "nbformat cell (id, …) whose images are described; without outputs, output_count.",
 }
-ENVIRONMENT: dict[str, Schema] = {"env_source": NULLABLE_STR, "fingerprint": NULLABLE_STR}
+ENVIRONMENT: dict[str, Schema] = {
+    "env_source": NULLABLE_STR,
+    "fingerprint": NULLABLE_STR,
+    "kernel_host": NULLABLE_STR,
+}
 NOTEBOOK = _obj(
     ("notebook_id", "kernel_status", "active", "parked"),
     notebook_id=STR,

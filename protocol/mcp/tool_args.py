@@ -43,6 +43,11 @@ class CreateArgs:
     )
     working_dir: str | None = arg("Directory the kernel starts in (default: server cwd).", None)
     ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
+    kernel_host: str | None = arg(
+        "Run the kernel on this kernel host (a Jupyter Kernel Gateway the daemon's "
+        "config.toml names); recorded in the notebook. Default: this machine.",
+        None,
+    )
 
 
 @frozen

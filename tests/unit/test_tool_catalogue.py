@@ -27,7 +27,7 @@ from nbstage.protocol.mcp.tools import (
 SPEC_TOOLS = {
     "list_active_notebooks": set(),
     "connect_notebook": {"path", "notebook_id"},
-    "create_notebook": {"runtime", "working_dir", "ephemeral"},
+    "create_notebook": {"runtime", "working_dir", "ephemeral", "kernel_host"},  # + issue 26
     "save_notebook": {"path", "overwrite"},
     "disconnect_notebook": {"notebook_id"},
     "get_cell": {"cell_id", "full_output"},

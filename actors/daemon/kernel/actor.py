@@ -177,7 +177,7 @@ class Kernel(NbActor):
             self._stop_if_asked()
             return
         self.backend, info_id = done.result
-        self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
+        self._tell_pid()
         if self.stop_after_launch is not None:
             self._stop_backend(self.stop_after_launch)
             return
@@ -186,6 +186,11 @@ class Kernel(NbActor):
         if self.watched:
             self.send(self.edge, WatchKernelSockets(self.myAddress, self.watched))
         self._tick_soon()
+
+    def _tell_pid(self) -> None:
+        """A local kernel's pid, for the edge's last-resort teardown (a remote one has none)."""
+        if self.backend.pid is not None:
+            self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
 
     def _stop_if_asked(self) -> None:
         if self.stop_after_launch is not None:
@@ -307,7 +312,7 @@ class Kernel(NbActor):
             self.send(done.token.room, KernelFailed(ErrorCode.INTERNAL, message))
             return
         self._asked_info(done.result)
-        self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
+        self._tell_pid()
         self._pump_safely()
         self._tick_soon()
 
@@ -324,7 +329,9 @@ class Kernel(NbActor):
         self._stop_watching()
         self._abandon_run("the kernel died")
         self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
-        self.send(self.room, KernelDied(pid))
+        host = getattr(self.backend, "host", None)
+        name = host.name if host is not None else None
+        self.send(self.room, KernelDied(pid, name, getattr(self.backend, "lost", None)))
 
     def _on_shutdown_kernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
         self._abandon_run("the kernel was shut down")

@@ -21,6 +21,13 @@ def launch(msg: StartKernel) -> tuple[Any, str]:
     or adopt the daemon's spare kernel (actors/daemon/kernel/spare_kernel.py) when it fits."""
     from nbstage.actors.daemon.kernel.kernel_environment import project_around
 
+    if msg.unplaceable is not None:
+        raise RuntimeError(msg.unplaceable)
+    if msg.host is not None:
+        from nbstage.actors.daemon.kernel.gateway_backend import GatewayBackend
+
+        remote = GatewayBackend(msg.host, msg.kernel_name)
+        return remote, remote.start(msg.working_dir)
     placed = msg.backend == KernelBackendKind.JUPYTER and msg.state_dir is not None
     found = project_around(msg.environment) if placed else None
     adopted = _adopt_spare(msg, found)

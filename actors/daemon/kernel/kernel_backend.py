@@ -22,16 +22,10 @@ from jupyter_client.manager import KernelManager
 
 from nbstage.actors.daemon.environment import environments
 from nbstage.actors.daemon.kernel.forking_provisioner import ForkingProvisioner
-from nbstage.actors.daemon.kernel.kernel_backend_events import (
-    ExecutionCounted,
-    KernelEvent,
-    KernelWentIdle,
-    OutputCleared,
-    OutputEmitted,
-    ReplyReceived,
-)
+from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_environment import Placement
 from nbstage.actors.daemon.kernel.kernel_files import pipe_socket
+from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.actors.daemon.kernel.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
 from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelspecInfo
@@ -64,51 +58,6 @@ def installed_kernelspecs() -> dict[str, KernelspecInfo]:
         display_name = spec.get("display_name") or name
         found[name] = KernelspecInfo(name, display_name, spec.get("language") or "")
     return found
-
-
-def _to_output(msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:
-    if msg_type == "stream":
-        return {"output_type": "stream", "name": content["name"], "text": content["text"]}
-    if msg_type in ("display_data", "execute_result"):
-        output = {
-            "output_type": msg_type,
-            "data": content.get("data", {}),
-            "metadata": content.get("metadata", {}),
-        }
-        if msg_type == "execute_result":
-            output["execution_count"] = content.get("execution_count")
-        return output
-    if msg_type == "error":
-        return {
-            "output_type": "error",
-            "ename": content.get("ename", ""),
-            "evalue": content.get("evalue", ""),
-            "traceback": content.get("traceback", []),
-        }
-    return None
-
-
-def _iopub_event(msg: dict[str, Any]) -> KernelEvent | None:
-    parent_id = msg.get("parent_header", {}).get("msg_id", "")
-    msg_type = msg["header"]["msg_type"]
-    content = msg.get("content", {})
-    if msg_type == "status":
-        return KernelWentIdle(parent_id) if content.get("execution_state") == "idle" else None
-    if msg_type == "execute_input":
-        return ExecutionCounted(parent_id, content.get("execution_count"))
-    if msg_type == "clear_output":
-        return OutputCleared(parent_id)
-    output = _to_output(msg_type, content)
-    return OutputEmitted(parent_id, output) if output is not None else None
-
-
-def _shell_event(msg: dict[str, Any]) -> ReplyReceived:
-    content = msg.get("content", {})
-    ok = content.get("status") == "ok"
-    error = None if ok else f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
-    return ReplyReceived(
-        msg.get("parent_header", {}).get("msg_id", ""), ok, content.get("execution_count"), error
-    )
 
 
 def _run_in(argv: list[str], launcher_at: int, placement: Placement) -> None:
@@ -242,10 +191,10 @@ class JupyterBackend:
         """Every message already waiting on iopub and shell, without blocking, read one
         at a time as the caller takes them: a burst of output is never all in memory."""
         for msg in _waiting(self._kc.iopub_channel):
-            event = _iopub_event(msg)
+            event = iopub_event(msg)
             if event is not None:
                 yield event
-        yield from map(_shell_event, _waiting(self._kc.shell_channel))
+        yield from map(shell_event, _waiting(self._kc.shell_channel))
 
     def is_alive(self) -> bool:
         """Whether the kernel process still runs, by a non-blocking ``poll`` of it.

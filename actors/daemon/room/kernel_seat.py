@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from nbstage.actors.daemon.environment import dependencies, projects
+from nbstage.actors.daemon.kernel import placement
 from nbstage.actors.daemon.room import lifetime
 from nbstage.actors.daemon.room.actions import (
     Action,
@@ -128,6 +129,11 @@ class KernelSeat:
         cfg, env = self.config, self.env
         cwd = os.path.dirname(path) if path is not None else cfg.working_dir
         deps = dependencies.read_dependencies(metadata)
+        wish = placement.wished_host(metadata)
+        placed = placement.place_kernel(cfg.settings.kernel_hosts, {}, wish)
+        host = placed.host if isinstance(placed, placement.Placed) else None
+        refused = placed.reason if isinstance(placed, placement.Unplaceable) else None
+        refused = refused or placement.refuse_inline_dependencies(host, deps)
         return StartKernel(
             cfg.notebook_id,
             env.kernel_name,
@@ -138,6 +144,8 @@ class KernelSeat:
             cfg.state_dir,
             dependencies.wanted_environment(deps, env.trusted, cwd),
             cfg.settings.output_limit_bytes,
+            host,
+            refused,
         )
 
     def ready(self, msg: KernelReady, sender: Any) -> list[Action]:
@@ -228,8 +236,9 @@ class KernelSeat:
     def died(self, msg: KernelDied, sender: Any) -> list[Action]:
         if not self.is_current(sender):
             return []
-        self.ended(f"The kernel (pid {msg.pid}) died.")
-        detail = {"pid": msg.pid}
+        where = f"on kernel host {msg.host!r}" if msg.host else f"(pid {msg.pid})"
+        self.ended(f"The kernel {where} died{': ' + msg.reason if msg.reason else ''}.")
+        detail = {"pid": msg.pid, "host": msg.host} if msg.host else {"pid": msg.pid}
         event = RoomEventOccurred(EventKind.KERNEL_DIED, self.config.notebook_id, detail)
         return [*self.fail_restarts(), Send(self.config.edge, event), ReportStatus()]
 

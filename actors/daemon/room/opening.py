@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from nbstage.actors.daemon.kernel import placement
 from nbstage.actors.daemon.kernel.kernelspecs import NoKernelspec, choose_kernelspec
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room.actions import (
@@ -146,7 +147,10 @@ def load(msg: StartRoom) -> Document:
                 f"Notebook {msg.notebook_id} is no longer available.",
             )
         return Document.from_json(orjson.loads(msg.content))
-    return Document.empty(msg.kernelspec)
+    doc = Document.empty(msg.kernelspec)
+    if msg.kernel_host is not None:
+        doc.metadata = placement.with_wished_host(doc.metadata, msg.kernel_host)
+    return doc
 
 
 def read_file(path: str, limit: int, lane: str) -> Offload:

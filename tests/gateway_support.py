@@ -1,0 +1,138 @@
+"""Real Jupyter Kernel Gateways for the kernel host tests (tests/e2e/test_gateway_kernels.py):
+`python -m kernel_gateway` from the test extra, on 127.0.0.1 with a token of its own, on
+http, or on https with a certificate from a test CA that ``trustme`` makes."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.support import wait_until
+
+START_SECS = 90.0
+"""How long a gateway may take to answer after it is started (its imports are slow on a
+busy machine)."""
+
+
+@dataclass
+class Gateway:
+    url: str
+    token: str
+    process: subprocess.Popen[bytes]
+    ca_file: Path | None = None
+    """The test CA's certificate, for an https gateway."""
+
+    def kernels(self) -> list[dict[str, Any]]:
+        """The gateway's own list of its kernels (the token in a header, as nbstage sends it)."""
+        request = urllib.request.Request(
+            self.url + "/api/kernels", headers={"Authorization": f"token {self.token}"}
+        )
+        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
+        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+            return json.loads(answer.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(gateway: Gateway) -> bool:
+    """Whether the gateway answers HTTP at all (an error status is an answer)."""
+    try:
+        gateway.kernels()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _tls_files(folder: Path) -> tuple[list[str], Path]:
+    """The gateway's certificate arguments, and the CA file a client needs to trust it."""
+    import trustme
+
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1")
+    certfile, keyfile, ca_file = folder / "cert.pem", folder / "key.pem", folder / "ca.pem"
+    issued.cert_chain_pems[0].write_to_path(str(certfile))
+    issued.private_key_pem.write_to_path(str(keyfile))
+    ca.cert_pem.write_to_path(str(ca_file))
+    args = [f"--KernelGatewayApp.certfile={certfile}", f"--KernelGatewayApp.keyfile={keyfile}"]
+    return args, ca_file
+
+
+@contextmanager
+def gateway_running(tls: bool = False) -> Iterator[Gateway]:
+    """A real `jupyter kernelgateway` whose kernels are the test venv's python3; afterwards
+    it and every kernel it started are gone, and so is its folder."""
+    with tempfile.TemporaryDirectory(prefix="nbkg-") as tmp:
+        env = {
+            **os.environ,
+            "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
+            "JUPYTER_DATA_DIR": f"{tmp}/data",
+            "IPYTHONDIR": f"{tmp}/ipython",
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        token = secrets.token_hex(16)
+        port = _free_port()
+        tls_args, ca_file = _tls_files(Path(tmp)) if tls else ([], None)
+        argv = [
+            sys.executable,
+            "-m",
+            "kernel_gateway",
+            "--KernelGatewayApp.ip=127.0.0.1",
+            f"--KernelGatewayApp.port={port}",
+            "--KernelGatewayApp.port_retries=0",
+            "--JupyterWebsocketPersonality.list_kernels=True",
+            f"--KernelGatewayApp.auth_token={token}",
+            *tls_args,
+        ]
+        with open(f"{tmp}/gateway.log", "wb") as log:
+            process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
+        scheme = "https" if tls else "http"
+        running = Gateway(f"{scheme}://127.0.0.1:{port}", token, process, ca_file)
+        try:
+            wait_until(
+                lambda: process.poll() is not None or _answers(running), START_SECS, "a gateway"
+            )
+            assert process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
+            yield running
+        finally:
+            stop_gateway(process)
+
+
+def stop_gateway(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the gateway shuts its kernels down), then make sure they all ended."""
+    if process.poll() is not None:
+        return
+    started = psutil.Process(process.pid).children(recursive=True)
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    for child in started:
+        if child.is_running():
+            try:
+                child.wait(10)
+            except psutil.TimeoutExpired:
+                child.kill()
