@@ -73,7 +73,7 @@ def tools_md() -> str:
 KERNEL_HOSTS_INTRO = """
 ## Kernel hosts
 
-Kernels may run behind a Jupyter Kernel Gateway (docs/adr/0006-kernel-hosts.md). Each
+Kernels may run behind a Jupyter Kernel Gateway (docs/adr/0007-kernel-hosts.md). Each
 gateway is a `[[kernel_hosts]]` table in `config.toml` (no variable sets them); a malformed
 table is refused at start with a message that names it. A notebook asks for one with
 `"kernel_host": "NAME"` in its `nbstage` metadata; one that asks for none runs its kernel

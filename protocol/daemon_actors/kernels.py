@@ -76,7 +76,7 @@ class EnvSource(StrEnum):
     PROJECT = "project"
     POOL = "pool"
     HOST = "host"
-    """A kernel host's own (the gateway's kernelspec; docs/adr/0006-kernel-hosts.md)."""
+    """A kernel host's own (the gateway's kernelspec; docs/adr/0007-kernel-hosts.md)."""
 
 
 class KernelBackendKind(StrEnum):

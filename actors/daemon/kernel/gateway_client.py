@@ -1,5 +1,5 @@
 """A small client of one Jupyter Kernel Gateway: its kernels REST API and a kernel's
-channels websocket, on tornado (issue 26; docs/adr/0006-kernel-hosts.md).
+channels websocket, on tornado (issue 26; docs/adr/0007-kernel-hosts.md).
 
 Not jupyter_server's ``GatewayClient``: that is a process-wide singleton configured for
 one gateway, and its websocket sends no ``Authorization`` header. Here each host has its

@@ -105,7 +105,7 @@ def place_kernel(
 def refuse_inline_dependencies(host: KernelHost | None, requirements: Sequence[str]) -> str | None:
     """Why a kernel on ``host`` cannot start with the notebook's inline dependencies, if it
     cannot: nbstage builds their environment on the daemon's machine, which a kernel on a
-    host never sees (docs/adr/0006-kernel-hosts.md)."""
+    host never sees (docs/adr/0007-kernel-hosts.md)."""
     if host is None or not requirements:
         return None
     return (
