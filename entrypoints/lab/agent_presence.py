@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 
-from pycrdt import Decoder, Encoder, YMessageType, create_awareness_message
+from pycrdt import Decoder, YMessageType, create_awareness_message
+
+from nbstage.actors.daemon.room.agent_marks import awareness_update
 
 GLOBAL_ROOM = "JupyterLab:globalAwareness"
 
@@ -81,12 +83,4 @@ def _entries(message: bytes):
 
 
 def _message(entries: list[tuple[int, int, str]]) -> bytes | None:
-    if not entries:
-        return None
-    encoder = Encoder()
-    encoder.write_var_uint(len(entries))
-    for client, clock, text in entries:
-        encoder.write_var_uint(client)
-        encoder.write_var_uint(clock)
-        encoder.write_var_string(text)
-    return create_awareness_message(encoder.to_bytes())
+    return create_awareness_message(awareness_update(entries)) if entries else None

@@ -16,26 +16,8 @@ import orjson
 from nbstage.protocol.common.codec import from_wire, to_wire
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon.frames import FrameError, json_object, read_body
-from nbstage.protocol.session.resource_messages import (
-    ResourceAnswered,
-    ResourceListChanged,
-    ResourceRefused,
-    ResourceRequested,
-    ResourceSubscriptionsChanged,
-    ResourceUpdated,
-)
-from nbstage.protocol.session.supervision import (
-    ActiveSessionChanged,
-    HandoffRequested,
-    RestartTargetChanged,
-    SessionConfig,
-    SessionManagerReady,
-    StopSessionManager,
-    ToolCallCancelled,
-    ToolCallFinished,
-    ToolCallProgressed,
-    ToolCallRequested,
-)
+from nbstage.protocol.session import resource_messages as res
+from nbstage.protocol.session import supervision as sup
 
 MAX_SESSION_FRAME = 256 * 1024 * 1024
 SESSION_FD_ENV = "NBSTAGE_SESSION_FD"
@@ -44,27 +26,27 @@ _LENGTH = struct.Struct(">I")
 _RAW_AFTER = b"\0"
 
 TO_CHILD = (
-    SessionConfig,
-    ToolCallRequested,
-    ToolCallCancelled,
-    StopSessionManager,
-    ResourceRequested,
-    ResourceSubscriptionsChanged,
+    sup.SessionConfig,
+    sup.ToolCallRequested,
+    sup.ToolCallCancelled,
+    sup.StopSessionManager,
+    res.ResourceRequested,
+    res.ResourceSubscriptionsChanged,
 )
 FROM_CHILD = (
-    SessionManagerReady,
-    ToolCallFinished,
-    ToolCallProgressed,
-    ActiveSessionChanged,
-    RestartTargetChanged,
-    HandoffRequested,
-    ResourceAnswered,
-    ResourceRefused,
-    ResourceListChanged,
-    ResourceUpdated,
+    sup.SessionManagerReady,
+    sup.ToolCallFinished,
+    sup.ToolCallProgressed,
+    sup.ActiveSessionChanged,
+    sup.RestartTargetChanged,
+    sup.HandoffRequested,
+    res.ResourceAnswered,
+    res.ResourceRefused,
+    res.ResourceListChanged,
+    res.ResourceUpdated,
 )
 _BY_NAME = {cls.__name__: cls for cls in (*TO_CHILD, *FROM_CHILD)}
-_RAW = (ToolCallFinished, ResourceAnswered)
+_RAW = (sup.ToolCallFinished, res.ResourceAnswered)
 """Messages of a call id and an encoded result, which travels raw after the object."""
 
 

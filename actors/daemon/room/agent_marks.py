@@ -63,9 +63,9 @@ class AgentMarks:
         ``renew``), applied to ``awareness`` so a person who joins later gets them."""
         now = time.monotonic()
         self.dirty = False
-        entries: list[tuple[int, int, bytes]] = []
+        entries: list[tuple[int, int, str]] = []
         for mark in self.gone:
-            entries.append((mark.client_id, mark.clock + 1, b"null"))
+            entries.append((mark.client_id, mark.clock + 1, "null"))
         self.gone = []
         for peer_id, mark in self.marks.items():
             state = orjson.dumps(_state(peer_id, mark, notebook, order or []))
@@ -73,18 +73,23 @@ class AgentMarks:
             if state != mark.sent or stale:
                 mark.clock += 1
                 mark.sent, mark.sent_at = state, now
-                entries.append((mark.client_id, mark.clock, state))
+                entries.append((mark.client_id, mark.clock, state.decode()))
         if not entries:
             return None
-        encoder = Encoder()
-        encoder.write_var_uint(len(entries))
-        for client, clock, state in entries:
-            encoder.write_var_uint(client)
-            encoder.write_var_uint(clock)
-            encoder.write_var_string(state.decode())
-        update = encoder.to_bytes()
+        update = awareness_update(entries)
         awareness.apply_awareness_update(update, "room")
         return update
+
+
+def awareness_update(entries: list[tuple[int, int, str]]) -> bytes:
+    """A y-protocols awareness update of (client id, clock, state as JSON) entries."""
+    encoder = Encoder()
+    encoder.write_var_uint(len(entries))
+    for client, clock, state in entries:
+        encoder.write_var_uint(client)
+        encoder.write_var_uint(clock)
+        encoder.write_var_string(state)
+    return encoder.to_bytes()
 
 
 def client_id(peer_id: str) -> int:
