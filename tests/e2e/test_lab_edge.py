@@ -177,7 +177,11 @@ def test_show_notebook_opens_the_browser_where_a_display_is(lab, monkeypatch, di
     async def body() -> dict:
         async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
             await call_ok(client, "connect_notebook", path=str(path))
-            return await call_ok(client, "show_notebook")
+            shown = await call_ok(client, "show_notebook")
+            listed = await client.list_tools()
+            schema = next(t.output_schema for t in listed.tools if t.name == "show_notebook")
+            jsonschema.validate(shown, schema)
+            return shown
 
     with folder:
         shown = anyio.run(body)
