@@ -69,6 +69,7 @@ from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import tool_error
 from nbstage.protocol.session.lab_wanted import BrowserWanted, LabStarted, LabWanted
+from nbstage.protocol.session.resource_messages import ResourceRequested
 from nbstage.protocol.session.session_followups import (
     DeferredExpired,
     FiguresWritten,
@@ -243,7 +244,10 @@ class SessionManager(NbActor):
 
     def _release_held_calls(self) -> None:
         for msg in self.held.release():
-            self._tool_call(msg, self.supervisor)
+            if isinstance(msg, ResourceRequested):
+                self.resources.requested(msg, self.supervisor)
+            else:
+                self._tool_call(msg, self.supervisor)
 
     def _version_changed(self, version: str) -> bool:
         """Check a live daemon's version against this process's first, handing off if

@@ -21,10 +21,11 @@ from typing import Any
 import nbformat
 import pytest
 
+from nbstage.entrypoints.common.statedir import state_paths
 from tests import agent_clients
-from tests.conftest import daemon_of_a_module
+from tests.conftest import FAST_SETTINGS, daemon_of_a_module
 from tests.images import png_bytes
-from tests.support import RunningDaemon
+from tests.support import RunningDaemon, assert_daemon_gone
 
 INSPECTOR = agent_clients.cli("mcp-inspector")
 
@@ -35,6 +36,7 @@ pytestmark = [
 
 ERAS = ["legacy", "modern", "auto"]
 PNG = png_bytes(24, 16)
+NOWHERE = "nbstage://notebook/0123abcd"
 # A warning of the Inspector, of Node, or a log line of nbstage at warning level or above.
 WARNING = re.compile(r"warn|deprecat|\"level\":\s*\"(warning|error|critical)\"", re.IGNORECASE)
 
@@ -57,6 +59,16 @@ class Inspector:
 
     def run(self, era: str, *method: str) -> Any:
         """The method's result, parsed; its exit status must be 0 and stderr warning-free."""
+        done = self.run_raw(era, *method)
+        shown = (
+            f"{method}: exit {done.returncode}\n"
+            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+        )
+        assert done.returncode == 0, shown
+        assert not warnings_in(done.stderr), shown
+        return json.loads(done.stdout)
+
+    def run_raw(self, era: str, *method: str) -> subprocess.CompletedProcess[str]:
         argv = [
             str(INSPECTOR),
             "--cli",
@@ -68,7 +80,7 @@ class Inspector:
             *method,
         ]
         env = {**agent_clients.quiet_env(self.home), "NO_COLOR": "1"}
-        done = subprocess.run(
+        return subprocess.run(
             argv,
             env=env,
             cwd=self.cwd,
@@ -78,14 +90,10 @@ class Inspector:
             timeout=120,
             check=False,
         )
-        shown = (
-            f"{method}: exit {done.returncode}\n"
-            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
-        )
-        assert done.returncode == 0, shown
-        warnings = [line for line in done.stderr.splitlines() if WARNING.search(line)]
-        assert not warnings, shown
-        return json.loads(done.stdout)
+
+
+def warnings_in(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if WARNING.search(line)]
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +172,25 @@ def test_the_inspector_reads_a_notebook_and_a_cell(setup: tuple[Inspector, str],
     (cell, _) = inspector.run(era, "--method", "resources/read", "--uri", cell_uri)["contents"]
     assert (cell["uri"], cell["mimeType"]) == (cell_uri, "application/json")
     assert json.loads(cell["text"])["source"] == "draw()"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_read_that_starts_the_daemon_waits_for_it(tmp_path: Path, era: str) -> None:
+    """The Inspector's one request is the first of its `nbstage mcp`, which must start the
+    daemon: the read waits for it, as a tool call does, and so gets the daemon's answer
+    (no such notebook) rather than "the daemon is unreachable"."""
+    daemon = RunningDaemon(state_paths(tmp_path / "state"), dict(FAST_SETTINGS), pid=0)
+    (tmp_path / "home").mkdir()
+    inspector = Inspector(daemon, tmp_path / "home", tmp_path)
+    try:
+        done = inspector.run_raw(era, "--method", "resources/read", "--uri", NOWHERE)
+        listed = inspector.run(era, "--method", "resources/list")["resources"]
+    finally:
+        daemon.pid = daemon.request("identity")["pid"]
+        assert_daemon_gone(daemon)
+    shown = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode != 0, shown
+    assert "Resource not found" in done.stdout + done.stderr, shown
+    assert "unreachable" not in done.stdout + done.stderr, shown
+    assert not warnings_in(done.stderr), shown
+    assert listed == [], "a fresh daemon has no notebook open"
