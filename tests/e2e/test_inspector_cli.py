@@ -1,10 +1,11 @@
 """The official MCP Inspector CLI against a real `nbstage mcp` (issue 25): it lists the
-tools, lists and reads the notebooks as resources, in both protocol eras, and says
-nothing of a warning while it does.
+tools, lists and reads the notebooks as resources, in each era it can negotiate (legacy,
+modern, auto), and says nothing of a warning while it does.
 
 Each Inspector run starts its own `nbstage mcp` on stdio, as a client would; they all
 share one daemon and one notebook, attached once by a `tools/call` through the Inspector
-itself. ``make agent-clis`` installs the pinned CLI (see tests/agent_clients.py).
+itself. The last test runs it on a state dir with no daemon yet. ``make agent-clis``
+installs the pinned CLI (see tests/agent_clients.py).
 """
 
 from __future__ import annotations
