@@ -57,10 +57,15 @@ def browser() -> Iterator[object]:
             driver.quit()
 
 
-def _cell_texts(driver) -> list[str]:
-    from selenium.webdriver.common.by import By
+def _shown(driver, css: str) -> list[str]:
+    """The text shown by every element that matches, read at once in the page: Lab redraws
+    cells and outputs as they change, so an element found first may be gone when read."""
+    script = "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText.trim())"
+    return list(driver.execute_script(script, css))
 
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")]
+
+def _cell_texts(driver) -> list[str]:
+    return _shown(driver, ".jp-Notebook .jp-Cell")
 
 
 def _texts(driver, css: str) -> list[str]:
@@ -72,10 +77,8 @@ def _texts(driver, css: str) -> list[str]:
 
 def _third_cell(driver, selector: str = "") -> str | None:
     """The text of the third cell (or of its part ``selector``), None until Lab shows it."""
-    from selenium.webdriver.common.by import By
-
-    found = driver.find_elements(By.CSS_SELECTOR, f".jp-Notebook .jp-Cell {selector}".strip())
-    return found[2].text if len(found) > 2 else None
+    found = _shown(driver, f".jp-Notebook .jp-Cell {selector}".strip())
+    return found[2] if len(found) > 2 else None
 
 
 def _button(driver, text: str):
@@ -107,9 +110,7 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(
         agent.request("execute", notebook_id=notebook_id, cell_id=made["cell_id"], wait_secs=80)
         outputs = ".jp-OutputArea-output"
         wait_until(
-            lambda: any(
-                "agent was here" in e.text for e in browser.find_elements(By.CSS_SELECTOR, outputs)
-            ),
+            lambda: any("agent was here" in text for text in _shown(browser, outputs)),
             30,
             "the agent's output",
         )
@@ -164,10 +165,7 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(
 
 
 def prompts_of(driver) -> list[str]:
-    from selenium.webdriver.common.by import By
-
-    prompts = ".jp-Notebook .jp-Cell .jp-InputPrompt"
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, prompts)]
+    return _shown(driver, ".jp-Notebook .jp-Cell .jp-InputPrompt")
 
 
 def _the_agent_and_the_y_doc_see_the_persons_run(lab, path, notebook_id, cell_id) -> None:

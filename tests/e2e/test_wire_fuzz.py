@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import socket
 import struct
 import types
@@ -231,6 +232,10 @@ def _arms(hint: Any) -> tuple[Any, ...]:
 def _accepts(hint: Any, value: Any) -> bool:
     """Whether a field annotated ``hint`` takes ``value`` (decided here, not by the codec)."""
     for arm in _arms(hint):
+        if isinstance(arm, type) and issubclass(arm, enum.Enum):
+            if value in {member.value for member in arm}:
+                return True
+            continue
         if arm is type(None) and value is None:
             return True
         if arm is str and isinstance(value, str):
@@ -256,13 +261,24 @@ FIELDS = [
 ]
 
 
+def _valid(name: str, hint: Any) -> Any:
+    """A value a required field of this type takes: an enum's first member, an empty
+    list or object, else a string naming the field."""
+    arm = _arms(hint)[0]
+    if isinstance(arm, type) and issubclass(arm, enum.Enum):
+        return next(iter(arm)).value
+    examples = {list: [], dict: {}, int: 0, float: 0.0, bool: False}
+    return examples.get(typing.get_origin(arm) or arm, f"value-{name}")
+
+
 @st.composite
 def wrongly_typed_requests(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     """A known request whose required fields are valid except one field of a wrong type."""
     kind, name, hint = draw(st.sampled_from(FIELDS))
     cls = REQUEST_TYPES[kind]
+    hints = typing.get_type_hints(cls)
     fields = {
-        f.name: f"value-{f.name}"
+        f.name: _valid(f.name, hints[f.name])
         for f in dataclasses.fields(cls)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     }
