@@ -26,6 +26,7 @@ from nbstage.actors.daemon.admission import StartNewRoom
 from nbstage.actors.daemon.close_waits import CloseWaits, Stopping, evictions, kept_room
 from nbstage.actors.daemon.environment import environments
 from nbstage.actors.daemon.environment_sweep import LANE, sweep_outcome, sweep_work
+from nbstage.actors.daemon.host_watch import HostWatch, kernels_by_host
 from nbstage.actors.daemon.reaper import AfterClose, after_close
 from nbstage.actors.daemon.registry import Registry, binding_recorded
 from nbstage.actors.daemon.room import Room
@@ -61,6 +62,7 @@ class Daemon(NbActor):
         self.config: msgs.StartDaemon | None = None
         self.waits = CloseWaits()
         self.admitting: admitting.Admitting | None = None
+        self.hosts = HostWatch(())
 
     def handlers(self):
         rooms, tree = self.rooms, room_answers.actor_tree
@@ -85,6 +87,9 @@ class Daemon(NbActor):
                 o, max(0.0, r.older_than_secs)
             ),
             request(asks.ListRooms): lambda o, r: self.answer(o, room_answers.rooms_listed(rooms)),
+            request(asks.ListHosts): lambda o, r: self.answer(
+                o, self.hosts.listed(self._kernels_by_host())
+            ),
             request(asks.GetStatus): lambda o, r: self.answer(o, room_answers.room_counts(rooms)),
             request(asks.GetActorTree): lambda o, r: self.answer(
                 o, tree(rooms, str(self.myAddress), os.getpid())
@@ -99,6 +104,8 @@ class Daemon(NbActor):
                 self.edge, msgs.DaemonStopped(self.waits.stopping.closed)
             ),
             wakeup(due.ReapDue): self._reap_due,
+            wakeup(due.HostsCheckDue): lambda d: self.carry(*self.hosts.due(d, time.monotonic())),
+            finished(due.HostProbed): lambda d: self.carry(*self.hosts.probed(d, time.monotonic())),
             # The child-check tick carries no payload.
             wakeup(type(None)): lambda none: self.wakeupAfter(CHILD_CHECK_TICK),
         }
@@ -114,8 +121,11 @@ class Daemon(NbActor):
         self._schedule_reaper()
         self.send(sender, msgs.DaemonStarted(os.getpid()))
         self.offload(due.ImportsWarmed(), room_start.warm_imports)
+        self.hosts = HostWatch(msg.settings.kernel_hosts)
+        self.carry(*self.hosts.start(time.monotonic()))
 
     def _on_stop_daemon(self, msg: msgs.StopDaemon, sender: ActorAddress) -> None:
+        self.hosts.stop()
         self.waits.stopping = Stopping(self.rooms.rooms)
         for notebook_id, entry in self.rooms.items():
             if not entry.closing:
@@ -165,6 +175,10 @@ class Daemon(NbActor):
     def _environments_swept(self, done: BlockingWorkDone) -> None:
         origin, outcome = done.token.origin, sweep_outcome(done, done.token.kept)
         self._tell([(origin, outcome)] if origin is not None else [])
+
+    def _kernels_by_host(self) -> dict[str, int]:
+        running = (e.status for _, e in self.rooms.items() if e.kernel_running)
+        return kernels_by_host(status.environment for status in running if status is not None)
 
     # --- admission ------------------------------------------------------------------------
 

@@ -1,0 +1,122 @@
+"""The Daemon's watch on its kernel hosts (issue 26, docs/adr/0007-kernel-hosts.md).
+
+Every ``CHECK_SECS`` each host gets a tick; its breaker (kernel/host_health.py) decides
+whether to probe it. A probe is ``GET /api`` with the host's token, bounded by
+``PROBE_SECS``, run on the edge's worker threads in a lane of the host's own, so a host
+that hangs holds up nothing but its own next probe; a host with a probe under way is not
+asked again until it answers. The timer carries a generation (thespian's cannot be
+cancelled): ``stop`` makes the armed tick stale. With no hosts, nothing is armed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+
+from nbstage.actors.common.effects import Offload, Wake
+from nbstage.actors.daemon.kernel import host_health as hh
+from nbstage.actors.daemon.kernel.gateway_client import GatewayClient
+from nbstage.actors.daemon.kernel.placement import HostFacts
+from nbstage.protocol.common.kernel_hosts import KernelHost
+from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.daemon.replies import HostsListed, HostView
+from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView
+
+log = logging.getLogger("nbstage.daemon")
+
+CHECK_SECS = 2.0
+PROBE_SECS = 2.0
+
+
+def probe(host: KernelHost, bound: float = PROBE_SECS) -> str:
+    """Blocking: the host's version, or GatewayError saying why it did not answer."""
+    return asyncio.run(asyncio.wait_for(GatewayClient(host).version(), bound))
+
+
+def kernels_by_host(environments: Iterable[EnvironmentView | None]) -> dict[str, int]:
+    """How many of the running kernels, given by their environments, run on each host."""
+    counts: dict[str, int] = {}
+    for env in environments:
+        if env is not None and env.host is not None:
+            counts[env.host] = counts.get(env.host, 0) + 1
+    return counts
+
+
+class HostWatch:
+    def __init__(self, hosts: Iterable[KernelHost], policy: hh.BreakerPolicy = hh.DEFAULT_POLICY):
+        self.hosts = {host.name: host for host in hosts}
+        self.policy = policy
+        self.health = {name: hh.HostHealth() for name in self.hosts}
+        self.probing: set[str] = set()
+        self.generation = 0
+
+    def start(self, now: float) -> list[Offload | Wake]:
+        """The first probes and the first tick; nothing without hosts."""
+        if not self.hosts:
+            return []
+        return self._tick(now)
+
+    def stop(self) -> None:
+        self.generation += 1
+        self.hosts = {}
+
+    def due(self, tick: HostsCheckDue, now: float) -> list[Offload | Wake]:
+        if tick.generation != self.generation or not self.hosts:
+            return []
+        return self._tick(now)
+
+    def _tick(self, now: float) -> list[Offload | Wake]:
+        effects: list[Offload | Wake] = []
+        for name in self.hosts:
+            effects += self._event(name, hh.TimePassed(now))
+        self.generation += 1
+        return [*effects, Wake(CHECK_SECS, HostsCheckDue(self.generation))]
+
+    def probed(self, done: BlockingWorkDone, now: float) -> list[Offload | Wake]:
+        name = done.token.name
+        self.probing.discard(name)
+        if name not in self.hosts:
+            return []
+        event = hh.ProbeOk() if done.ok else hh.ProbeFailed(str(done.error), now)
+        return self._event(name, event)
+
+    def kernel_lost(self, name: str) -> list[Offload | Wake]:
+        """A kernel's channels to ``name`` dropped: ask the host now."""
+        return self._event(name, hh.KernelLost()) if name in self.hosts else []
+
+    def _event(self, name: str, event: hh.HealthEvent) -> list[Offload | Wake]:
+        before = self.health[name]
+        self.health[name], actions = hh.on_health_event(before, event, self.policy)
+        effects: list[Offload | Wake] = []
+        for action in actions:
+            if isinstance(action, hh.Probe) and name not in self.probing:
+                self.probing.add(name)
+                host = self.hosts[name]
+                effects.append(Offload(HostProbed(name), lambda h=host: probe(h), f"host-{name}"))
+            elif isinstance(action, hh.HostLost):
+                log.warning("kernel host %r is lost: %s", name, action.error)
+            elif isinstance(action, hh.HostBack):
+                log.info("kernel host %r answers again", name)
+        return effects
+
+    def facts(self, kernels: dict[str, int]) -> dict[str, HostFacts]:
+        """What placement is told of each host now."""
+        return hh.host_facts(self.health, kernels)
+
+    def listed(self, kernels: dict[str, int]) -> HostsListed:
+        """Each host, its health, kernels and last error (``admin hosts``)."""
+        return HostsListed(
+            [
+                HostView(
+                    name,
+                    host.url,
+                    self.health[name].breaker.value,
+                    kernels.get(name, 0),
+                    host.max_kernels,
+                    self.health[name].last_error,
+                )
+                for name, host in self.hosts.items()
+            ]
+        )
