@@ -71,7 +71,7 @@ class Daemon(NbActor):
             msgs.StopDaemon: self._on_stop_daemon,
             msgs.RoomStarted: self._on_room_started,
             msgs.RoomStartFailed: self._on_room_start_failed,
-            msgs.RoomStatus: lambda m, s: rooms.note_status(m),
+            msgs.RoomStatus: self._on_room_status,
             msgs.RoomClosed: self._on_room_closed,
             msgs.ClaimPath: self._on_claim_path,
             msgs.PathBound: self._on_path_bound,
@@ -104,8 +104,10 @@ class Daemon(NbActor):
                 self.edge, msgs.DaemonStopped(self.waits.stopping.closed)
             ),
             wakeup(due.ReapDue): self._reap_due,
-            wakeup(due.HostsCheckDue): lambda d: self.carry(*self.hosts.due(d, time.monotonic())),
-            finished(due.HostProbed): lambda d: self.carry(*self.hosts.probed(d, time.monotonic())),
+            wakeup(due.HostsCheckDue): lambda d: self._watched(self.hosts.due(d, time.monotonic())),
+            finished(due.HostProbed): lambda d: self._watched(
+                self.hosts.probed(d, time.monotonic())
+            ),
             # The child-check tick carries no payload.
             wakeup(type(None)): lambda none: self.wakeupAfter(CHILD_CHECK_TICK),
         }
@@ -176,6 +178,20 @@ class Daemon(NbActor):
         origin, outcome = done.token.origin, sweep_outcome(done, done.token.kept)
         self._tell([(origin, outcome)] if origin is not None else [])
 
+    def _on_room_status(self, msg: msgs.RoomStatus, sender: ActorAddress) -> None:
+        self.rooms.note_status(msg)
+        self._share_hosts()
+
+    def _watched(self, effects: list[Any]) -> None:
+        self.carry(*effects)
+        self._share_hosts()
+
+    def _share_hosts(self) -> None:
+        """Tell every room what is known of the kernel hosts, when that changed."""
+        news = self.hosts.news(self._kernels_by_host())
+        for _, entry in self.rooms.items() if news is not None else ():
+            self.send(entry.address, news)
+
     def _kernels_by_host(self) -> dict[str, int]:
         running = (e.status for _, e in self.rooms.items() if e.kernel_running)
         return kernels_by_host(status.environment for status in running if status is not None)
@@ -223,7 +239,8 @@ class Daemon(NbActor):
         address = self.createActor(Room)
         entry = self.rooms.add(start.notebook_id, address, start.path, wish.ephemeral)
         entry.started_by = by.conn
-        self.send(address, room_start.start_message(start, wish, self.config, self.edge))
+        seen = self.hosts.told
+        self.send(address, room_start.start_message(start, wish, self.config, self.edge, seen))
         if start.binding_pending:
             self._bind(due.BindingStored(start.notebook_id, start.path, address))
         self.send(self.edge, RoomResident(start.notebook_id, address))

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from nbstage.actors.common.effects import Offload, Wake
 from nbstage.actors.daemon.kernel import host_health as hh
 from nbstage.actors.daemon.kernel.gateway_client import GatewayClient
-from nbstage.actors.daemon.kernel.placement import HostFacts
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import HostsListed, HostView
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
 from nbstage.protocol.daemon_actors.kernels import EnvironmentView
+from nbstage.protocol.daemon_actors.rooms import HostsSeen
 
 log = logging.getLogger("nbstage.daemon")
 
@@ -51,6 +51,7 @@ class HostWatch:
         self.health = {name: hh.HostHealth() for name in self.hosts}
         self.probing: set[str] = set()
         self.generation = 0
+        self.told = HostsSeen()
 
     def start(self, now: float) -> list[Offload | Wake]:
         """The first probes and the first tick; nothing without hosts."""
@@ -101,9 +102,19 @@ class HostWatch:
                 log.info("kernel host %r answers again", name)
         return effects
 
-    def facts(self, kernels: dict[str, int]) -> dict[str, HostFacts]:
-        """What placement is told of each host now."""
-        return hh.host_facts(self.health, kernels)
+    def seen(self, kernels: dict[str, int]) -> HostsSeen:
+        """What the rooms are told, for placement: the hosts not healthy, the kernel counts."""
+        facts = hh.host_facts(self.health, kernels)
+        lost = tuple(sorted(name for name, fact in facts.items() if not fact.healthy))
+        return HostsSeen(lost, tuple(sorted(kernels.items())))
+
+    def news(self, kernels: dict[str, int]) -> HostsSeen | None:
+        """What the rooms are told, when it differs from what they were told last."""
+        seen = self.seen(kernels)
+        if not self.hosts or seen == self.told:
+            return None
+        self.told = seen
+        return seen
 
     def listed(self, kernels: dict[str, int]) -> HostsListed:
         """Each host, its health, kernels and last error (``admin hosts``)."""

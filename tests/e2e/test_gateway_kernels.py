@@ -205,39 +205,62 @@ def test_a_wrong_token_fails_the_start_with_a_clear_error_within_its_bound(
 def test_admin_hosts_shows_each_host_healthy_with_its_kernels_then_lost_with_the_error(
     state_dir: Path, tmp_path: Path
 ) -> None:
-    """The gateway is this test's own: it is stopped while the daemon watches it."""
-    with gateway_running() as own, configured_daemon(state_dir, own) as daemon:
+    """The gateway is this test's own: it is stopped while the daemon watches it. Placement
+    is fed by the watch: a lost host and a full one are skipped."""
+    with gateway_running() as own:
+        one = f'\n[[kernel_hosts]]\nname = "one"\nurl = "{own.url}"\ntoken = "{own.token}"\n'
+        with configured_daemon(state_dir, own, one + "max_kernels = 1\n") as daemon:
+            hosts_shown(state_dir, tmp_path, own, daemon)
 
-        def hosts() -> dict[str, dict[str, Any]]:
-            shown = run_cli("admin", "hosts", "--json", state_dir=state_dir, env=daemon.env)
-            return {host["name"]: host for host in json.loads(shown.stdout)["hosts"]}
 
-        with daemon.client() as client:
-            nid = client.request("open", path=str(notebook_on(tmp_path, "kg")))["notebook_id"]
-            assert run_cell(client, nid, "1+1")["status"] == "done"
-        wait_until(
-            lambda: hosts()["wrong"]["health"] == "lost", 30, "the wrong token's host to be lost"
-        )
-        seen = hosts()
-        assert seen["kg"] == {
-            "name": "kg",
-            "url": own.url,
-            "health": "healthy",
-            "kernels": 1,
-            "max_kernels": None,
-            "last_error": None,
-        }
-        assert "asking its version was refused (HTTP 401)" in seen["wrong"]["last_error"]
-        assert seen["wrong"]["kernels"] == 0
-        text = run_cli("admin", "hosts", state_dir=state_dir, env=daemon.env).stdout
-        assert re.search(r"kg\s+\S+\s+healthy\s+1/-", text), text
+def hosts_shown(state_dir: Path, tmp_path: Path, own: Gateway, daemon: Any) -> None:
+    """admin hosts and placement, as the watch sees the hosts."""
 
-        stop_gateway(own.process)
-        wait_until(lambda: hosts()["kg"]["health"] == "lost", 30, "the stopped host to be lost")
-        error = hosts()["kg"]["last_error"]
-        assert f"kernel host 'kg' ({own.url}): asking its version failed" in error, error
-        text = run_cli("admin", "hosts", state_dir=state_dir, env=daemon.env).stdout
-        assert re.search(r"kg\s+\S+\s+lost\s+\d/-\s+kernel host 'kg'", text), text
+    def hosts() -> dict[str, dict[str, Any]]:
+        shown = run_cli("admin", "hosts", "--json", state_dir=state_dir, env=daemon.env)
+        return {host["name"]: host for host in json.loads(shown.stdout)["hosts"]}
+
+    with daemon.client() as client:
+        nid = client.request("open", path=str(notebook_on(tmp_path, "kg")))["notebook_id"]
+        assert run_cell(client, nid, "1+1")["status"] == "done"
+    wait_until(
+        lambda: hosts()["wrong"]["health"] == "lost", 30, "the wrong token's host to be lost"
+    )
+    with daemon.client() as client:
+        first = client.request("open", path=str(notebook_on(tmp_path, "one")))
+        assert run_cell(client, first["notebook_id"], "1+1")["status"] == "done"
+        assert room_view(daemon, first["notebook_id"])["environment"]["host"] == "one"
+        wait_until(lambda: hosts()["one"]["kernels"] == 1, 30, "one's kernel to be counted")
+        (tmp_path / "again").mkdir()
+        full = client.request("open", path=str(notebook_on(tmp_path / "again", "one")))
+        assert run_cell(client, full["notebook_id"], "1+1")["status"] == "done"
+        assert room_view(daemon, full["notebook_id"])["environment"]["host"] == "kg"
+        moved = client.request("open", path=str(notebook_on(tmp_path, "wrong")))
+        assert run_cell(client, moved["notebook_id"], "1+1")["status"] == "done"
+        assert room_view(daemon, moved["notebook_id"])["environment"]["host"] == "kg"
+        for notebook in (moved, first, full):
+            client.request("shutdown_kernel", notebook_id=notebook["notebook_id"])
+    wait_until(lambda: hosts()["kg"]["kernels"] == 1, 30, "the others' kernels to stop")
+    seen = hosts()
+    assert seen["kg"] == {
+        "name": "kg",
+        "url": own.url,
+        "health": "healthy",
+        "kernels": 1,
+        "max_kernels": None,
+        "last_error": None,
+    }
+    assert "asking its version was refused (HTTP 401)" in seen["wrong"]["last_error"]
+    assert seen["wrong"]["kernels"] == 0
+    text = run_cli("admin", "hosts", state_dir=state_dir, env=daemon.env).stdout
+    assert re.search(r"kg\s+\S+\s+healthy\s+1/-", text), text
+
+    stop_gateway(own.process)
+    wait_until(lambda: hosts()["kg"]["health"] == "lost", 30, "the stopped host to be lost")
+    error = hosts()["kg"]["last_error"]
+    assert f"kernel host 'kg' ({own.url}): asking its version failed" in error, error
+    text = run_cli("admin", "hosts", state_dir=state_dir, env=daemon.env).stdout
+    assert re.search(r"kg\s+\S+\s+lost\s+\d/-\s+kernel host 'kg'", text), text
 
 
 def test_a_malformed_host_table_stops_the_daemon_from_starting(tmp_path: Path) -> None:

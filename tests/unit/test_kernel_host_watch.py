@@ -1,0 +1,68 @@
+"""The Daemon's watch on its kernel hosts (actors/daemon/host_watch.py): what each tick
+and probe result asks the Daemon to do, without a daemon."""
+
+from __future__ import annotations
+
+from nbstage.actors.common.effects import Offload, Wake
+from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, kernels_by_host
+from nbstage.protocol.common.kernel_hosts import KernelHost
+from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.rooms import HostsSeen
+
+A = KernelHost("a", "http://a:1", "t", max_kernels=2)
+B = KernelHost("b", "http://b:1", "t")
+
+
+def probed_hosts(effects: list) -> list[str]:
+    return [e.token.name for e in effects if isinstance(e, Offload)]
+
+
+def test_no_hosts_arm_nothing() -> None:
+    assert HostWatch(()).start(0.0) == []
+    assert HostWatch(()).news({}) is None
+
+
+def test_a_tick_probes_each_host_once_and_arms_the_next() -> None:
+    watch = HostWatch((A, B))
+    first = watch.start(0.0)
+    assert probed_hosts(first) == ["a", "b"]
+    assert first[-1] == Wake(CHECK_SECS, HostsCheckDue(1))
+    assert {e.lane for e in first if isinstance(e, Offload)} == {"host-a", "host-b"}
+    second = watch.due(HostsCheckDue(1), 2.0)
+    assert probed_hosts(second) == [], "probes under way are not asked again"
+    assert second == [Wake(CHECK_SECS, HostsCheckDue(2))]
+
+
+def test_a_stale_or_stopped_tick_does_nothing() -> None:
+    watch = HostWatch((A,))
+    watch.start(0.0)
+    assert watch.due(HostsCheckDue(0), 1.0) == []
+    watch.stop()
+    assert watch.due(HostsCheckDue(1), 1.0) == []
+
+
+def test_failed_probes_make_the_host_lost_and_the_rooms_are_told_once() -> None:
+    watch = HostWatch((A, B))
+    watch.start(0.0)
+    assert watch.news({}) is None, "all healthy and empty: what rooms start with"
+    for at in (1.0, 3.0):
+        watch.probed(BlockingWorkDone(HostProbed("a"), error=OSError("refused")), at)
+        watch.due(HostsCheckDue(watch.generation), at)
+    assert watch.listed({"b": 1}).hosts[0].health == "lost"
+    assert watch.listed({}).hosts[0].last_error == "refused"
+    assert watch.news({"b": 1}) == HostsSeen(("a",), (("b", 1),))
+    assert watch.news({"b": 1}) is None, "told already"
+    watch.probed(BlockingWorkDone(HostProbed("b"), result="3.0"), 4.0)
+    assert watch.listed({"b": 1}).hosts[1].health == "healthy"
+
+
+def test_kernels_are_counted_by_host() -> None:
+    envs = [
+        EnvironmentView(EnvSource.HOST, host="a"),
+        EnvironmentView(EnvSource.HOST, host="a"),
+        EnvironmentView(EnvSource.POOL),
+        None,
+    ]
+    assert kernels_by_host(envs) == {"a": 2}
