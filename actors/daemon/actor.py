@@ -123,7 +123,7 @@ class Daemon(NbActor):
         self._schedule_reaper()
         self.send(sender, msgs.DaemonStarted(os.getpid()))
         self.offload(due.ImportsWarmed(), room_start.warm_imports)
-        self.hosts = HostWatch(msg.settings.kernel_hosts)
+        self.hosts = HostWatch(msg.settings.kernel_hosts, msg.settings.kernel_host_check_secs)
         self.carry(*self.hosts.start(time.monotonic()))
 
     def _on_stop_daemon(self, msg: msgs.StopDaemon, sender: ActorAddress) -> None:
@@ -179,8 +179,10 @@ class Daemon(NbActor):
         self._tell([(origin, outcome)] if origin is not None else [])
 
     def _on_room_status(self, msg: msgs.RoomStatus, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        before = entry.status if entry is not None else None
         self.rooms.note_status(msg)
-        self._share_hosts()
+        self._watched(self.hosts.room_status(before, msg))
 
     def _watched(self, effects: list[Any]) -> None:
         self.carry(*effects)

@@ -1,11 +1,12 @@
 """The Daemon's watch on its kernel hosts (issue 26, docs/adr/0007-kernel-hosts.md).
 
-Every ``CHECK_SECS`` each host gets a tick; its breaker (kernel/host_health.py) decides
-whether to probe it. A probe is ``GET /api`` with the host's token, bounded by
-``PROBE_SECS``, run on the edge's worker threads in a lane of the host's own, so a host
-that hangs holds up nothing but its own next probe; a host with a probe under way is not
-asked again until it answers. The timer carries a generation (thespian's cannot be
-cancelled): ``stop`` makes the armed tick stale. With no hosts, nothing is armed.
+Every ``kernel_host_check_secs`` (a setting) each host gets a tick; its breaker
+(kernel/host_health.py) decides whether to probe it. A probe is ``GET /api`` with the
+host's token, bounded by ``PROBE_SECS``, run on the edge's worker threads in a lane of the
+host's own, so a host that hangs holds up nothing but its own next probe; a host with a
+probe under way is not asked again until it answers. The timer carries a generation
+(thespian's cannot be cancelled): ``stop`` makes the armed tick stale. With no hosts,
+nothing is armed.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import HostsListed, HostView
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView
-from nbstage.protocol.daemon_actors.rooms import HostsSeen
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 log = logging.getLogger("nbstage.daemon")
 
@@ -44,9 +45,23 @@ def kernels_by_host(environments: Iterable[EnvironmentView | None]) -> dict[str,
     return counts
 
 
+def died_on(before: RoomStatus | None, after: RoomStatus) -> str | None:
+    """The host a room's kernel just died on, if this status says one did."""
+    env = after.environment
+    if after.kernel_status is not KernelState.DEAD or env is None or env.host is None:
+        return None
+    return None if before is not None and before.kernel_status is KernelState.DEAD else env.host
+
+
 class HostWatch:
-    def __init__(self, hosts: Iterable[KernelHost], policy: hh.BreakerPolicy = hh.DEFAULT_POLICY):
+    def __init__(
+        self,
+        hosts: Iterable[KernelHost],
+        every: float = CHECK_SECS,
+        policy: hh.BreakerPolicy = hh.DEFAULT_POLICY,
+    ):
         self.hosts = {host.name: host for host in hosts}
+        self.every = every
         self.policy = policy
         self.health = {name: hh.HostHealth() for name in self.hosts}
         self.probing: set[str] = set()
@@ -73,7 +88,7 @@ class HostWatch:
         for name in self.hosts:
             effects += self._event(name, hh.TimePassed(now))
         self.generation += 1
-        return [*effects, Wake(CHECK_SECS, HostsCheckDue(self.generation))]
+        return [*effects, Wake(self.every, HostsCheckDue(self.generation))]
 
     def probed(self, done: BlockingWorkDone, now: float) -> list[Offload | Wake]:
         name = done.token.name
@@ -83,9 +98,12 @@ class HostWatch:
         event = hh.ProbeOk() if done.ok else hh.ProbeFailed(str(done.error), now)
         return self._event(name, event)
 
-    def kernel_lost(self, name: str) -> list[Offload | Wake]:
-        """A kernel's channels to ``name`` dropped: ask the host now."""
-        return self._event(name, hh.KernelLost()) if name in self.hosts else []
+    def room_status(self, before: RoomStatus | None, after: RoomStatus) -> list[Offload | Wake]:
+        """A room's kernel on a host died (its channels dropped): ask the host now."""
+        name = died_on(before, after)
+        if name is None or name not in self.hosts:
+            return []
+        return self._event(name, hh.KernelLost())
 
     def _event(self, name: str, event: hh.HealthEvent) -> list[Offload | Wake]:
         before = self.health[name]

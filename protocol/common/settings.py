@@ -66,6 +66,9 @@ class Settings:
     """How many image files figures/ in the state dir keeps: each PNG or JPEG a tool result
     attaches is also written there, for clients that drop image content (Codex); 0 writes
     none. Read by `nbstage mcp` when it starts."""
+    kernel_host_check_secs: float = 2.0
+    """How often the daemon asks each kernel host whether it answers (``GET /api``); two
+    failures in a row make the host lost."""
     kernel_hosts: tuple[KernelHost, ...] = ()
     """Jupyter Kernel Gateways for kernels, ``[[kernel_hosts]]`` tables in config.toml only
     (protocol/common/kernel_hosts.py; see "Kernel hosts" below)."""
@@ -88,6 +91,7 @@ _ENV_NAMES = {
     "max_file_bytes": "NBSTAGE_MAX_FILE_BYTES",
     "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
     "figure_files": "NBSTAGE_FIGURE_FILES",
+    "kernel_host_check_secs": "NBSTAGE_KERNEL_HOST_CHECK_SECS",
 }
 
 

@@ -46,7 +46,14 @@ def gateway() -> Iterator[Gateway]:
         yield running
 
 
-def configured_daemon(state_dir: Path, gateway: Gateway, more: str = "") -> Any:
+SLOW_CHECKS = {**FAST_SETTINGS, "NBSTAGE_KERNEL_HOST_CHECK_SECS": "3600"}
+"""Hosts probed once, at the start: one failure leaves a host healthy, so a start there
+meets the host's own error (the watch would otherwise send the kernel elsewhere)."""
+
+
+def configured_daemon(
+    state_dir: Path, gateway: Gateway, more: str = "", env: dict[str, str] = SLOW_CHECKS
+) -> Any:
     """A daemon whose config.toml names the gateway as "kg", and as "wrong" with a bad
     token, then the tables in ``more``."""
     state_dir.mkdir(mode=0o700, parents=True)
@@ -62,7 +69,7 @@ def configured_daemon(state_dir: Path, gateway: Gateway, more: str = "") -> Any:
         f'url = "{gateway.url}"\n'
         'token = "not-the-token"\n' + more
     )
-    return daemon_running(state_dir, FAST_SETTINGS)
+    return daemon_running(state_dir, env)
 
 
 def notebook_on(folder: Path, host: str) -> Path:
@@ -209,7 +216,8 @@ def test_admin_hosts_shows_each_host_healthy_with_its_kernels_then_lost_with_the
     is fed by the watch: a lost host and a full one are skipped."""
     with gateway_running() as own:
         one = f'\n[[kernel_hosts]]\nname = "one"\nurl = "{own.url}"\ntoken = "{own.token}"\n'
-        with configured_daemon(state_dir, own, one + "max_kernels = 1\n") as daemon:
+        tables = one + "max_kernels = 1\n"
+        with configured_daemon(state_dir, own, tables, FAST_SETTINGS) as daemon:
             hosts_shown(state_dir, tmp_path, own, daemon)
 
 

@@ -3,13 +3,15 @@ and probe result asks the Daemon to do, without a daemon."""
 
 from __future__ import annotations
 
+import pytest
+
 from nbstage.actors.common.effects import Offload, Wake
-from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, kernels_by_host
+from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, died_on, kernels_by_host
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
-from nbstage.protocol.daemon_actors.rooms import HostsSeen
+from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 A = KernelHost("a", "http://a:1", "t", max_kernels=2)
 B = KernelHost("b", "http://b:1", "t")
@@ -66,3 +68,36 @@ def test_kernels_are_counted_by_host() -> None:
         None,
     ]
     assert kernels_by_host(envs) == {"a": 2}
+
+
+ON_A = EnvironmentView(EnvSource.HOST, host="a")
+
+
+def status(state: KernelState, env: EnvironmentView | None = ON_A) -> RoomStatus:
+    return RoomStatus("n", None, False, (), state, None, None, environment=env)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "host"),
+    [
+        pytest.param(status(KernelState.IDLE), status(KernelState.DEAD), "a", id="died on a"),
+        pytest.param(None, status(KernelState.DEAD), "a", id="first word is its death"),
+        pytest.param(status(KernelState.DEAD), status(KernelState.DEAD), None, id="told already"),
+        pytest.param(status(KernelState.IDLE), status(KernelState.BUSY), None, id="alive"),
+        pytest.param(
+            status(KernelState.IDLE, None), status(KernelState.DEAD, None), None, id="local"
+        ),
+        pytest.param(status(KernelState.IDLE), status(KernelState.NONE), None, id="shut down"),
+    ],
+)
+def test_a_kernel_dying_on_a_host_is_noticed(before, after, host) -> None:
+    assert died_on(before, after) == host
+
+
+def test_a_kernel_dying_on_a_healthy_host_probes_it_now() -> None:
+    watch = HostWatch((A, B))
+    watch.start(0.0)
+    watch.probed(BlockingWorkDone(HostProbed("a"), result="3.0"), 1.0)
+    effects = watch.room_status(status(KernelState.BUSY), status(KernelState.DEAD))
+    assert probed_hosts(effects) == ["a"]
+    assert watch.room_status(None, status(KernelState.DEAD, None)) == []
