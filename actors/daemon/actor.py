@@ -26,7 +26,7 @@ from nbstage.actors.daemon.admission import StartNewRoom
 from nbstage.actors.daemon.close_waits import CloseWaits, Stopping, evictions, kept_room
 from nbstage.actors.daemon.environment import environments
 from nbstage.actors.daemon.environment_sweep import LANE, sweep_outcome, sweep_work
-from nbstage.actors.daemon.host_watch import HostWatch, kernels_by_host
+from nbstage.actors.daemon.host_watch import HostWatch
 from nbstage.actors.daemon.reaper import AfterClose, after_close
 from nbstage.actors.daemon.registry import Registry, binding_recorded
 from nbstage.actors.daemon.room import Room
@@ -88,7 +88,7 @@ class Daemon(NbActor):
             ),
             request(asks.ListRooms): lambda o, r: self.answer(o, room_answers.rooms_listed(rooms)),
             request(asks.ListHosts): lambda o, r: self.answer(
-                o, self.hosts.listed(self._kernels_by_host())
+                o, self.hosts.listed(rooms.kernels_by_host())
             ),
             request(asks.GetStatus): lambda o, r: self.answer(o, room_answers.room_counts(rooms)),
             request(asks.GetActorTree): lambda o, r: self.answer(
@@ -190,13 +190,9 @@ class Daemon(NbActor):
 
     def _share_hosts(self) -> None:
         """Tell every room what is known of the kernel hosts, when that changed."""
-        news = self.hosts.news(self._kernels_by_host())
+        news = self.hosts.news(self.rooms.kernels_by_host())
         for _, entry in self.rooms.items() if news is not None else ():
             self.send(entry.address, news)
-
-    def _kernels_by_host(self) -> dict[str, int]:
-        running = (e.status for _, e in self.rooms.items() if e.kernel_running)
-        return kernels_by_host(status.environment for status in running if status is not None)
 
     # --- admission ------------------------------------------------------------------------
 

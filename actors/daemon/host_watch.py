@@ -22,7 +22,7 @@ from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import HostsListed, HostView
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernels import KernelState
 from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 log = logging.getLogger("nbstage.daemon")
@@ -34,15 +34,6 @@ PROBE_SECS = 2.0
 def probe(host: KernelHost, bound: float = PROBE_SECS) -> str:
     """Blocking: the host's version, or GatewayError saying why it did not answer."""
     return asyncio.run(asyncio.wait_for(GatewayClient(host).version(), bound))
-
-
-def kernels_by_host(environments: Iterable[EnvironmentView | None]) -> dict[str, int]:
-    """How many of the running kernels, given by their environments, run on each host."""
-    counts: dict[str, int] = {}
-    for env in environments:
-        if env is not None and env.host is not None:
-            counts[env.host] = counts.get(env.host, 0) + 1
-    return counts
 
 
 def died_on(before: RoomStatus | None, after: RoomStatus) -> str | None:

@@ -3,10 +3,13 @@ and probe result asks the Daemon to do, without a daemon."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from nbstage.actors.common.effects import Offload, Wake
-from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, died_on, kernels_by_host
+from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, died_on
+from nbstage.actors.daemon.room_directory import RoomDirectory
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
@@ -60,16 +63,6 @@ def test_failed_probes_make_the_host_lost_and_the_rooms_are_told_once() -> None:
     assert watch.listed({"b": 1}).hosts[1].health == "healthy"
 
 
-def test_kernels_are_counted_by_host() -> None:
-    envs = [
-        EnvironmentView(EnvSource.HOST, host="a"),
-        EnvironmentView(EnvSource.HOST, host="a"),
-        EnvironmentView(EnvSource.POOL),
-        None,
-    ]
-    assert kernels_by_host(envs) == {"a": 2}
-
-
 ON_A = EnvironmentView(EnvSource.HOST, host="a")
 
 
@@ -101,3 +94,18 @@ def test_a_kernel_dying_on_a_healthy_host_probes_it_now() -> None:
     effects = watch.room_status(status(KernelState.BUSY), status(KernelState.DEAD))
     assert probed_hosts(effects) == ["a"]
     assert watch.room_status(None, status(KernelState.DEAD, None)) == []
+
+
+def test_the_rooms_running_kernels_are_counted_by_host() -> None:
+    rooms = RoomDirectory()
+    given = [
+        ("n1", status(KernelState.IDLE)),
+        ("n2", status(KernelState.BUSY)),
+        ("n3", status(KernelState.DEAD)),
+        ("n4", status(KernelState.IDLE, EnvironmentView(EnvSource.POOL))),
+        ("n5", status(KernelState.STARTING, None)),
+    ]
+    for nid, seen in given:
+        rooms.add(nid, f"address-{nid}", None, ephemeral=True)
+        rooms.note_status(replace(seen, notebook_id=nid))
+    assert rooms.kernels_by_host() == {"a": 2}
