@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from nbstage.actors.common.effects import Offload, Wake
 from nbstage.actors.daemon.kernel import host_health as hh
-from nbstage.actors.daemon.kernel.gateway_client import GatewayClient
+from nbstage.actors.daemon.kernel.gateway_client import GatewayClient, GatewayError
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import HostsListed, HostView
@@ -31,9 +31,15 @@ CHECK_SECS = 2.0
 PROBE_SECS = 2.0
 
 
-def probe(host: KernelHost, bound: float = PROBE_SECS) -> str:
-    """Blocking: the host's version, or GatewayError saying why it did not answer."""
-    return asyncio.run(asyncio.wait_for(GatewayClient(host).version(), bound))
+def probe(host: KernelHost, bound: float = PROBE_SECS) -> str | GatewayError:
+    """Blocking: the host's version, or the GatewayError saying why it did not answer
+    (returned, not raised: a lost host's failures are the watch's news, not the log's)."""
+    try:
+        return asyncio.run(asyncio.wait_for(GatewayClient(host).version(), bound))
+    except GatewayError as exc:
+        return exc
+    except TimeoutError:
+        return GatewayError(f"kernel host {host.name!r} ({host.url}): no answer in {bound:g} s")
 
 
 def died_on(before: RoomStatus | None, after: RoomStatus) -> str | None:
@@ -86,8 +92,10 @@ class HostWatch:
         self.probing.discard(name)
         if name not in self.hosts:
             return []
-        event = hh.ProbeOk() if done.ok else hh.ProbeFailed(str(done.error), now)
-        return self._event(name, event)
+        failed = done.error if not done.ok else done.result
+        if isinstance(failed, BaseException):
+            return self._event(name, hh.ProbeFailed(str(failed), now))
+        return self._event(name, hh.ProbeOk())
 
     def room_status(self, before: RoomStatus | None, after: RoomStatus) -> list[Offload | Wake]:
         """A room's kernel on a host died (its channels dropped): ask the host now."""
@@ -106,7 +114,7 @@ class HostWatch:
                 host = self.hosts[name]
                 effects.append(Offload(HostProbed(name), lambda h=host: probe(h), f"host-{name}"))
             elif isinstance(action, hh.HostLost):
-                log.warning("kernel host %r is lost: %s", name, action.error)
+                log.warning("a kernel host is lost: %s", action.error)
             elif isinstance(action, hh.HostBack):
                 log.info("kernel host %r answers again", name)
         return effects

@@ -3,12 +3,14 @@ and probe result asks the Daemon to do, without a daemon."""
 
 from __future__ import annotations
 
+import socket
 from dataclasses import replace
 
 import pytest
 
 from nbstage.actors.common.effects import Offload, Wake
-from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, died_on
+from nbstage.actors.daemon.host_watch import CHECK_SECS, HostWatch, died_on, probe
+from nbstage.actors.daemon.kernel.gateway_client import GatewayError
 from nbstage.actors.daemon.room_directory import RoomDirectory
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
@@ -109,3 +111,22 @@ def test_the_rooms_running_kernels_are_counted_by_host() -> None:
         rooms.add(nid, f"address-{nid}", None, ephemeral=True)
         rooms.note_status(replace(seen, notebook_id=nid))
     assert rooms.kernels_by_host() == {"a": 2}
+
+
+def test_a_returned_gateway_error_is_a_failed_probe() -> None:
+    watch = HostWatch((A,))
+    watch.start(0.0)
+    said = GatewayError("kernel host 'a' (http://a:1): asking its version failed: refused")
+    watch.probed(BlockingWorkDone(HostProbed("a"), result=said), 1.0)
+    assert watch.health["a"].last_error == str(said)
+    assert watch.health["a"].failures == 1
+
+
+def test_a_probe_of_a_closed_port_returns_the_error_within_its_bound() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    host = KernelHost("closed", f"http://127.0.0.1:{port}", "t")
+    said = probe(host, bound=2.0)
+    assert isinstance(said, GatewayError)
+    assert f"kernel host 'closed' (http://127.0.0.1:{port}): asking its version failed" in str(said)
