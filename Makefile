@@ -9,10 +9,12 @@ STAMP := $(VENV)/.installed
 STATE_DIR ?=
 STATE_FLAG := $(if $(STATE_DIR),--state-dir $(STATE_DIR))
 
-# The agent CLIs whose model input tests/e2e/test_agent_clients.py checks; the pins match
+# The agent CLIs whose model input tests/e2e/test_agent_clients.py checks, and the MCP
+# Inspector CLI that tests/e2e/test_inspector_cli.py runs; the pins match
 # tests/agent_clients.py. Installed into .venv/node where npm can reach its registry;
 # without them those tests are skipped.
-AGENT_CLIS := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
+AGENT_CLIS := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 \
+	@modelcontextprotocol/inspector@2.12.0
 NODE_DIR := $(VENV)/node
 NODE_STAMP := $(NODE_DIR)/.installed
 
@@ -70,7 +72,7 @@ $(NODE_STAMP): Makefile
 		--prefix $(NODE_DIR) $(AGENT_CLIS) >$(NODE_DIR)/install.log 2>&1; then \
 		touch $@; \
 	else \
-		echo "Claude Code and Codex not installed (see $(NODE_DIR)/install.log); their tests skip"; \
+		echo "Claude Code, Codex and the MCP Inspector not installed (see $(NODE_DIR)/install.log); their tests skip"; \
 	fi
 
 # mypy finds nbstage.actors, .protocol and .entrypoints through links named as the

@@ -1,6 +1,7 @@
-"""The real Claude Code and Codex CLIs, run against a model stand-in (tests/model_standin.py).
+"""The real Claude Code and Codex CLIs, run against a model stand-in (tests/model_standin.py),
+and where the MCP Inspector CLI is found.
 
-``make test`` installs both, pinned, into ``.venv/node`` (see the Makefile); a test whose
+``make test`` installs all three, pinned, into ``.venv/node`` (see the Makefile); a test whose
 CLI is missing is skipped with the command that installs it. Each run gets a home of its
 own, so nothing of the user's configuration, login or history is read or written, and
 every kind of traffic but the stand-in's is turned off.
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NODE_DIR = ROOT / ".venv" / "node"
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
 CODEX = "@openai/codex@0.171.0"
-INSTALL = f"npm install --prefix {NODE_DIR} {CLAUDE_CODE} {CODEX}"
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+INSTALL = f"npm install --prefix {NODE_DIR} {CLAUDE_CODE} {CODEX} {INSPECTOR}"
 PROMPT = "Work on the notebooks with the nbstage tools."
 
 
@@ -29,7 +31,7 @@ def cli(name: str) -> Path | None:
     return path if path.exists() else None
 
 
-def _nbstage_server(daemon: RunningDaemon) -> tuple[str, list[str], dict[str, str]]:
+def nbstage_server(daemon: RunningDaemon) -> tuple[str, list[str], dict[str, str]]:
     """How a client starts `nbstage mcp` for ``daemon``: command, arguments, environment."""
     env = dict(daemon.env)
     for name in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "JUPYTER_PLATFORM_DIRS", ENVS_DIR_ENV):
@@ -38,7 +40,7 @@ def _nbstage_server(daemon: RunningDaemon) -> tuple[str, list[str], dict[str, st
     return NBSTAGE[0], [*NBSTAGE[1:], "mcp", "--state-dir", str(daemon.paths.root)], env
 
 
-def _quiet_env(home: Path) -> dict[str, str]:
+def quiet_env(home: Path) -> dict[str, str]:
     keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
@@ -53,9 +55,9 @@ def _quiet_env(home: Path) -> dict[str, str]:
 
 def run_claude(daemon: RunningDaemon, base_url: str, home: Path, cwd: Path) -> str:
     """``claude -p`` with nbstage as its one MCP server; returns its output."""
-    command, args, server_env = _nbstage_server(daemon)
+    command, args, server_env = nbstage_server(daemon)
     config = {"mcpServers": {"nbstage": {"command": command, "args": args, "env": server_env}}}
-    env = _quiet_env(home)
+    env = quiet_env(home)
     env.update(
         ANTHROPIC_BASE_URL=base_url,
         ANTHROPIC_API_KEY="stand-in",
@@ -92,7 +94,7 @@ def run_claude(daemon: RunningDaemon, base_url: str, home: Path, cwd: Path) -> s
 
 def run_codex(daemon: RunningDaemon, base_url: str, home: Path, cwd: Path) -> str:
     """``codex exec`` with nbstage as its one MCP server; returns its output."""
-    command, args, server_env = _nbstage_server(daemon)
+    command, args, server_env = nbstage_server(daemon)
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     config = "\n".join(
@@ -117,7 +119,7 @@ def run_codex(daemon: RunningDaemon, base_url: str, home: Path, cwd: Path) -> st
         ]
     )
     (codex_home / "config.toml").write_text(config)
-    env = _quiet_env(home)
+    env = quiet_env(home)
     env.update(CODEX_HOME=str(codex_home), STANDIN_API_KEY="stand-in", RUST_LOG="error")
     argv = [
         str(cli("codex")),

@@ -111,3 +111,5 @@ def _isolated_jupyter(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("IPYTHONDIR", str(base / "ipython"))
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
     monkeypatch.delenv("NBSTAGE_DAEMON_VERSION", raising=False)
+    # No test opens the person's browser; the tests of show_notebook's browser turn it on.
+    monkeypatch.setenv("NBSTAGE_LAB_OPEN_BROWSER", "0")

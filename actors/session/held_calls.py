@@ -1,6 +1,7 @@
 """The tool calls the SessionManager holds back, and what each waits for.
 
-While a daemon this client started comes up, every call waits for the first link. After
+While a daemon this client started comes up, every call, and every resource list or
+read, waits for the first link. After
 that, a new link may reach a restarted daemon, so session calls wait until the link's
 identity answer shows which daemon it is (SPEC §7: no stale handle). And while a rejoin
 is under way with no active session, session calls wait for it (``deferred``), each no
@@ -21,7 +22,8 @@ class HeldCalls:
         self.confirmed = False
         """Whether the current link's identity answer came back."""
         self.before_link: list[Any] = []
-        """Calls (ToolCallRequested) held until the link answers, oldest first."""
+        """Calls (ToolCallRequested, ResourceRequested) held until the link answers, oldest
+        first."""
         self.deferred: list[tuple[Any, Any, Any]] = []
         """Session calls (call, its tool spec, its arguments) held while a rejoin is under way."""
         self.baseline_version: str | None = None

@@ -41,7 +41,7 @@ class ResourceDriver:
 
     def handlers(self) -> dict[Key, Callable[..., None]]:
         return {
-            ResourceRequested: self._requested,
+            ResourceRequested: self.requested,
             ResourceSubscriptionsChanged: lambda msg, _: self.part.subscribe(msg.uris),
             NotebookChanged: self._notebook_changed,
             RoomsChanged: lambda msg, _: self.refresh(),
@@ -52,7 +52,11 @@ class ResourceDriver:
         if self.manager.supervisor is not None:
             self.manager.send(self.manager.supervisor, message)
 
-    def _requested(self, msg: ResourceRequested, sender: Any) -> None:
+    def requested(self, msg: ResourceRequested, sender: Any) -> None:
+        # While the daemon this client started comes up, a list or read waits for the
+        # first link as a tool call does, rather than failing as unreachable.
+        if self.manager.held.hold_for_first_link(msg):
+            return
         if msg.method is res.ResourceMethod.LIST:
             self._drive(resources.listing(self.manager.state), msg.call_id, None, self._tell)
             return

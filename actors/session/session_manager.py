@@ -68,7 +68,8 @@ from nbstage.protocol.daemon.requests import (
 from nbstage.protocol.mcp import tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import tool_error
-from nbstage.protocol.session.lab_wanted import LabStarted, LabWanted
+from nbstage.protocol.session.lab_wanted import BrowserWanted, LabStarted, LabWanted
+from nbstage.protocol.session.resource_messages import ResourceRequested
 from nbstage.protocol.session.session_followups import (
     DeferredExpired,
     FiguresWritten,
@@ -97,11 +98,15 @@ from nbstage.protocol.session.watching import (
 )
 
 
-def lab_started(state_dir: str) -> dict[str, Any]:
-    """On a worker thread: the state dir's Lab edge, started if none runs (ADR 0004)."""
+def lab_work(wanted: LabWanted | BrowserWanted) -> dict[str, Any]:
+    """On a worker thread: the state dir's Lab edge, started if none runs, or the browser
+    opened on a notebook's URL where a display allows it (ADR 0004)."""
+    from nbstage.entrypoints.common.lab_browser import open_url
     from nbstage.entrypoints.common.lab_start import ensure_running
 
-    return ensure_running(state_dir)
+    if isinstance(wanted, BrowserWanted):
+        return open_url(wanted.state_dir, wanted.url, os.environ)
+    return ensure_running(wanted.state_dir)
 
 
 log = logging.getLogger("nbstage.session")
@@ -239,7 +244,10 @@ class SessionManager(NbActor):
 
     def _release_held_calls(self) -> None:
         for msg in self.held.release():
-            self._tool_call(msg, self.supervisor)
+            if isinstance(msg, ResourceRequested):
+                self.resources.requested(msg, self.supervisor)
+            else:
+                self._tool_call(msg, self.supervisor)
 
     def _version_changed(self, version: str) -> bool:
         """Check a live daemon's version against this process's first, handing off if
@@ -377,8 +385,8 @@ class SessionManager(NbActor):
         match step(handler, reply, self.book.names.get(call_id)):
             case Done(result):
                 self._finish(call_id, result)
-            case Ask(LabWanted(state_dir)):
-                self.offload(LabStarted(call_id, handler), lambda: lab_started(state_dir))
+            case Ask(LabWanted() | BrowserWanted() as wanted):
+                self.offload(LabStarted(call_id, handler), lambda: lab_work(wanted))
             case Ask(request):
                 self.daemon.send(request, self._resume(call_id, handler, request), call_id)
 

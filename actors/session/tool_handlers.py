@@ -47,7 +47,7 @@ from nbstage.protocol.daemon.requests import (
 from nbstage.protocol.mcp import tool_args
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import text_content, tool_result
-from nbstage.protocol.session.lab_wanted import LabWanted, notebook_url
+from nbstage.protocol.session.lab_wanted import BrowserWanted, LabWanted, notebook_url
 
 
 def environment_fields(environment: dict[str, Any] | None) -> dict[str, Any]:
@@ -238,7 +238,8 @@ def list_active_notebooks(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
 
 
 def show_notebook(ctx: ToolContext, args: tool_args.ShowNotebookArgs) -> Handler:
-    """The notebook's live view in JupyterLab; the Lab edge is started if none runs."""
+    """The notebook's live view in JupyterLab; the Lab edge is started if none runs, and
+    the browser opened on it where a display allows (entrypoints/common/lab_browser.py)."""
     notebook_id = args.notebook_id or ctx.notebook_id
     room = yield DescribeRoom(notebook_id)
     if room.path is None:
@@ -256,8 +257,14 @@ def show_notebook(ctx: ToolContext, args: tool_args.ShowNotebookArgs) -> Handler
             f"{room.path} is outside JupyterLab's root ({lab['root']}). Run `nbstage lab "
             "--root-dir DIR` with a DIR that holds it, or set NBSTAGE_LAB_ROOT.",
         ) from None
-    structured = {"url": url, "notebook_id": notebook_id, "path": room.path}
-    return tool_result(structured, text=f"Open {url} to watch and edit {room.path} live.")
+    opened = yield BrowserWanted(ctx.state_dir, url)
+    structured = {"url": url, "notebook_id": notebook_id, "path": room.path, **opened}
+    text = f"Open {url} to watch and edit {room.path} live."
+    if opened["opened_browser"]:
+        text = f"Opened {url} in the browser: {room.path} is live there."
+    else:
+        text += f" (No browser opened: {opened['browser_reason']}.)"
+    return tool_result(structured, text=text)
 
 
 SESSION_TOOLS: dict[ToolName, Any] = {

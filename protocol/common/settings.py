@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost, decode_kernel_hosts
@@ -66,6 +67,10 @@ class Settings:
     """How many image files figures/ in the state dir keeps: each PNG or JPEG a tool result
     attaches is also written there, for clients that drop image content (Codex); 0 writes
     none. Read by `nbstage mcp` when it starts."""
+    lab_open_browser: bool = True
+    """Whether ``show_notebook`` also opens the notebook in a browser, where a display is
+    there to open one on (never under CI; entrypoints/common/lab_browser.py). Read by
+    `nbstage mcp` at each ``show_notebook``."""
     kernel_host_check_secs: float = 2.0
     """How often the daemon asks each kernel host whether it answers (``GET /api``); two
     failures in a row make the host lost."""
@@ -91,6 +96,7 @@ _ENV_NAMES = {
     "max_file_bytes": "NBSTAGE_MAX_FILE_BYTES",
     "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
     "figure_files": "NBSTAGE_FIGURE_FILES",
+    "lab_open_browser": "NBSTAGE_LAB_OPEN_BROWSER",
     "kernel_host_check_secs": "NBSTAGE_KERNEL_HOST_CHECK_SECS",
 }
 
@@ -123,4 +129,18 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     unknown = set(values) - set(_ENV_NAMES)
     if unknown:
         raise ValueError(f"unknown settings in {config}: {', '.join(sorted(unknown))}")
-    return replace(settings, kernel_hosts=hosts, **{k: types[k](v) for k, v in values.items()})
+    typed = {k: _typed(types[k], v) for k, v in values.items()}
+    return replace(settings, kernel_hosts=hosts, **typed)
+
+
+def _typed(kind: type, value: object) -> Any:
+    """A setting's value as its type; a switch from the environment is off for ``0``,
+    ``false``, ``no`` or ``off`` (any case), on for ``1``, ``true``, ``yes`` or ``on``."""
+    if kind is not bool or isinstance(value, bool):
+        return kind(value)
+    word = str(value).strip().lower()
+    if word in ("0", "false", "no", "off"):
+        return False
+    if word in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"not a switch (on or off): {value!r}")

@@ -248,7 +248,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Show the notebook to the person",
         "A link that opens the notebook live in JupyterLab (started if need be): the person "
         "sees your edits and outputs as they happen, and their edits reach you. Call it when "
-        "the person asks to see or work on the notebook with you; give them the url.",
+        "the person asks to see or work on the notebook with you; give them the url. Where "
+        "a display is there it also opens their browser (opened_browser says whether).",
         ShowNotebookArgs,
         A.DOCUMENT_READ,
         idempotent=True,

@@ -1,5 +1,6 @@
 """What show_notebook's handler asks of the SessionManager besides the daemon: the state
-dir's Lab edge, started if none runs (entrypoints/common/lab_start.py). Starting and waiting
+dir's Lab edge, started if none runs (entrypoints/common/lab_start.py), then the browser
+opened on the notebook's URL. Starting and waiting
 are blocking, so the SessionManager runs them on a worker thread (ADR 0004)."""
 
 from __future__ import annotations
@@ -19,8 +20,19 @@ class LabWanted:
 
 
 @frozen
+class BrowserWanted:
+    """Yielded by show_notebook's handler once it has the URL; it is sent back
+    ``{opened_browser, browser_reason?}`` (entrypoints/common/lab_browser.py), also run on
+    a worker thread, since a browser command may take seconds to return."""
+
+    state_dir: str
+    url: str
+
+
+@frozen
 class LabStarted:
-    """The offload token: the tool call whose handler waits for the Lab edge."""
+    """The offload token: the tool call whose handler waits for the Lab edge (or for the
+    browser to be opened)."""
 
     call_id: str
     handler: Any

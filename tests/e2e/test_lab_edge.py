@@ -6,9 +6,11 @@ and the room carries on."""
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import anyio
 import jsonschema
@@ -114,10 +116,30 @@ def test_a_malformed_message_closes_that_socket_and_the_room_carries_on(lab, per
         good.close()
 
 
-def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab) -> None:
+def _browser_that_notes(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$BROWSER, for the `nbstage mcp` the test starts next, as a script that writes the URL
+    it is given to the file returned, and a display (X's, by name), outside CI, with the
+    setting on (tests/conftest.py turns it off for every other test)."""
+    noted = folder / "opened"
+    browser = folder / "browser"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {noted}\n')
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", str(browser))
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("NBSTAGE_LAB_OPEN_BROWSER", "1")
+    return noted
+
+
+def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab, monkeypatch) -> None:
     """Through a real `nbstage mcp` on Lab's state dir: the url names the notebook under
-    Lab's root with the token, and Lab serves that page with it (without, its login page)."""
+    Lab's root with the token, and Lab serves that page with it (without, its login page).
+    The person turned the browser off: none is opened, and the result says so."""
     path = lab.notebook("shown.ipynb", "print('shown')")
+    folder = tempfile.TemporaryDirectory(prefix="nbs-browser-")
+    noted = _browser_that_notes(Path(folder.name), monkeypatch)
+    monkeypatch.setenv("NBSTAGE_LAB_OPEN_BROWSER", "0")
 
     async def body() -> None:
         async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
@@ -132,8 +154,43 @@ def test_show_notebook_gives_a_url_that_opens_the_notebook_in_lab(lab) -> None:
                 assert page.status == 200
             with urllib.request.urlopen(shown["url"].split("?")[0], timeout=30) as page:
                 assert "/login" in page.geturl()
+            assert shown["opened_browser"] is False
+            assert shown["browser_reason"].startswith("turned off")
 
-    anyio.run(body)
+    with folder:
+        anyio.run(body)
+        assert not noted.exists()
+
+
+@pytest.mark.parametrize("display", [True, False], ids=["display", "no-display"])
+def test_show_notebook_opens_the_browser_where_a_display_is(lab, monkeypatch, display) -> None:
+    """With a display, $BROWSER is run on the url (it notes it in a file); without one
+    nothing runs, and the result says why."""
+    path = lab.notebook(f"opened-{display}.ipynb", "1")
+    folder = tempfile.TemporaryDirectory(prefix="nbs-browser-")
+    noted = _browser_that_notes(Path(folder.name), monkeypatch)
+    if not display:
+        monkeypatch.delenv("DISPLAY")
+        for name in ("SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"):
+            monkeypatch.delenv(name, raising=False)
+
+    async def body() -> dict:
+        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as client:
+            await call_ok(client, "connect_notebook", path=str(path))
+            shown = await call_ok(client, "show_notebook")
+            listed = await client.list_tools()
+            schema = next(t.output_schema for t in listed.tools if t.name == "show_notebook")
+            jsonschema.validate(shown, schema)
+            return shown
+
+    with folder:
+        shown = anyio.run(body)
+        assert shown["opened_browser"] is display
+        if display:
+            assert noted.read_text() == shown["url"] + "\n"
+        else:
+            assert shown["browser_reason"].startswith("no display")
+            assert not noted.exists()
 
 
 def test_a_page_holding_another_history_is_told_to_reload(lab) -> None:

@@ -22,7 +22,6 @@ from nbstage.actors.daemon.kernel.actor import Kernel
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
-from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.closing import Closing, closing_error
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -64,7 +63,7 @@ class Room(NbActor):
         self.seat = KernelSeat(self.env)
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
-        self.opening, self.sharing, self.beacon = Opening(), Sharing(), ChangeBeacon()
+        self.opening, self.sharing = Opening(), Sharing()
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -144,7 +143,7 @@ class Room(NbActor):
                 *self.file.check_due(due, bool(self.peers), self.close.asked)
             ),
             wakeup(f.WaitExpired): self._to(runs.wait_expired),
-            wakeup(f.ChangeSayDue): lambda due: self.act(*self.beacon.pause_over(self)),
+            wakeup(f.ChangeSayDue): lambda due: self.act(*self.sharing.beacon.pause_over(self)),
         }
 
     def _to(self, decide: Callable[..., list[actions.Action]]) -> Callable[..., None]:
@@ -269,7 +268,7 @@ class Room(NbActor):
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
         """What the message changed reaches the people watching and the daemon's watchers."""
         super().receiveMessage(msg, sender)
-        self.act(*self.beacon.after(self))
+        self.act(*self.sharing.beacon.after(self))
         if self.sharing.watched:
             running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
             self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))

@@ -4,7 +4,9 @@ browser that comes back continues the same history.
 
 A plain class that returns actions (room/actions.py). The Room calls ``mirror`` after
 every message it handled: with nobody watching that is one attribute test, so the
-agent pays nothing for the view (ADR 0004).
+agent pays nothing for the view (ADR 0004). It also holds the word to the sessions that
+subscribed to the notebook as an MCP resource (change_beacon.py): both are the
+document's watchers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits
 from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Offload, Send
+from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
@@ -47,6 +50,9 @@ class Said:
 class Sharing:
     def __init__(self) -> None:
         self.shared: SharedDoc | None = None
+        self.beacon = ChangeBeacon()
+        """The word to the daemon's watchers (sessions subscribed to the notebook as an MCP
+        resource) that the document changed (change_beacon.py)."""
 
     @property
     def watched(self) -> bool:
