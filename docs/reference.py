@@ -92,6 +92,14 @@ max_kernels = 16           # optional
 |---|---|
 """
 
+KERNEL_HOSTS_WATCH = """
+The daemon asks each host `GET /api` every `kernel_host_check_secs` (each ask bounded by
+2 s); two failures in a row make the host lost, and it is asked again 10 s later. A lost
+host, or one at `max_kernels`, takes no new kernel: a notebook that asks for it runs on the
+healthy host with room and the fewest kernels. `nbstage admin hosts` shows each host's
+health.
+"""
+
 
 def _field_docs(module: object = settings_module, name: str = "Settings") -> dict[str, str]:
     tree = ast.parse(Path(module.__file__).read_text())  # type: ignore[attr-defined]
@@ -127,6 +135,7 @@ def settings_md() -> str:
         + "\nOthers that start with `NBSTAGE_` are set by nbstage for its own processes.\n"
         + KERNEL_HOSTS_INTRO
         + hosts
+        + KERNEL_HOSTS_WATCH
     )
 
 

@@ -26,6 +26,7 @@ from nbstage.actors.daemon.admission import StartNewRoom
 from nbstage.actors.daemon.close_waits import CloseWaits, Stopping, evictions, kept_room
 from nbstage.actors.daemon.environment import environments
 from nbstage.actors.daemon.environment_sweep import LANE, sweep_outcome, sweep_work
+from nbstage.actors.daemon.host_watch import HostWatch
 from nbstage.actors.daemon.reaper import AfterClose, after_close
 from nbstage.actors.daemon.registry import Registry, binding_recorded
 from nbstage.actors.daemon.room import Room
@@ -61,6 +62,7 @@ class Daemon(NbActor):
         self.config: msgs.StartDaemon | None = None
         self.waits = CloseWaits()
         self.admitting: admitting.Admitting | None = None
+        self.hosts = HostWatch(())
 
     def handlers(self):
         rooms, tree = self.rooms, room_answers.actor_tree
@@ -69,7 +71,7 @@ class Daemon(NbActor):
             msgs.StopDaemon: self._on_stop_daemon,
             msgs.RoomStarted: self._on_room_started,
             msgs.RoomStartFailed: self._on_room_start_failed,
-            msgs.RoomStatus: lambda m, s: rooms.note_status(m),
+            msgs.RoomStatus: self._on_room_status,
             msgs.RoomClosed: self._on_room_closed,
             msgs.ClaimPath: self._on_claim_path,
             msgs.PathBound: self._on_path_bound,
@@ -85,6 +87,9 @@ class Daemon(NbActor):
                 o, max(0.0, r.older_than_secs)
             ),
             request(asks.ListRooms): lambda o, r: self.answer(o, room_answers.rooms_listed(rooms)),
+            request(asks.ListHosts): lambda o, r: self.answer(
+                o, self.hosts.listed(rooms.kernels_by_host())
+            ),
             request(asks.GetStatus): lambda o, r: self.answer(o, room_answers.room_counts(rooms)),
             request(asks.GetActorTree): lambda o, r: self.answer(
                 o, tree(rooms, str(self.myAddress), os.getpid())
@@ -99,6 +104,10 @@ class Daemon(NbActor):
                 self.edge, msgs.DaemonStopped(self.waits.stopping.closed)
             ),
             wakeup(due.ReapDue): self._reap_due,
+            wakeup(due.HostsCheckDue): lambda d: self._watched(self.hosts.due(d, time.monotonic())),
+            finished(due.HostProbed): lambda d: self._watched(
+                self.hosts.probed(d, time.monotonic())
+            ),
             # The child-check tick carries no payload.
             wakeup(type(None)): lambda none: self.wakeupAfter(CHILD_CHECK_TICK),
         }
@@ -114,8 +123,11 @@ class Daemon(NbActor):
         self._schedule_reaper()
         self.send(sender, msgs.DaemonStarted(os.getpid()))
         self.offload(due.ImportsWarmed(), room_start.warm_imports)
+        self.hosts = HostWatch(msg.settings.kernel_hosts, msg.settings.kernel_host_check_secs)
+        self.carry(*self.hosts.start(time.monotonic()))
 
     def _on_stop_daemon(self, msg: msgs.StopDaemon, sender: ActorAddress) -> None:
+        self.hosts.stop()
         self.waits.stopping = Stopping(self.rooms.rooms)
         for notebook_id, entry in self.rooms.items():
             if not entry.closing:
@@ -166,6 +178,22 @@ class Daemon(NbActor):
         origin, outcome = done.token.origin, sweep_outcome(done, done.token.kept)
         self._tell([(origin, outcome)] if origin is not None else [])
 
+    def _on_room_status(self, msg: msgs.RoomStatus, sender: ActorAddress) -> None:
+        entry = self.rooms.get(msg.notebook_id)
+        before = entry.status if entry is not None else None
+        self.rooms.note_status(msg)
+        self._watched(self.hosts.room_status(before, msg))
+
+    def _watched(self, effects: list[Any]) -> None:
+        self.carry(*effects)
+        self._share_hosts()
+
+    def _share_hosts(self) -> None:
+        """Tell every room what is known of the kernel hosts, when that changed."""
+        news = self.hosts.news(self.rooms.kernels_by_host())
+        for _, entry in self.rooms.items() if news is not None else ():
+            self.send(entry.address, news)
+
     # --- admission ------------------------------------------------------------------------
 
     def _held_or_served(self, origin: Origin, body: Any) -> None:
@@ -209,7 +237,8 @@ class Daemon(NbActor):
         address = self.createActor(Room)
         entry = self.rooms.add(start.notebook_id, address, start.path, wish.ephemeral)
         entry.started_by = by.conn
-        self.send(address, room_start.start_message(start, wish, self.config, self.edge))
+        seen = self.hosts.told
+        self.send(address, room_start.start_message(start, wish, self.config, self.edge, seen))
         if start.binding_pending:
             self._bind(due.BindingStored(start.notebook_id, start.path, address))
         self.send(self.edge, RoomResident(start.notebook_id, address))

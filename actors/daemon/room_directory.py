@@ -193,6 +193,15 @@ class RoomDirectory:
     def fingerprints_in_use(self) -> tuple[str, ...]:
         return tuple(sorted({e.fingerprint for e in self.rooms.values() if e.fingerprint}))
 
+    def kernels_by_host(self) -> dict[str, int]:
+        """How many running kernels each kernel host has (issue 26)."""
+        counts: dict[str, int] = {}
+        for entry in self.rooms.values():
+            env = entry.status.environment if entry.kernel_running and entry.status else None
+            if env is not None and env.host is not None:
+                counts[env.host] = counts.get(env.host, 0) + 1
+        return counts
+
 
 def claim_refused(claim: ClaimPath, holder: str) -> PathRefused:
     return PathRefused(

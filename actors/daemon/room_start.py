@@ -12,7 +12,7 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
-from nbstage.protocol.daemon_actors.rooms import StartDaemon, StartRoom
+from nbstage.protocol.daemon_actors.rooms import HostsSeen, StartDaemon, StartRoom
 
 log = logging.getLogger("nbstage.daemon")
 
@@ -31,7 +31,9 @@ class RoomWish:
     """An untitled notebook's document, read from the registry as the attach was admitted."""
 
 
-def start_message(start: StartNewRoom, wish: RoomWish, config: StartDaemon, edge: Any) -> StartRoom:
+def start_message(
+    start: StartNewRoom, wish: RoomWish, config: StartDaemon, edge: Any, hosts: HostsSeen
+) -> StartRoom:
     return StartRoom(
         start.notebook_id,
         start.source,
@@ -48,6 +50,7 @@ def start_message(start: StartNewRoom, wish: RoomWish, config: StartDaemon, edge
         earlier=config.earlier,
         binding_pending=start.binding_pending,
         kernel_host=wish.kernel_host,
+        hosts_seen=hosts,
     )
 
 

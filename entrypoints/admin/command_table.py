@@ -15,6 +15,7 @@ from nbstage.entrypoints.admin.daemon_views import (
     run_log,
     run_status,
 )
+from nbstage.entrypoints.admin.host_views import run_hosts
 from nbstage.entrypoints.admin.interventions import (
     run_evict,
     run_gc_envs,
@@ -112,6 +113,7 @@ COMMANDS: dict[str, Command] = {
         Command("room", "ID", "one room: peers, kernel, executions, latch, keep-alive", run_room),
         Command("peers", "", "every peer in every room, with its label", run_peers),
         Command("kernels", "", "every kernel: status, kernel, actor and room pids", run_kernels),
+        Command("hosts", "", "every kernel host: health, kernels/limit, last error", run_hosts),
         Command("tree", "", "the live actor tree, each actor's address and pid", run_tree),
         Command("clients", "", "every connected nbstage mcp and its notebooks", run_clients),
         Command("evict", "ID", "save or flush a room, stop its kernel, remove it", run_evict),

@@ -71,6 +71,9 @@ class Settings:
     """Whether ``show_notebook`` also opens the notebook in a browser, where a display is
     there to open one on (never under CI; entrypoints/common/lab_browser.py). Read by
     `nbstage mcp` at each ``show_notebook``."""
+    kernel_host_check_secs: float = 2.0
+    """How often the daemon asks each kernel host whether it answers (``GET /api``); two
+    failures in a row make the host lost."""
     kernel_hosts: tuple[KernelHost, ...] = ()
     """Jupyter Kernel Gateways for kernels, ``[[kernel_hosts]]`` tables in config.toml only
     (protocol/common/kernel_hosts.py; see "Kernel hosts" below)."""
@@ -94,6 +97,7 @@ _ENV_NAMES = {
     "output_limit_bytes": "NBSTAGE_OUTPUT_LIMIT_BYTES",
     "figure_files": "NBSTAGE_FIGURE_FILES",
     "lab_open_browser": "NBSTAGE_LAB_OPEN_BROWSER",
+    "kernel_host_check_secs": "NBSTAGE_KERNEL_HOST_CHECK_SECS",
 }
 
 

@@ -97,6 +97,25 @@ class RoomsListed:
 
 
 @frozen
+class HostView:
+    """One kernel host as the daemon's watch sees it (``admin hosts``)."""
+
+    name: str
+    url: str
+    health: str
+    """"healthy", "lost" or "checking" (a breaker's state, actors/daemon/kernel/host_health.py)."""
+    kernels: int
+    """Kernels the daemon runs there now."""
+    max_kernels: int | None
+    last_error: str | None
+
+
+@frozen
+class HostsListed:
+    hosts: list[HostView]
+
+
+@frozen
 class KeptRoom:
     """A room the reaper chose but kept, because its final save or flush failed."""
 

@@ -48,6 +48,12 @@ class ListRooms:
     """Every resident room with its id, path, peers and flags."""
 
 
+@wire_request("list_hosts")
+@frozen
+class ListHosts:
+    """Every kernel host in the settings, with its health and kernels (issue 26)."""
+
+
 @wire_request("reap")
 @frozen
 class RunReaper:

@@ -53,3 +53,18 @@ class RegistryClosed:
 class ImportsWarmed:
     """Offload token: the notebook and kernel libraries are imported, off the loop, so the
     first open or kernel start does not pay for them in a mailbox."""
+
+
+@frozen
+class HostsCheckDue:
+    """Timer payload: probe the kernel hosts. A tick of another generation is stale."""
+
+    generation: int
+
+
+@frozen
+class HostProbed:
+    """Offload token: kernel host ``name`` was asked ``GET /api``; the result is its
+    version, the error says why it did not answer."""
+
+    name: str

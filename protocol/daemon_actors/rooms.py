@@ -71,6 +71,16 @@ class DaemonStopped:
 
 
 @frozen
+class HostsSeen:
+    """What the Daemon knows of its kernel hosts, for placement (issue 26): sent to every
+    room when it changes, and with StartRoom. A host not named in ``lost`` is healthy."""
+
+    lost: tuple[str, ...] = ()
+    kernels: tuple[tuple[str, int], ...] = ()
+    """(host, kernels the daemon runs there now) for each host that runs any."""
+
+
+@frozen
 class StartRoom:
     """A new Room's first message: who it is and where its document comes from."""
 
@@ -100,6 +110,7 @@ class StartRoom:
     PathRecorded when done, and until then the Room answers no join."""
     kernel_host: str | None = None
     """A NEW room's wished kernel host (create_notebook's kernel_host), for its metadata."""
+    hosts_seen: HostsSeen = HostsSeen()
 
 
 @frozen

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ import pytest
 from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS, PING_SECS
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
-from tests.gateway_support import Gateway, gateway_running
+from tests.gateway_support import Gateway, gateway_running, stop_gateway
 from tests.support import (
     call_ok,
     daemon_running,
@@ -45,7 +46,14 @@ def gateway() -> Iterator[Gateway]:
         yield running
 
 
-def configured_daemon(state_dir: Path, gateway: Gateway, more: str = "") -> Any:
+SLOW_CHECKS = {**FAST_SETTINGS, "NBSTAGE_KERNEL_HOST_CHECK_SECS": "3600"}
+"""Hosts probed once, at the start: one failure leaves a host healthy, so a start there
+meets the host's own error (the watch would otherwise send the kernel elsewhere)."""
+
+
+def configured_daemon(
+    state_dir: Path, gateway: Gateway, more: str = "", env: dict[str, str] = SLOW_CHECKS
+) -> Any:
     """A daemon whose config.toml names the gateway as "kg", and as "wrong" with a bad
     token, then the tables in ``more``."""
     state_dir.mkdir(mode=0o700, parents=True)
@@ -61,7 +69,7 @@ def configured_daemon(state_dir: Path, gateway: Gateway, more: str = "") -> Any:
         f'url = "{gateway.url}"\n'
         'token = "not-the-token"\n' + more
     )
-    return daemon_running(state_dir, FAST_SETTINGS)
+    return daemon_running(state_dir, env)
 
 
 def notebook_on(folder: Path, host: str) -> Path:
@@ -199,6 +207,68 @@ def test_a_wrong_token_fails_the_start_with_a_clear_error_within_its_bound(
         local = client.request("create")["notebook_id"]
         assert run_cell(client, local, "40 + 2")["status"] == "done"
         assert room_view(daemon, local)["kernel_pid"] is not None
+
+
+def test_admin_hosts_shows_each_host_healthy_with_its_kernels_then_lost_with_the_error(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The gateway is this test's own: it is stopped while the daemon watches it. Placement
+    is fed by the watch: a lost host and a full one are skipped."""
+    with gateway_running() as own:
+        one = f'\n[[kernel_hosts]]\nname = "one"\nurl = "{own.url}"\ntoken = "{own.token}"\n'
+        tables = one + "max_kernels = 1\n"
+        with configured_daemon(state_dir, own, tables, FAST_SETTINGS) as daemon:
+            hosts_shown(state_dir, tmp_path, own, daemon)
+
+
+def hosts_shown(state_dir: Path, tmp_path: Path, own: Gateway, daemon: Any) -> None:
+    """admin hosts and placement, as the watch sees the hosts."""
+
+    def hosts() -> dict[str, dict[str, Any]]:
+        shown = run_cli("admin", "hosts", "--json", state_dir=state_dir, env=daemon.env)
+        return {host["name"]: host for host in json.loads(shown.stdout)["hosts"]}
+
+    with daemon.client() as client:
+        nid = client.request("open", path=str(notebook_on(tmp_path, "kg")))["notebook_id"]
+        assert run_cell(client, nid, "1+1")["status"] == "done"
+    wait_until(
+        lambda: hosts()["wrong"]["health"] == "lost", 30, "the wrong token's host to be lost"
+    )
+    with daemon.client() as client:
+        first = client.request("open", path=str(notebook_on(tmp_path, "one")))
+        assert run_cell(client, first["notebook_id"], "1+1")["status"] == "done"
+        assert room_view(daemon, first["notebook_id"])["environment"]["host"] == "one"
+        wait_until(lambda: hosts()["one"]["kernels"] == 1, 30, "one's kernel to be counted")
+        (tmp_path / "again").mkdir()
+        full = client.request("open", path=str(notebook_on(tmp_path / "again", "one")))
+        assert run_cell(client, full["notebook_id"], "1+1")["status"] == "done"
+        assert room_view(daemon, full["notebook_id"])["environment"]["host"] == "kg"
+        moved = client.request("open", path=str(notebook_on(tmp_path, "wrong")))
+        assert run_cell(client, moved["notebook_id"], "1+1")["status"] == "done"
+        assert room_view(daemon, moved["notebook_id"])["environment"]["host"] == "kg"
+        for notebook in (moved, first, full):
+            client.request("shutdown_kernel", notebook_id=notebook["notebook_id"])
+    wait_until(lambda: hosts()["kg"]["kernels"] == 1, 30, "the others' kernels to stop")
+    seen = hosts()
+    assert seen["kg"] == {
+        "name": "kg",
+        "url": own.url,
+        "health": "healthy",
+        "kernels": 1,
+        "max_kernels": None,
+        "last_error": None,
+    }
+    assert "asking its version was refused (HTTP 401)" in seen["wrong"]["last_error"]
+    assert seen["wrong"]["kernels"] == 0
+    text = run_cli("admin", "hosts", state_dir=state_dir, env=daemon.env).stdout
+    assert re.search(r"kg\s+\S+\s+healthy\s+1/-", text), text
+
+    stop_gateway(own.process)
+    wait_until(lambda: hosts()["kg"]["health"] == "lost", 30, "the stopped host to be lost")
+    error = hosts()["kg"]["last_error"]
+    assert f"kernel host 'kg' ({own.url}): asking its version failed" in error, error
+    text = run_cli("admin", "hosts", state_dir=state_dir, env=daemon.env).stdout
+    assert re.search(r"kg\s+\S+\s+lost\s+\d/-\s+kernel host 'kg'", text), text
 
 
 def test_a_malformed_host_table_stops_the_daemon_from_starting(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from nbstage.actors.daemon.kernel.host_health import Breaker, HostHealth, host_facts
 from nbstage.actors.daemon.kernel.placement import (
     HostFacts,
     Placed,
@@ -83,6 +84,49 @@ LOST = HostFacts(healthy=False)
 )
 def test_placement(hosts, facts, wish, expected) -> None:
     assert place_kernel(hosts, facts, wish) == expected
+
+
+OPEN = HostHealth(Breaker.OPEN, failures=2, opened_at=1.0, last_error="refused")
+CHECKING = HostHealth(Breaker.HALF_OPEN, failures=2, opened_at=1.0)
+
+
+@pytest.mark.parametrize(
+    ("health", "kernels", "wish", "expected"),
+    [
+        pytest.param({}, {"a": 1}, "a", Placed(A), id="counted, below max_kernels"),
+        pytest.param(
+            {},
+            {"a": 2},
+            "a",
+            Placed(B, "kernel host 'a' is full: the kernel runs on 'b'"),
+            id="counted at max_kernels: full",
+        ),
+        pytest.param(
+            {"a": OPEN},
+            {},
+            "a",
+            Placed(B, "kernel host 'a' is lost: the kernel runs on 'b'"),
+            id="breaker open: lost, skipped",
+        ),
+        pytest.param(
+            {"a": CHECKING, "b": OPEN},
+            {},
+            "a",
+            Placed(C, "kernel host 'a' is lost: the kernel runs on 'c'"),
+            id="half-open is not healthy yet",
+        ),
+        pytest.param(
+            {"a": OPEN, "b": OPEN},
+            {"c": 1},
+            "b",
+            Unplaceable("kernel host 'b' is lost, and no other host has room"),
+            id="the only healthy host is full",
+        ),
+        pytest.param({"a": HostHealth()}, {"a": 0}, "a", Placed(A), id="closed and empty"),
+    ],
+)
+def test_placement_fed_by_health_and_counts(health, kernels, wish, expected) -> None:
+    assert place_kernel(HOSTS, host_facts(health, kernels), wish) == expected
 
 
 @pytest.mark.parametrize(

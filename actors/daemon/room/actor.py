@@ -75,6 +75,7 @@ class Room(NbActor):
             rooms.PathClaimed: self._to(self.file.new_paths.claimed),
             rooms.PathRefused: self._to(self.file.new_paths.refused),
             rooms.PathRecorded: self._to(self.file.new_paths.recorded),
+            rooms.HostsSeen: self._to(seat.hosts_told),
             edge.ClientRequest: self._on_client_request,
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._to(seat.ready),

@@ -57,7 +57,7 @@ from nbstage.protocol.daemon_actors.kernels import (
     StartKernel,
 )
 from nbstage.protocol.daemon_actors.room_followups import KeepAliveExpired
-from nbstage.protocol.daemon_actors.rooms import StartRoom
+from nbstage.protocol.daemon_actors.rooms import HostsSeen, StartRoom
 
 
 class KernelSeat:
@@ -79,9 +79,12 @@ class KernelSeat:
         self.runs = ExecutionCalls()
         self.stopping: list[Any] = []
         """Kernel children told to shut down that have not said they stopped yet."""
+        self.hosts_seen = HostsSeen()
+        """The Daemon's latest word on the kernel hosts' health and kernels, for placement."""
 
     def start(self, config: StartRoom, has_runtime: bool) -> None:
         self.config = config
+        self.hosts_seen = config.hosts_seen
         self.runs.start(config)
         self.life = lifetime.Lifetime(has_runtime=has_runtime)
 
@@ -102,6 +105,11 @@ class KernelSeat:
                 case lifetime.BeginTeardown():
                     actions.append(DetachKernel("keep-alive expired"))
         return actions
+
+    def hosts_told(self, seen: HostsSeen, sender: Any = None) -> list[Action]:
+        """The Daemon's new word on the kernel hosts: the next start is placed by it."""
+        self.hosts_seen = seen
+        return []
 
     def keep_alive_expired(self, msg: KeepAliveExpired, sender: Any = None) -> list[Action]:
         busy = bool(self.runs.book.live_ids())
@@ -130,7 +138,8 @@ class KernelSeat:
         cwd = os.path.dirname(path) if path is not None else cfg.working_dir
         deps = dependencies.read_dependencies(metadata)
         wish = placement.wished_host(metadata)
-        placed = placement.place_kernel(cfg.settings.kernel_hosts, {}, wish)
+        seen = placement.facts_seen(self.hosts_seen.lost, self.hosts_seen.kernels)
+        placed = placement.place_kernel(cfg.settings.kernel_hosts, seen, wish)
         host = placed.host if isinstance(placed, placement.Placed) else None
         refused = placed.reason if isinstance(placed, placement.Unplaceable) else None
         refused = refused or placement.refuse_inline_dependencies(host, deps)
