@@ -233,7 +233,7 @@ def _accepts(hint: Any, value: Any) -> bool:
     """Whether a field annotated ``hint`` takes ``value`` (decided here, not by the codec)."""
     for arm in _arms(hint):
         if isinstance(arm, type) and issubclass(arm, enum.Enum):
-            if value in {member.value for member in arm}:
+            if isinstance(value, str) and value in {member.value for member in arm}:
                 return True
             continue
         if arm is type(None) and value is None:
