@@ -41,10 +41,14 @@ def nbstage_server(daemon: RunningDaemon) -> tuple[str, list[str], dict[str, str
 
 
 def quiet_env(home: Path) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")
+    """The client's environment: its home, caches and temp files (Claude Code keeps a
+    ``claude-<uid>`` dir in the temp dir) all under ``home``, which the test removes."""
+    keep = ("PATH", "LANG", "LC_ALL", "SSL_CERT_FILE")
     env = {k: os.environ[k] for k in keep if k in os.environ}
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
     env.update(
         HOME=str(home),
+        TMPDIR=str(home / "tmp"),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_DATA_HOME=str(home / ".local" / "share"),
