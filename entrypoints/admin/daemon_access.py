@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, TypeVar
 
-from nbstage.entrypoints.admin.text_layout import short_id
+from nbstage.entrypoints.admin.text_layout import Column, short_id, table
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.statedir import StatePaths, state_paths
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError, DaemonNotRunning
@@ -51,6 +51,13 @@ class Outcome:
     def of(cls, reply: object, text: str) -> Outcome:
         """The outcome of a command that shows one reply, which ``--json`` prints as sent."""
         return cls(to_wire(reply), text)
+
+    @classmethod
+    def listing(
+        cls, reply: object, columns: list[Column], rows: list[list[Any]], width: int, empty: str
+    ) -> Outcome:
+        """A reply that lists things, as a table; ``empty`` when it lists nothing."""
+        return cls.of(reply, table(columns, rows, width) if rows else empty)
 
 
 class Admin:

@@ -40,8 +40,6 @@ def run_status(admin: Admin, args: list[str]) -> Outcome:
 
 def run_clients(admin: Admin, args: list[str]) -> Outcome:
     answer = admin.call(ListClients(), ClientsListed)
-    if not answer.clients:
-        return Outcome.of(answer, "No nbstage mcp clients are connected.")
     columns = [
         Column("LABEL", keep="head", min_width=8),
         Column("OPERATOR", keep="head", min_width=12),
@@ -63,7 +61,9 @@ def run_clients(admin: Admin, args: list[str]) -> Outcome:
         ]
         for client in answer.clients
     ]
-    return Outcome.of(answer, table(columns, rows, admin.width))
+    return Outcome.listing(
+        answer, columns, rows, admin.width, "No nbstage mcp clients are connected."
+    )
 
 
 def log_entry_lines(entry: dict[str, Any], width: int) -> list[str]:

@@ -4,15 +4,13 @@ watch sees it, its kernels against its limit, and why it last failed to answer."
 from __future__ import annotations
 
 from nbstage.entrypoints.admin.daemon_access import Admin, Outcome
-from nbstage.entrypoints.admin.text_layout import Column, table
+from nbstage.entrypoints.admin.text_layout import Column
 from nbstage.protocol.daemon.replies import HostsListed
 from nbstage.protocol.daemon.requests import ListHosts
 
 
 def run_hosts(admin: Admin, args: list[str]) -> Outcome:
     answer = admin.call(ListHosts(), HostsListed)
-    if not answer.hosts:
-        return Outcome.of(answer, "No kernel hosts: config.toml names none; kernels run here.")
     columns = [
         Column("HOST", keep="head", min_width=6),
         Column("URL", keep="tail", min_width=12),
@@ -30,4 +28,10 @@ def run_hosts(admin: Admin, args: list[str]) -> Outcome:
         ]
         for host in answer.hosts
     ]
-    return Outcome.of(answer, table(columns, rows, admin.width))
+    return Outcome.listing(
+        answer,
+        columns,
+        rows,
+        admin.width,
+        "No kernel hosts: config.toml names none; kernels run here.",
+    )

@@ -30,8 +30,6 @@ from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
 
 def run_rooms(admin: Admin, args: list[str]) -> Outcome:
     answer = admin.call(ListRooms(), RoomsListed)
-    if not answer.rooms:
-        return Outcome.of(answer, "No rooms are resident.")
     columns = [
         Column("ID"),
         Column("PATH", keep="tail", min_width=12),
@@ -51,7 +49,7 @@ def run_rooms(admin: Admin, args: list[str]) -> Outcome:
         ]
         for room in answer.rooms
     ]
-    return Outcome.of(answer, table(columns, rows, admin.width))
+    return Outcome.listing(answer, columns, rows, admin.width, "No rooms are resident.")
 
 
 def run_room(admin: Admin, args: list[str]) -> Outcome:
