@@ -31,6 +31,7 @@ from pathlib import Path
 
 import anyio
 import orjson
+from common import warm_client_library
 from peers import (
     Failures,
     Spawn,
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    warm_client_library()
     ensure_jupymcp()
     leaks: list[str] = []
     errors = Failures()

@@ -41,12 +41,10 @@ from typing import Any
 import anyio
 import orjson
 import psutil
-from common import NBSTAGE, daemon
+from common import NBSTAGE, daemon, warm_client_library
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
-
-from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
 
 MODES = ("legacy", "2026-07-28")
 RUN_TAG_ENV = "NBSTAGE_BENCH_RUN"
@@ -446,19 +444,6 @@ def daemon_pid(state: Path) -> int | None:
         check=False,
     )
     return orjson.loads(done.stdout)["pid"] if done.returncode == 0 else None
-
-
-def warm_client_library() -> None:
-    """Import what the SDK's clients import at their first result, before the clock starts.
-
-    The 32 clients share this one process, where the agents they stand for each have their
-    own (or are not written in Python at all): the SDK checks each result against the tool's
-    ``outputSchema`` and imports jsonschema to do so, which would otherwise stall every
-    client at once, on the clock. rfc3987-syntax is kept out as nbstage's daemon keeps it
-    out (entrypoints/common/lean.py): the SDK checks no formats."""
-    jsonschema_without_iri_grammar()
-    import jsonschema.validators  # noqa: F401
-    import referencing  # noqa: F401
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:

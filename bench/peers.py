@@ -47,7 +47,7 @@ from typing import Any
 import anyio
 import orjson
 import psutil
-from common import NBSTAGE, WARMUP, raw_roundtrips, summarize
+from common import NBSTAGE, WARMUP, raw_roundtrips, summarize, warm_client_library
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
@@ -820,6 +820,7 @@ def main() -> None:
     )
     parser.add_argument("--json", dest="json_file", default=None, help="also write results here")
     args = parser.parse_args()
+    warm_client_library()
     if args.runs < 1 or not 1 <= args.rounds <= args.runs:
         parser.error("--runs must be at least 1, and --rounds between 1 and --runs")
     started = time.time()

@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 import orjson
 from checkouts import Checkout, prepare, prune, repository, resolve
-from common import WARMUP
+from common import WARMUP, warm_client_library
 from peers import (
     BENCH,
     JUPYMCP_VERSION,
@@ -164,6 +164,7 @@ def main() -> None:
         "--prune", action="store_true", help="remove every other cached revision first"
     )
     args = parser.parse_args()
+    warm_client_library()
     if args.runs < 1 or not 1 <= args.rounds <= args.runs:
         parser.error("--runs must be at least 1, and --rounds between 1 and --runs")
     repo = repository(BENCH)
