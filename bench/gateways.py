@@ -10,6 +10,9 @@ it and its own kernel on the gateway:
   (actors/daemon/kernel/gateway_quickack.py): the fair floor for nbstage, and the one the
   budget is judged against.
 
+A bare client's `1+1` is done when it has both the execute reply and the kernel's idle
+status, as `bench/common.py`'s raw jupyter_client baseline waits for both.
+
 Each round runs a batch of each, in a rotating order, so a busy minute of the machine falls
 on all three. Each round gives nbstage's median minus a bare client's median; the mean of
 those differences is printed with a 95% confidence interval across rounds.
@@ -91,11 +94,14 @@ class BareClient:
         msg["channel"] = "shell"
         start = time.perf_counter()
         await self.ws.write_message(orjson.dumps(msg).decode())
-        while True:
+        replied = idle = False
+        while not (replied and idle):
             got = orjson.loads(await self.inbox.get())
-            mine = got.get("parent_header", {}).get("msg_id") == msg_id
-            if mine and got["content"].get("execution_state") == "idle":
-                return time.perf_counter() - start
+            if got.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            replied = replied or got["header"]["msg_type"] == "execute_reply"
+            idle = idle or got["content"].get("execution_state") == "idle"
+        return time.perf_counter() - start
 
     async def _batch(self, runs: int) -> list[float]:
         return [await self._one() for _ in range(runs)]

@@ -141,7 +141,7 @@ class GatewayBackend:
         if ws is self._ws and not self._closing:
             reason = ws.lost or ws.close_reason
             reason = reason or (
-                f"code {ws.close_code}" if ws.close_code else "the connection ended"
+                f"code {ws.close_code}" if ws.close_code else "the host closed the connection"
             )
             self.lost = f"the channels to kernel host {self.host.name!r} closed ({reason})"
             log.warning("kernel %s: %s", self.kernel_id, self.lost)

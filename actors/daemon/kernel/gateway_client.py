@@ -188,7 +188,11 @@ class GatewayClient:
             raise _failure(self.host, "opening the kernel's channels", exc) from None
         except Exception as exc:
             raise _failure(self.host, "opening the kernel's channels", exc) from None
-        assert ws.protocol is not None
+        if ws.protocol is None:
+            raise GatewayError(
+                f"kernel host {self.host.name!r} ({self.host.url}): the kernel's channels "
+                "closed as they opened"
+            )
         gateway_quickack.tune(ws.protocol.stream)
         return ws
 
