@@ -170,12 +170,24 @@ def report(samples: dict[str, list[list[float]]]) -> None:
     ours = [statistics.median(one) * 1000 for one in samples["nbstage"]]
     for name in ("tuned", "plain"):
         theirs = [statistics.median(one) * 1000 for one in samples[name]]
-        mean, half = mean_ci([a - b for a, b in zip(ours, theirs, strict=True)])
-        verdict = "met" if mean + half <= BUDGET_MS else "not met"
+        diffs = [a - b for a, b in zip(ours, theirs, strict=True)]
+        mean, half = mean_ci(diffs)
         print(
-            f"nbstage - {name:5s}: {mean:+6.2f} ms  (95% CI ±{half:.2f}, {len(ours)} rounds)"
-            f"   budget +{BUDGET_MS} ms{': ' + verdict if name == 'tuned' else ''}"
+            f"nbstage - {name:5s}: mean {mean:+6.2f} ms (95% CI {mean - half:+.2f} to "
+            f"{mean + half:+.2f}), median of rounds {statistics.median(diffs):+6.2f} ms, "
+            f"{len(diffs)} rounds"
         )
+        if name == "tuned":
+            print(f"budget +{BUDGET_MS} ms: {verdict(mean, half)}")
+
+
+def verdict(mean: float, half: float) -> str:
+    """Met when the whole interval is within the budget, not met when all of it is over."""
+    if mean + half <= BUDGET_MS:
+        return "met"
+    if mean - half > BUDGET_MS:
+        return "not met"
+    return "not resolved at this noise (the interval straddles the budget)"
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import uuid
 from collections import deque
 from collections.abc import Coroutine, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -41,6 +41,8 @@ from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
 log = logging.getLogger("nbstage.kernel")
 
 PROTOCOL_VERSION = "5.3"
+
+T = TypeVar("T")
 
 
 @frozen
@@ -82,9 +84,11 @@ class GatewayBackend:
         kernel_info request's msg_id. (``working_dir`` is the daemon machine's: the kernel
         runs in the gateway's own.)"""
         try:
-            self.kernel_id = self._io.call(self._client.start_kernel(self.kernel_name), START_SECS)
+            self.kernel_id = self._bounded(
+                self._client.start_kernel(self.kernel_name), START_SECS, "starting a kernel"
+            )
             log.info("kernel %s started on host %s", self.kernel_id, self.host.name)
-            self._io.call(self._open(), START_SECS)
+            self._bounded(self._open(), START_SECS, "opening the kernel's channels")
         except BaseException:
             self.shutdown()
             raise
@@ -95,8 +99,8 @@ class GatewayBackend:
         kernel_info request's msg_id."""
         assert self.kernel_id is not None
         self._io.call(self._close_channels(), CALL_SECS)
-        self._io.call(self._client.restart(self.kernel_id), START_SECS)
-        self._io.call(self._open(), START_SECS)
+        self._bounded(self._client.restart(self.kernel_id), START_SECS, "restarting")
+        self._bounded(self._open(), START_SECS, "opening the kernel's channels")
         for _ in self.drain():
             pass
         return self.request_info()
@@ -109,7 +113,7 @@ class GatewayBackend:
             if not self._io.loop.is_closed():
                 self._io.call(self._close_channels(), CALL_SECS)
                 if self.kernel_id is not None:
-                    self._io.call(self._client.shutdown(self.kernel_id), CALL_SECS)
+                    self._bounded(self._client.shutdown(self.kernel_id), CALL_SECS, "shutting down")
         except (GatewayError, TimeoutError) as exc:
             log.warning("kernel %s on host %s: %s", self.kernel_id, self.host.name, exc)
         finally:
@@ -117,6 +121,17 @@ class GatewayBackend:
             self._io.stop()
             os.close(self._wake_read)
             os.close(self._wake_write)
+
+    def _bounded(self, work: Coroutine[Any, Any, T], bound: float, what: str) -> T:
+        """``work`` on the loop, waited for at most ``bound`` seconds; a wait that runs out
+        is a GatewayError naming the host and the step."""
+        try:
+            return self._io.call(work, bound)
+        except TimeoutError:
+            raise GatewayError(
+                f"kernel host {self.host.name!r} ({self.host.url}): {what} got no answer "
+                f"in {bound:g} s"
+            ) from None
 
     # --- on the loop thread ---------------------------------------------------------------
 
@@ -131,6 +146,8 @@ class GatewayBackend:
 
     async def _close_channels(self) -> None:
         ws, self._ws = self._ws, None
+        for task in list(self._tasks):
+            task.cancel()
         if ws is not None:
             ws.close()
 
