@@ -157,7 +157,8 @@ def lose(
 def print_failures(log: Path) -> None:
     """The daemon's log lines that say why a start failed."""
     for line in log.read_text().splitlines():
-        if '"level":"error"' in line or "start failed" in line:
+        said = ('"level":"error"', "start failed", "channels to kernel host", "died")
+        if any(word in line for word in said):
             print(f"  log: {line[:400]}")
 
 
