@@ -166,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--notebooks", type=int, default=32)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
     with three_gateways() as gateways, tempfile.TemporaryDirectory(prefix="nbs-hosts-") as tmp:
         work = Path(tmp)
         state = work / "state"

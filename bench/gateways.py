@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -61,6 +62,7 @@ from nbstage.protocol.common.kernel_hosts import KernelHost
 from tests.gateway_support import Gateway, gateway_running
 
 BUDGET_MS = 1.5
+ROUND_TRIP_BOUND = 60.0
 
 
 class BareClient:
@@ -177,7 +179,10 @@ class BackendSide:
 
         loop.add_reader(self.backend.wake_fds()[0], readable)
         try:
-            return await done
+            return await asyncio.wait_for(done, ROUND_TRIP_BOUND)
+        except TimeoutError:
+            lost = self.backend.lost or "no reply and no idle status"
+            raise RuntimeError(f"the backend's 1+1 did not finish: {lost}") from None
         finally:
             loop.remove_reader(self.backend.wake_fds()[0])
 
@@ -291,6 +296,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--batch", type=int, default=10)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
     warm_client_library()
     with gateway_running() as gateway, tempfile.TemporaryDirectory(prefix="nbs-bench-") as tmp:
         work = Path(tmp)
