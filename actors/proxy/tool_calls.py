@@ -30,6 +30,8 @@ class PendingCall:
     started: float = field(default_factory=time.monotonic)
     progress_sent: int = 0
     """Progress notifications sent for it; each one's value is the next count."""
+    for_app: bool = False
+    """The client takes the MCP Apps extension (its result carries the page's outputs)."""
 
 
 def id_key(request_id: Any) -> str:
