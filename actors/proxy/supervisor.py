@@ -180,7 +180,7 @@ class ProxySupervisor(NbActor):
         if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
-            shown = mcp_apps.linked(self.tools.tools) if msg.apps else self.tools.tools
+            shown = mcp_apps.tools_for(self.tools.tools, msg.apps)
             result = self._decorate({"tools": shown}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
         elif request.method in RESOURCE_METHODS:
@@ -192,7 +192,9 @@ class ProxySupervisor(NbActor):
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        call = admit(request, self.entrypoint, dispatch.version, dispatch.progress_token)
+        call = admit(
+            request, self.entrypoint, dispatch.version, dispatch.progress_token, dispatch.apps
+        )
         if isinstance(call, jsonrpc.ErrorResponse):
             self._send_mcp(call)
             return
@@ -200,7 +202,6 @@ class ProxySupervisor(NbActor):
             result = self._decorate(tool_error(call), dispatch.version, "tools/call")
             self._send_mcp(jsonrpc.Response(request.id, result))
             return
-        call.for_app = dispatch.apps
         call_id = id_key(request.id)
         if self.config.no_daemon is not None:
             self._reply(call_id, call, tool_error(self.config.no_daemon))

@@ -145,6 +145,16 @@ def get_results(ctx: ToolContext, args: tool_args.GetResultsArgs) -> Handler:
     return with_outputs(tool_result({"execution": execution}, content=content), [shown])
 
 
+def view_outputs(ctx: ToolContext, args: tool_args.ViewOutputsArgs) -> Handler:
+    """The MCP App page's own call: the outputs whole, for the page alone (``_meta``);
+    the content says only what it is."""
+    reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=None)
+    wire = to_wire(reply.execution)
+    structured = {"execution_id": args.execution_id, "status": wire.get("status")}
+    text = f"The outputs of execution {args.execution_id}, for the view."
+    return with_outputs(tool_result(structured, text=text), [page_cell(wire)])
+
+
 def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
     deadline = time.monotonic() + args.timeout_secs
     summary = yield GetCells(ctx.notebook_id)
@@ -286,6 +296,7 @@ SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.EXECUTE_CELL: execute_cell,
     ToolName.RUN_ALL_CELLS: run_all_cells,
     ToolName.GET_RESULTS: get_results,
+    ToolName.VIEW_OUTPUTS: view_outputs,
     ToolName.INTERRUPT_KERNEL: interrupt_kernel,
     ToolName.RESTART_KERNEL: restart_kernel,
     ToolName.REPLACE_MATCH: replace_match,

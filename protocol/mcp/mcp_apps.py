@@ -5,7 +5,7 @@ linked to that page. Pure.
 A client takes the extension when its capabilities carry
 ``extensions["io.modelcontextprotocol/ui"]`` whose ``mimeTypes`` name
 ``text/html;profile=mcp-app``. Only such a client sees any of it: the server's
-``extensions`` capability, ``_meta.ui`` on the linked tools, the page
+``extensions`` capability, ``_meta.ui`` on the linked tools, the app-only tool, the page
 in ``resources/list`` and ``resources/read``, and the outputs the page draws in a tool
 result's ``_meta`` (``OUTPUTS_KEY``). Every other client sees what it saw before.
 """
@@ -27,6 +27,9 @@ OUTPUTS_KEY: Final = "io.nbstage/outputs"
 LINKED_TOOLS: Final = frozenset(
     {"execute_cell", "run_all_cells", "get_results", "create_cell", "set_cell", "get_cell"}
 )
+APP_ONLY_TOOLS: Final = frozenset({"view_outputs"})
+"""Tools for the page alone (``visibility: ["app"]``): a host keeps them from the model,
+and a client that does not take the extension never sees or calls them."""
 
 
 def client_takes_apps(capabilities: object) -> bool:
@@ -48,19 +51,30 @@ def server_extensions() -> dict[str, Any]:
     return {EXTENSION: {}}
 
 
-def linked(tools: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The tool list with ``_meta.ui.resourceUri`` on the linked tools, for a client
-    that takes the extension; the list given is not changed. Their visibility is the
-    default (the model and the page): the page calls ``get_results`` itself for an
-    output the model's result capped."""
+def tools_for(tools: Iterable[dict[str, Any]], apps: bool) -> list[dict[str, Any]]:
+    """The tool list a client is shown. To one that takes the extension: the linked tools
+    with ``_meta.ui.resourceUri``, and the app-only ones also with ``visibility: ["app"]``
+    (the linked ones keep the default, the model and the page). To any other: the list
+    without the app-only tools, otherwise as it is. The list given is not changed."""
     shown: list[dict[str, Any]] = []
     for tool in tools:
-        if tool.get("name") in LINKED_TOOLS:
-            meta = {**(tool.get("_meta") or {}), "ui": {"resourceUri": OUTPUT_PAGE_URI}}
-            shown.append({**tool, "_meta": meta})
+        name = tool.get("name")
+        if name in APP_ONLY_TOOLS and not apps:
+            continue
+        if apps and (name in LINKED_TOOLS or name in APP_ONLY_TOOLS):
+            ui: dict[str, Any] = {"resourceUri": OUTPUT_PAGE_URI}
+            if name in APP_ONLY_TOOLS:
+                ui["visibility"] = ["app"]
+            shown.append({**tool, "_meta": {**(tool.get("_meta") or {}), "ui": ui}})
         else:
-            shown.append(dict(tool))
+            shown.append(tool)
     return shown
+
+
+def refused_call(name: object, apps: bool) -> bool:
+    """Whether a ``tools/call`` of ``name`` is refused as an unknown tool: an app-only
+    tool from a client that does not take the extension."""
+    return name in APP_ONLY_TOOLS and not apps
 
 
 def page_entry() -> dict[str, Any]:

@@ -168,6 +168,7 @@ def test_only_a_client_that_declares_the_extension_sees_the_app(
         async with mcp_client(daemon, mode, label="plain") as plain:
             plain_tools = [t.model_dump(by_alias=True) for t in (await plain.list_tools()).tools]
             assert all(t.get("_meta") is None for t in plain_tools)
+            assert "view_outputs" not in {t["name"] for t in plain_tools}
             await call_ok(plain, "create_notebook")
             listed = [str(r.uri) for r in (await plain.list_resources()).resources]
             assert listed
@@ -178,15 +179,20 @@ def test_only_a_client_that_declares_the_extension_sees_the_app(
                 await plain.read_resource(mcp_apps.OUTPUT_PAGE_URI)
             ran = await plain.call_tool("create_cell", {"source": "print(1)", "and_run": True})
             assert mcp_apps.OUTPUTS_KEY not in (ran.meta or {})
+            execution_id = ran.structured_content["execution"]["execution_id"]
+            with pytest.raises(MCPError, match="Unknown tool: view_outputs"):
+                await plain.call_tool("view_outputs", {"execution_id": execution_id})
             if mode == "legacy":
                 capabilities = plain.server_capabilities.model_dump(exclude_none=True)
                 assert "extensions" not in capabilities
 
         async with mcp_client(daemon, mode, label="apps", extensions=APPS) as apps:
             app_tools = [t.model_dump(by_alias=True) for t in (await apps.list_tools()).tools]
-            linked = {t["name"] for t in app_tools if t.get("_meta")}
-            assert linked == mcp_apps.LINKED_TOOLS
-            assert [{**t, "_meta": None} for t in app_tools] == plain_tools
+            uis = {t["name"]: t["_meta"]["ui"] for t in app_tools if t.get("_meta")}
+            assert set(uis) == {*mcp_apps.LINKED_TOOLS, "view_outputs"}
+            assert uis["view_outputs"]["visibility"] == ["app"]
+            model_tools = [t for t in app_tools if t["name"] != "view_outputs"]
+            assert [{**t, "_meta": None} for t in model_tools] == plain_tools
             await call_ok(apps, "create_notebook")
             listed = [str(r.uri) for r in (await apps.list_resources()).resources]
             assert listed[0] == mcp_apps.OUTPUT_PAGE_URI
@@ -278,8 +284,10 @@ def test_the_page_draws_real_outputs_and_fetches_a_capped_one_through_the_host(
             (asked,) = wait_until(
                 lambda: host.host("return host.toolCalls"), 10, "the page's tools/call"
             )
-            assert asked["name"] == "get_results"
-            assert asked["arguments"]["full_output"] is True
+            assert asked["name"] == "view_outputs"
+            assert asked["arguments"] == {
+                "execution_id": long.structured_content["execution"]["execution_id"]
+            }
             full = await client.call_tool(asked["name"], asked["arguments"])
             host.host("hostAnswer(arguments[0], arguments[1])", asked["id"], as_wire(full))
             wait_until(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from nbstage.actors.proxy.resource_calls import ResourceDesk
+from nbstage.actors.proxy.tool_calls import PendingCall, admit
 from nbstage.actors.session.tool_context import page_cell
 from nbstage.entrypoints.mcp.envelope import Answer, Dispatch
 from nbstage.entrypoints.mcp.lifecycle import Lifecycle
@@ -43,23 +44,50 @@ def test_a_client_takes_the_extension_only_when_it_names_the_page_mime_type(
     assert mcp_apps.client_takes_apps(capabilities) is takes
 
 
-def test_the_six_tools_link_to_the_page_and_the_rest_do_not() -> None:
+LINKED = ("execute_cell", "run_all_cells", "get_results", "create_cell", "set_cell", "get_cell")
+
+
+def test_the_six_tools_link_to_the_page_and_the_app_only_tool_is_for_the_page() -> None:
     catalogue = tools.builtin_tool_list()
-    shown = mcp_apps.linked(catalogue)
-    linked = {t["name"] for t in shown if "_meta" in t}
-    assert linked == {
-        "execute_cell",
-        "run_all_cells",
-        "get_results",
-        "create_cell",
-        "set_cell",
-        "get_cell",
+    shown = mcp_apps.tools_for(catalogue, apps=True)
+    uis = {t["name"]: t["_meta"]["ui"] for t in shown if "_meta" in t}
+    page = mcp_apps.OUTPUT_PAGE_URI
+    assert uis == {
+        **{name: {"resourceUri": page} for name in LINKED},
+        "view_outputs": {"resourceUri": page, "visibility": ["app"]},
     }
-    for tool in shown:
-        if tool["name"] in linked:
-            assert tool["_meta"]["ui"] == {"resourceUri": mcp_apps.OUTPUT_PAGE_URI}
     assert [{k: v for k, v in t.items() if k != "_meta"} for t in shown] == catalogue
     assert all("_meta" not in t for t in catalogue), "the list given is not changed"
+
+
+def test_a_client_without_the_extension_sees_the_list_without_the_app_only_tool() -> None:
+    catalogue = tools.builtin_tool_list()
+    shown = mcp_apps.tools_for(catalogue, apps=False)
+    assert shown == [t for t in catalogue if t["name"] != "view_outputs"]
+    assert len(shown) == len(catalogue) - 1
+
+
+@pytest.mark.parametrize(
+    ("name", "apps", "refused"),
+    [
+        ("view_outputs", False, True),
+        ("view_outputs", True, False),
+        ("get_results", False, False),
+        ("get_results", True, False),
+    ],
+)
+def test_only_a_client_that_takes_the_extension_may_call_the_app_only_tool(
+    name: str, apps: bool, refused: bool
+) -> None:
+    request = jsonrpc.Request(7, "tools/call", {"name": name, "arguments": {"execution_id": "e"}})
+    call = admit(request, "entry", "2025-11-25", None, apps)
+    assert mcp_apps.refused_call(name, apps) is refused
+    if refused:
+        assert isinstance(call, jsonrpc.ErrorResponse)
+        assert call.message == f"Unknown tool: {name}"
+    else:
+        assert isinstance(call, PendingCall)
+        assert call.for_app is apps
 
 
 def test_a_result_keeps_the_page_outputs_only_for_a_client_that_takes_the_extension() -> None:
