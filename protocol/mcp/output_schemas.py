@@ -152,7 +152,9 @@ SHAPES: dict[str, Schema] = {
     "get_results": _obj(("execution",), execution=EXECUTION),
     "run_all_cells": _obj(("executions",), executions=_list(EXECUTION)),
     "interrupt_kernel": _obj(("interrupted",), interrupted=BOOL),
-    "restart_kernel": _obj(("restarted",), restarted=BOOL),
+    "restart_kernel": _obj(
+        ("restarted",), restarted=BOOL, moved=_obj(("from", "to"), **{"from": STR, "to": STR})
+    ),
     "manage_dependencies": _obj(
         ("dependencies", "fingerprint", "trust"),
         dependencies=_list(STR),
