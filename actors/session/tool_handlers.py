@@ -185,8 +185,13 @@ def interrupt_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
 
 
 def restart_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
-    yield RestartKernel(ctx.notebook_id, ctx.key)
-    return tool_result({"restarted": True}, text="The kernel restarted; its variables are gone.")
+    reply = yield RestartKernel(ctx.notebook_id, ctx.key)
+    text = "The kernel restarted; its variables are gone."
+    if reply.moved_to is None:
+        return tool_result({"restarted": True}, text=text)
+    moved = {"from": reply.moved_from, "to": reply.moved_to}
+    text += f" The kernel moved from {reply.moved_from} to {reply.moved_to}."
+    return tool_result({"restarted": True, "moved": moved}, text=text)
 
 
 def manage_dependencies(ctx: ToolContext, args: tool_args.ManageDependenciesArgs) -> Handler:

@@ -153,7 +153,9 @@ SHAPES: dict[str, Schema] = {
     "view_outputs": _obj(("execution_id", "status"), execution_id=STR, status=NULLABLE_STR),
     "run_all_cells": _obj(("executions",), executions=_list(EXECUTION)),
     "interrupt_kernel": _obj(("interrupted",), interrupted=BOOL),
-    "restart_kernel": _obj(("restarted",), restarted=BOOL),
+    "restart_kernel": _obj(
+        ("restarted",), restarted=BOOL, moved=_obj(("from", "to"), **{"from": STR, "to": STR})
+    ),
     "manage_dependencies": _obj(
         ("dependencies", "fingerprint", "trust"),
         dependencies=_list(STR),

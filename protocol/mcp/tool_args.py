@@ -45,7 +45,8 @@ class CreateArgs:
     ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
     kernel_host: str | None = arg(
         "Run the kernel on this kernel host (a Jupyter Kernel Gateway the daemon's "
-        "config.toml names); recorded in the notebook. Default: this machine.",
+        'config.toml names), or on "*": any of them, the least loaded; recorded in the '
+        "notebook. Default: this machine.",
         None,
     )
 

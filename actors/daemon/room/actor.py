@@ -39,6 +39,7 @@ from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import lab, replies, requests
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
+from nbstage.protocol.daemon_actors import host_grants as slots
 from nbstage.protocol.daemon_actors import room_followups as followups
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import SavePurpose
@@ -76,6 +77,9 @@ class Room(NbActor):
             rooms.PathRefused: self._to(self.file.new_paths.refused),
             rooms.PathRecorded: self._to(self.file.new_paths.recorded),
             rooms.HostsSeen: self._to(seat.hosts_told),
+            slots.KernelPlaced: lambda m, _: self.act(
+                *seat.placed(m, self.file.path, self.doc.metadata)
+            ),
             edge.ClientRequest: self._on_client_request,
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._to(seat.ready),
@@ -201,7 +205,8 @@ class Room(NbActor):
         self.deps.start(msg)
         self.peers.start(msg)
         self.file.start(msg, sender)
-        self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
+        has_runtime = msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None
+        self.seat.start(msg, has_runtime, sender)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         self.act(*self.opening.start(msg, self.file.lane))
 
@@ -368,8 +373,7 @@ class Room(NbActor):
 
     def _start_kernel(self) -> None:
         self.seat.seated(self.createActor(Kernel))
-        start = self.seat.start_message(self.file.path, self.doc.metadata)
-        self.send(self.seat.address, start)
+        self.act(*self.seat.place(self.file.path, self.doc.metadata))
 
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         """A repeated key answers for the first run; a new run may start the kernel first."""
