@@ -4,6 +4,7 @@ http, or on https with a certificate from a test CA that ``trustme`` makes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -48,9 +49,9 @@ class Gateway:
             return json.loads(answer.read())
 
 
-def _free_port() -> int:
+def _free_port(address: str) -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((address, 0))
         return probe.getsockname()[1]
 
 
@@ -65,12 +66,12 @@ def _answers(gateway: Gateway) -> bool:
     return True
 
 
-def _tls_files(folder: Path) -> tuple[list[str], Path]:
+def _tls_files(folder: Path, address: str) -> tuple[list[str], Path]:
     """The gateway's certificate arguments, and the CA file a client needs to trust it."""
     import trustme
 
     ca = trustme.CA()
-    issued = ca.issue_cert("127.0.0.1")
+    issued = ca.issue_cert(address)
     certfile, keyfile, ca_file = folder / "cert.pem", folder / "key.pem", folder / "ca.pem"
     issued.cert_chain_pems[0].write_to_path(str(certfile))
     issued.private_key_pem.write_to_path(str(keyfile))
@@ -80,9 +81,10 @@ def _tls_files(folder: Path) -> tuple[list[str], Path]:
 
 
 @contextmanager
-def gateway_running(tls: bool = False) -> Iterator[Gateway]:
-    """A real `jupyter kernelgateway` whose kernels are the test venv's python3; afterwards
-    it and every kernel it started are gone, and so is its folder."""
+def gateway_running(tls: bool = False, address: str = "127.0.0.1") -> Iterator[Gateway]:
+    """A real `jupyter kernelgateway` whose kernels are the test venv's python3, listening
+    on ``address`` (any of 127.0.0.0/8 is loopback on Linux, with nothing to set up);
+    afterwards it and every kernel it started are gone, and so is its folder."""
     with tempfile.TemporaryDirectory(prefix="nbkg-") as tmp:
         env = {
             **os.environ,
@@ -92,13 +94,13 @@ def gateway_running(tls: bool = False) -> Iterator[Gateway]:
             "JUPYTER_PLATFORM_DIRS": "1",
         }
         token = secrets.token_hex(16)
-        port = _free_port()
-        tls_args, ca_file = _tls_files(Path(tmp)) if tls else ([], None)
+        port = _free_port(address)
+        tls_args, ca_file = _tls_files(Path(tmp), address) if tls else ([], None)
         argv = [
             sys.executable,
             "-m",
             "kernel_gateway",
-            "--KernelGatewayApp.ip=127.0.0.1",
+            f"--KernelGatewayApp.ip={address}",
             f"--KernelGatewayApp.port={port}",
             "--KernelGatewayApp.port_retries=0",
             "--JupyterWebsocketPersonality.list_kernels=True",
@@ -108,7 +110,7 @@ def gateway_running(tls: bool = False) -> Iterator[Gateway]:
         with open(f"{tmp}/gateway.log", "wb") as log:
             process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
         scheme = "https" if tls else "http"
-        running = Gateway(f"{scheme}://127.0.0.1:{port}", token, process, ca_file)
+        running = Gateway(f"{scheme}://{address}:{port}", token, process, ca_file)
         try:
             wait_until(
                 lambda: process.poll() is not None or _answers(running), START_SECS, "a gateway"
@@ -136,3 +138,13 @@ def stop_gateway(process: subprocess.Popen[bytes]) -> None:
                 child.wait(10)
             except psutil.TimeoutExpired:
                 child.kill()
+
+
+def kill_host(process: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """SIGKILL the gateway and every kernel it started, without waiting, as a machine that
+    is lost takes them all at once; the processes, for the caller to wait for later."""
+    tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    for member in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            member.kill()
+    return tree
