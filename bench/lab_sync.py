@@ -186,7 +186,7 @@ async def opening(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, list
 async def memory(ours: Nbstage) -> None:
     path = write_notebook(ours.root / "idle.ipynb", BIG, outputs=True)
     size = path.stat().st_size
-    shared = SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))
+    shared = SharedDoc.of(Document.from_json(nbformat.read(path, as_version=4)))
     encoded = len(shared.ydoc.get_update())
     await ours.ask("open", path=str(path))
     before = psutil.Process(ours.pid).memory_info().rss
@@ -208,11 +208,11 @@ def y_memory(path: str) -> int:
     """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded."""
     libc = ctypes.CDLL("libc.so.6")
     doc = Document.from_json(nbformat.read(path, as_version=4))
-    SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))  # imports, caches
+    SharedDoc.of(Document.from_json(nbformat.read(path, as_version=4)))  # imports, caches
     gc.collect()
     libc.malloc_trim(0)
     before = psutil.Process().memory_info().rss
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     gc.collect()
     libc.malloc_trim(0)
     grown = psutil.Process().memory_info().rss - before
