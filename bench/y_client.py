@@ -35,8 +35,8 @@ from pycrdt import (
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from nbstage.entrypoints.common.statedir import client_paths, state_paths
 from nbstage.entrypoints.common import lab_start
+from nbstage.entrypoints.common.statedir import client_paths, state_paths
 from nbstage.entrypoints.lab.room_link import RoomLink
 
 
