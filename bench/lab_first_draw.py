@@ -103,9 +103,7 @@ def main(rounds: int, cells: int, timeout: float) -> None:
                     floors[label] = first_draw(
                         driver, side.base, side.token, "small.ipynb", "small", timeout
                     )
-                    print(
-                        f"  {label}: a 3-cell notebook, scripts cached: {floors[label] * 1000:.0f} ms"
-                    )
+                    print(f"  {label}: 3 cells, scripts cached: {floors[label] * 1000:.0f} ms")
                 for k in range(rounds):
                     order = list(sides.items()) if k % 2 == 0 else list(sides.items())[::-1]
                     for label, side in order:
