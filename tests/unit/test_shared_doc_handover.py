@@ -191,10 +191,12 @@ def _live_with_a_browser(room: Room) -> tuple[Browser, str]:
     return browser, peer_id
 
 
-def _everyone_leaves(room: Room, peer_id: str) -> SharedDocIdle:
+def _everyone_leaves(
+    room: Room, peer_id: str, running: frozenset[str] = frozenset()
+) -> SharedDocIdle:
     room.peers.labels.pop(peer_id)
     room.peers.conns.pop(peer_id)
-    todo = room.sharing.mirror(room.doc, room.peers, frozenset(), None, "nb")
+    todo = room.sharing.mirror(room.doc, room.peers, running, None, "nb")
     [wake] = [action for action in todo if isinstance(action, Wake)]
     return wake.payload
 
@@ -261,3 +263,15 @@ def test_a_new_clients_sync_is_answered_from_the_cache_until_a_change() -> None:
     browser = Browser()
     browser.hear(room.sharing.heard(ask, room.doc, None).answer.messages)
     assert browser.cells() == [(c.id, c.source) for c in room.doc.cells]
+
+
+def test_a_cell_running_when_the_document_froze_is_shown_as_it_runs_after() -> None:
+    room = Room(_doc("a", "b"))
+    first, second = (cell.id for cell in room.doc.cells)
+    _, peer_id = _live_with_a_browser(room)
+    room.sharing.idle(_everyone_leaves(room, peer_id, frozenset({first})), room.doc)
+    [thaw] = room.join(conn=8)
+    done = BlockingWorkDone(thaw.token, thaw.work())
+    room.sharing.built(done, room.doc, frozenset({second}))
+    states = [c.get("execution_state") for c in room.sharing.shared.notebook.ycells.to_py()]
+    assert states == ["idle", "running"]

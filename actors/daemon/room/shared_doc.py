@@ -120,8 +120,10 @@ class SharedDoc:
         self._watches = []
 
     def freeze(self, doc: Document) -> shared_build.Frozen:
-        """The idle form of this document, brought to ``doc`` first; ``close`` follows."""
-        self.mirror(doc, self._running)
+        """The idle form of this document, brought to ``doc`` first, every cell idle (the
+        document made again from it starts with no cell running, as a built one does);
+        ``close`` follows."""
+        self.mirror(doc)
         update = self._whole_update()
         return shared_build.freeze(update, doc, self.session, self.marks)
 
