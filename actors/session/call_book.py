@@ -1,10 +1,10 @@
 """The SessionManager's book of tool calls not yet answered.
 
 For each open call: its tool name, whether its client takes the MCP Apps extension, the
-notices the daemon's answers carried for it
-(a merge from disk, …), the runtime create_notebook was asked for, and for a projection
-read a fresh handler to replay on the snapshot if the link goes down meanwhile. Lines
-meant for whichever result comes next (a lost kernel, a rejoin's notices) wait here too.
+notices the daemon's answers carried for it (a merge from disk, …), the runtime
+create_notebook was asked for, and for a projection read a fresh handler to replay on the
+snapshot if the link goes down meanwhile. Lines meant for whichever result comes next (a
+lost kernel, a rejoin's notices) wait here too.
 """
 
 from __future__ import annotations

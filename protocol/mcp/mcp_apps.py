@@ -97,8 +97,9 @@ def page_html() -> str:
 
 
 def page_contents() -> list[dict[str, Any]]:
-    """``resources/read`` of the page: one self-contained HTML text. It needs no network
-    (no CSP domains are declared) and asks for no border, so it sits in the chat."""
+    """``resources/read`` of the page: one self-contained HTML text. It needs no network,
+    so it declares no CSP domains (the host's restrictive default applies), and it asks
+    for the host's border, which marks where the outputs end and the chat goes on."""
     return [
         {
             "uri": OUTPUT_PAGE_URI,

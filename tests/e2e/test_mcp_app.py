@@ -7,6 +7,7 @@ official SDK client. The screenshot is kept in the test's tmp dir."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import struct
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from nbstage.protocol.mcp import mcp_apps
+from tests.images import jpeg_bytes
 from tests.support import RunningDaemon, call_ok, mcp_client, run_bounded, texts_of, wait_until
 
 CHROMIUM = shutil.which("chromium")
@@ -375,3 +377,39 @@ def test_hostile_outputs_stay_in_their_sandbox_and_a_huge_one_leaves_the_page_re
             host.nothing_escaped()
 
     run_bounded(body, budget=280)
+
+
+@browser_tests
+def test_the_page_draws_markdown_latex_json_a_jpeg_and_content_without_outputs(
+    browser: Any,
+) -> None:
+    """The MIME types no test cell above produces, in one result the host builds; then a
+    result without the page's outputs (as another server's tool would give), drawn from its
+    content."""
+    jpeg = base64.b64encode(jpeg_bytes(24, 16)).decode()
+    markdown = "# Title\n\n- one **bold**\n- two `code`\n\n<script>document.title='md'</script>"
+    outputs = [
+        {"output_type": "display_data", "data": {"text/markdown": markdown}, "metadata": {}},
+        {"output_type": "display_data", "data": {"text/latex": r"$\frac{a}{b}$"}, "metadata": {}},
+        {"output_type": "execute_result", "data": {"application/json": {"k": [1, 2]}}},
+        {"output_type": "display_data", "data": {"image/jpeg": jpeg, "text/plain": "<Fig>"}},
+    ]
+    cells = [{"cell_id": "mix", "execution_count": 2, "status": "done", "outputs": outputs}]
+    result = {"content": [], "_meta": {mcp_apps.OUTPUTS_KEY: {"cells": cells}}}
+    host = Host(browser, mcp_apps.page_html())
+    host.show_built("hostDeliver({}, arguments[0])", result)
+
+    assert host.page("return document.querySelector('.markdown h1').textContent") == "Title"
+    items = host.page("return [...document.querySelectorAll('.markdown li')].map(l => l.innerHTML)")
+    assert items == ["one <strong>bold</strong>", "two <code>code</code>"]
+    assert "<script>" in host.page("return document.querySelector('.markdown').textContent")
+    assert host.page("return document.querySelector('pre.latex').textContent") == r"$\frac{a}{b}$"
+    shown_json = host.page("return document.querySelectorAll('.output pre')[1].textContent")
+    assert json.loads(shown_json) == {"k": [1, 2]}
+    assert host.image_size("img.figure") == (24, 16)
+    assert host.page("return document.querySelector('.head').textContent") == "[2]cell mixdone"
+
+    plain = {"content": [{"type": "text", "text": "just text"}], "structuredContent": {}}
+    host.show_built("hostDeliver({}, arguments[0])", plain)
+    assert host.page("return document.querySelector('main pre').textContent") == "just text"
+    host.nothing_escaped()

@@ -130,16 +130,13 @@ def test_before_any_session_tools_refuse_and_arguments_are_checked(
             assert listing.structured_content == {"notebooks": []}
             assert texts(listing) == ["No notebooks are open."]
 
-            no_session_tools = (
-                {t.name for t in TOOLS}
-                - APP_ONLY_TOOLS
-                - {
-                    "list_active_notebooks",
-                    "connect_notebook",
-                    "create_notebook",
-                    "disconnect_notebook",
-                }
-            )
+            no_session_tools = {t.name for t in TOOLS} - {
+                "list_active_notebooks",
+                "connect_notebook",
+                "create_notebook",
+                "disconnect_notebook",
+                *APP_ONLY_TOOLS,
+            }
             assert set(SESSION_TOOL_CALLS) == no_session_tools
             for name, arguments in SESSION_TOOL_CALLS.items():
                 assert await fails(client, name, **arguments) == NO_SESSION, name
