@@ -16,7 +16,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ class Gateway:
     process: subprocess.Popen[bytes]
     ca_file: Path | None = None
     """The test CA's certificate, for an https gateway."""
+    log: Path | None = None
+    """What the gateway printed (gone with its folder once it stops)."""
 
     def kernels(self) -> list[dict[str, Any]]:
         """The gateway's own list of its kernels (the token in a header, as nbstage sends it)."""
@@ -48,9 +50,9 @@ class Gateway:
             return json.loads(answer.read())
 
 
-def _free_port() -> int:
+def _free_port(ip: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((ip, 0))
         return probe.getsockname()[1]
 
 
@@ -65,12 +67,12 @@ def _answers(gateway: Gateway) -> bool:
     return True
 
 
-def _tls_files(folder: Path) -> tuple[list[str], Path]:
+def _tls_files(folder: Path, ip: str = "127.0.0.1") -> tuple[list[str], Path]:
     """The gateway's certificate arguments, and the CA file a client needs to trust it."""
     import trustme
 
     ca = trustme.CA()
-    issued = ca.issue_cert("127.0.0.1")
+    issued = ca.issue_cert(ip)
     certfile, keyfile, ca_file = folder / "cert.pem", folder / "key.pem", folder / "ca.pem"
     issued.cert_chain_pems[0].write_to_path(str(certfile))
     issued.private_key_pem.write_to_path(str(keyfile))
@@ -80,43 +82,62 @@ def _tls_files(folder: Path) -> tuple[list[str], Path]:
 
 
 @contextmanager
-def gateway_running(tls: bool = False) -> Iterator[Gateway]:
+def gateway_running(tls: bool = False, ip: str = "127.0.0.1") -> Iterator[Gateway]:
     """A real `jupyter kernelgateway` whose kernels are the test venv's python3; afterwards
     it and every kernel it started are gone, and so is its folder."""
-    with tempfile.TemporaryDirectory(prefix="nbkg-") as tmp:
-        env = {
-            **os.environ,
-            "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
-            "JUPYTER_DATA_DIR": f"{tmp}/data",
-            "IPYTHONDIR": f"{tmp}/ipython",
-            "JUPYTER_PLATFORM_DIRS": "1",
-        }
-        token = secrets.token_hex(16)
-        port = _free_port()
-        tls_args, ca_file = _tls_files(Path(tmp)) if tls else ([], None)
-        argv = [
-            sys.executable,
-            "-m",
-            "kernel_gateway",
-            "--KernelGatewayApp.ip=127.0.0.1",
-            f"--KernelGatewayApp.port={port}",
-            "--KernelGatewayApp.port_retries=0",
-            "--JupyterWebsocketPersonality.list_kernels=True",
-            f"--KernelGatewayApp.auth_token={token}",
-            *tls_args,
-        ]
-        with open(f"{tmp}/gateway.log", "wb") as log:
-            process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
-        scheme = "https" if tls else "http"
-        running = Gateway(f"{scheme}://127.0.0.1:{port}", token, process, ca_file)
+    with gateways_running([(ip, tls)]) as (running,):
+        yield running
+
+
+@contextmanager
+def gateways_running(wanted: list[tuple[str, bool]]) -> Iterator[list[Gateway]]:
+    """One gateway for each (ip, tls) in ``wanted``, all launched before any is waited
+    for, so their slow imports overlap; afterwards they and their kernels are gone."""
+    with ExitStack() as stack:
+        folders = [stack.enter_context(tempfile.TemporaryDirectory(prefix="nbkg-")) for _ in wanted]
+        launched: list[Gateway] = []
         try:
-            wait_until(
-                lambda: process.poll() is not None or _answers(running), START_SECS, "a gateway"
-            )
-            assert process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
-            yield running
+            for (ip, tls), tmp in zip(wanted, folders, strict=True):
+                launched.append(_launch(Path(tmp), ip, tls))
+            for gateway, tmp in zip(launched, folders, strict=True):
+                wait_until(
+                    lambda g=gateway: g.process.poll() is not None or _answers(g),
+                    START_SECS,
+                    "a gateway",
+                )
+                assert gateway.process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
+            yield launched
         finally:
-            stop_gateway(process)
+            for gateway in launched:
+                stop_gateway(gateway.process)
+
+
+def _launch(tmp: Path, ip: str, tls: bool) -> Gateway:
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
+        "JUPYTER_DATA_DIR": f"{tmp}/data",
+        "IPYTHONDIR": f"{tmp}/ipython",
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    token = secrets.token_hex(16)
+    port = _free_port(ip)
+    tls_args, ca_file = _tls_files(tmp, ip) if tls else ([], None)
+    argv = [
+        sys.executable,
+        "-m",
+        "kernel_gateway",
+        f"--KernelGatewayApp.ip={ip}",
+        f"--KernelGatewayApp.port={port}",
+        "--KernelGatewayApp.port_retries=0",
+        "--JupyterWebsocketPersonality.list_kernels=True",
+        f"--KernelGatewayApp.auth_token={token}",
+        *tls_args,
+    ]
+    with open(f"{tmp}/gateway.log", "wb") as log:
+        process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
+    scheme = "https" if tls else "http"
+    return Gateway(f"{scheme}://{ip}:{port}", token, process, ca_file, tmp / "gateway.log")
 
 
 def stop_gateway(process: subprocess.Popen[bytes]) -> None:

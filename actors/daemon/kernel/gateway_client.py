@@ -170,11 +170,15 @@ class GatewayClient:
     async def shutdown(self, kernel_id: str) -> None:
         await self._call("shutting down", self._kernel(kernel_id), "DELETE")
 
-    async def channels(self, kernel_id: str, session_id: str) -> WebSocketClientConnection:
-        """The kernel's channels websocket, in Jupyter's JSON protocol (no subprotocol)."""
+    async def channels(
+        self, kernel_id: str, session_id: str, bound: float = CALL_SECS
+    ) -> WebSocketClientConnection:
+        """The kernel's channels websocket, in Jupyter's JSON protocol (no subprotocol). A
+        gateway answers it once the kernel answers, so a new kernel's may take a start's
+        ``bound``."""
         base = "ws" + self.host.url[len("http") :]
         url = f"{base}{self._kernel(kernel_id)}/channels?session_id={quote(session_id)}"
-        request = self._request(url)
+        request = self._request(url, bound=bound)
         try:
             ws = await asyncio.wait_for(
                 websocket_connect(
@@ -183,7 +187,7 @@ class GatewayClient:
                     ping_timeout=PING_SECS,
                     max_message_size=MAX_MESSAGE_BYTES,
                 ),
-                CALL_SECS,
+                bound,
             )
         except HTTPClientError as exc:
             if exc.code in (401, 403):
