@@ -128,6 +128,9 @@ def _launch(tmp: Path, ip: str, tls: bool) -> Gateway:
         "-m",
         "kernel_gateway",
         f"--KernelGatewayApp.ip={ip}",
+        # Its kernels' ZeroMQ sockets in its own folder: gateways on one machine each pick
+        # free TCP ports for themselves, and two could take the same one.
+        "--KernelManager.transport=ipc",
         f"--KernelGatewayApp.port={port}",
         "--KernelGatewayApp.port_retries=0",
         "--JupyterWebsocketPersonality.list_kernels=True",
