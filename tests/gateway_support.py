@@ -4,6 +4,7 @@ http, or on https with a certificate from a test CA that ``trustme`` makes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -50,9 +51,9 @@ class Gateway:
             return json.loads(answer.read())
 
 
-def _free_port(ip: str = "127.0.0.1") -> int:
+def _free_port(address: str) -> int:
     with socket.socket() as probe:
-        probe.bind((ip, 0))
+        probe.bind((address, 0))
         return probe.getsockname()[1]
 
 
@@ -67,12 +68,12 @@ def _answers(gateway: Gateway) -> bool:
     return True
 
 
-def _tls_files(folder: Path, ip: str = "127.0.0.1") -> tuple[list[str], Path]:
+def _tls_files(folder: Path, address: str) -> tuple[list[str], Path]:
     """The gateway's certificate arguments, and the CA file a client needs to trust it."""
     import trustme
 
     ca = trustme.CA()
-    issued = ca.issue_cert(ip)
+    issued = ca.issue_cert(address)
     certfile, keyfile, ca_file = folder / "cert.pem", folder / "key.pem", folder / "ca.pem"
     issued.cert_chain_pems[0].write_to_path(str(certfile))
     issued.private_key_pem.write_to_path(str(keyfile))
@@ -82,23 +83,24 @@ def _tls_files(folder: Path, ip: str = "127.0.0.1") -> tuple[list[str], Path]:
 
 
 @contextmanager
-def gateway_running(tls: bool = False, ip: str = "127.0.0.1") -> Iterator[Gateway]:
-    """A real `jupyter kernelgateway` whose kernels are the test venv's python3; afterwards
-    it and every kernel it started are gone, and so is its folder."""
-    with gateways_running([(ip, tls)]) as (running,):
+def gateway_running(tls: bool = False, address: str = "127.0.0.1") -> Iterator[Gateway]:
+    """A real `jupyter kernelgateway` whose kernels are the test venv's python3, listening
+    on ``address`` (any of 127.0.0.0/8 is loopback on Linux, with nothing to set up);
+    afterwards it and every kernel it started are gone, and so is its folder."""
+    with gateways_running([(address, tls)]) as (running,):
         yield running
 
 
 @contextmanager
 def gateways_running(wanted: list[tuple[str, bool]]) -> Iterator[list[Gateway]]:
-    """One gateway for each (ip, tls) in ``wanted``, all launched before any is waited
+    """One gateway for each (address, tls) in ``wanted``, all launched before any is waited
     for, so their slow imports overlap; afterwards they and their kernels are gone."""
     with ExitStack() as stack:
         folders = [stack.enter_context(tempfile.TemporaryDirectory(prefix="nbkg-")) for _ in wanted]
         launched: list[Gateway] = []
         try:
-            for (ip, tls), tmp in zip(wanted, folders, strict=True):
-                launched.append(_launch(Path(tmp), ip, tls))
+            for (address, tls), tmp in zip(wanted, folders, strict=True):
+                launched.append(_launch(Path(tmp), address, tls))
             for gateway, tmp in zip(launched, folders, strict=True):
                 wait_until(
                     lambda g=gateway: g.process.poll() is not None or _answers(g),
@@ -112,7 +114,7 @@ def gateways_running(wanted: list[tuple[str, bool]]) -> Iterator[list[Gateway]]:
                 stop_gateway(gateway.process)
 
 
-def _launch(tmp: Path, ip: str, tls: bool) -> Gateway:
+def _launch(tmp: Path, address: str, tls: bool) -> Gateway:
     env = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
@@ -121,13 +123,13 @@ def _launch(tmp: Path, ip: str, tls: bool) -> Gateway:
         "JUPYTER_PLATFORM_DIRS": "1",
     }
     token = secrets.token_hex(16)
-    port = _free_port(ip)
-    tls_args, ca_file = _tls_files(tmp, ip) if tls else ([], None)
+    port = _free_port(address)
+    tls_args, ca_file = _tls_files(tmp, address) if tls else ([], None)
     argv = [
         sys.executable,
         "-m",
         "kernel_gateway",
-        f"--KernelGatewayApp.ip={ip}",
+        f"--KernelGatewayApp.ip={address}",
         # Its kernels' ZeroMQ sockets in its own folder: gateways on one machine each pick
         # free TCP ports for themselves, and two could take the same one.
         "--KernelManager.transport=ipc",
@@ -140,7 +142,7 @@ def _launch(tmp: Path, ip: str, tls: bool) -> Gateway:
     with open(f"{tmp}/gateway.log", "wb") as log:
         process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
     scheme = "https" if tls else "http"
-    return Gateway(f"{scheme}://{ip}:{port}", token, process, ca_file, tmp / "gateway.log")
+    return Gateway(f"{scheme}://{address}:{port}", token, process, ca_file, tmp / "gateway.log")
 
 
 def stop_gateway(process: subprocess.Popen[bytes]) -> None:
@@ -160,3 +162,13 @@ def stop_gateway(process: subprocess.Popen[bytes]) -> None:
                 child.wait(10)
             except psutil.TimeoutExpired:
                 child.kill()
+
+
+def kill_host(process: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """SIGKILL the gateway and every kernel it started, without waiting, as a machine that
+    is lost takes them all at once; the processes, for the caller to wait for later."""
+    tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    for member in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            member.kill()
+    return tree

@@ -33,7 +33,7 @@ from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, with_notices
-from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
@@ -180,10 +180,11 @@ class ProxySupervisor(NbActor):
         if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
-            result = self._decorate({"tools": self.tools.tools}, msg.version, "tools/list")
+            shown = mcp_apps.tools_for(self.tools.tools, msg.apps)
+            result = self._decorate({"tools": shown}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
         elif request.method in RESOURCE_METHODS:
-            self.resources.admitted(id_key(request.id), request, msg.version)
+            self.resources.admitted(id_key(request.id), request, msg.version, msg.apps)
         else:
             self._tool_call(request, msg)
 
@@ -191,7 +192,9 @@ class ProxySupervisor(NbActor):
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        call = admit(request, self.entrypoint, dispatch.version, dispatch.progress_token)
+        call = admit(
+            request, self.entrypoint, dispatch.version, dispatch.progress_token, dispatch.apps
+        )
         if isinstance(call, jsonrpc.ErrorResponse):
             self._send_mcp(call)
             return
@@ -220,7 +223,9 @@ class ProxySupervisor(NbActor):
             return
         call.attempts += 1
         call.sent_to = self.slot.generation
-        self._to_child(ToolCallRequested(call_id, call.name, call.arguments, call.key))
+        self._to_child(
+            ToolCallRequested(call_id, call.name, call.arguments, call.key, call.for_app)
+        )
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)

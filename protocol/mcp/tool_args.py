@@ -159,6 +159,11 @@ class GetResultsArgs:
 
 
 @frozen
+class ViewOutputsArgs:
+    execution_id: str = arg("The execution's id, from the result the page was given.")
+
+
+@frozen
 class ReplaceMatchArgs:
     cell_id: str = arg("The cell's id.")
     match: str = arg("Literal text to replace; it must occur exactly once.")

@@ -18,6 +18,7 @@ import mcp
 import nbformat
 import pytest
 
+from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS
 from tests.e2e.test_kernels import wait_for_file
 from tests.support import RunningDaemon, mcp_client
@@ -129,12 +130,16 @@ def test_before_any_session_tools_refuse_and_arguments_are_checked(
             assert listing.structured_content == {"notebooks": []}
             assert texts(listing) == ["No notebooks are open."]
 
-            no_session_tools = {t.name for t in TOOLS} - {
-                "list_active_notebooks",
-                "connect_notebook",
-                "create_notebook",
-                "disconnect_notebook",
-            }
+            no_session_tools = (
+                {t.name for t in TOOLS}
+                - APP_ONLY_TOOLS
+                - {
+                    "list_active_notebooks",
+                    "connect_notebook",
+                    "create_notebook",
+                    "disconnect_notebook",
+                }
+            )
             assert set(SESSION_TOOL_CALLS) == no_session_tools
             for name, arguments in SESSION_TOOL_CALLS.items():
                 assert await fails(client, name, **arguments) == NO_SESSION, name

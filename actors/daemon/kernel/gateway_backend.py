@@ -12,6 +12,7 @@ waiting loop would answer no ping, and the host would close the channels).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -22,7 +23,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from tornado.websocket import WebSocketClientConnection
 
 from nbstage.actors.daemon.kernel.gateway_client import (
     CALL_SECS,
@@ -31,6 +31,7 @@ from nbstage.actors.daemon.kernel.gateway_client import (
     GatewayError,
     LoopThread,
 )
+from nbstage.actors.daemon.kernel.gateway_keepalive import KeptAlive, keep_alive
 from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.protocol.common.frozen import frozen
@@ -70,7 +71,9 @@ class GatewayBackend:
         self._client = GatewayClient(host)
         self._session = uuid.uuid4().hex
         self._io = LoopThread(f"gateway-{host.name}")
-        self._ws: WebSocketClientConnection | None = None
+        self._ws: KeptAlive | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        """The channels' reader and keepalive (held: the loop keeps only weak references)."""
         self._alive = False
         self._closing = False
         self._inbox: deque[bytes] = deque()
@@ -140,19 +143,25 @@ class GatewayBackend:
         assert self.kernel_id is not None
         ws = await self._client.channels(self.kernel_id, self._session, START_SECS)
         self._ws, self._alive, self.lost = ws, True, None
-        self._io.loop.create_task(self._read(ws))
+        for work in (self._read(ws), keep_alive(ws)):
+            task = self._io.loop.create_task(work)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _close_channels(self) -> None:
         ws, self._ws = self._ws, None
         if ws is not None:
             ws.close()
 
-    async def _read(self, ws: WebSocketClientConnection) -> None:
+    async def _read(self, ws: KeptAlive) -> None:
         while (message := await ws.read_message()) is not None:
             if isinstance(message, str):
                 self._hand_over(message.encode())
         if ws is self._ws and not self._closing:
-            reason = ws.close_reason or (f"code {ws.close_code}" if ws.close_code else "no answer")
+            reason = ws.lost or ws.close_reason
+            reason = reason or (
+                f"code {ws.close_code}" if ws.close_code else "the host closed the connection"
+            )
             self.lost = f"the channels to kernel host {self.host.name!r} closed ({reason})"
             log.warning("kernel %s: %s", self.kernel_id, self.lost)
             self._alive = False

@@ -108,9 +108,11 @@ class Room(NbActor):
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
             request(lab.JoinSharedDoc): lambda o, req: self.act(
-                self.sharing.join(o, req, self.doc, self.peers)
+                *self.sharing.join(o, req, self.doc, self.peers)
             ),
             request(lab.PassSharedDocMessage): self._person_said,
+            finished(f.SharedDocBuilt): self._shared_doc_built,
+            wakeup(f.SharedDocIdle): lambda due: self.sharing.idle(due, self.doc),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(
                 *self.file.look_returned(d, self.doc, bool(self.peers))
@@ -202,6 +204,7 @@ class Room(NbActor):
     def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.journal.start(msg.notebook_id, msg.state_dir)
+        self.sharing.idle_secs = msg.settings.shared_doc_idle_secs
         self.deps.start(msg)
         self.peers.start(msg)
         self.file.start(msg, sender)
@@ -278,8 +281,18 @@ class Room(NbActor):
             running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
             self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))
 
+    def _shared_doc_built(self, done: Any) -> None:
+        """The people's requests held for the build are served now, in the order they came."""
+        running = self.seat.runs.book.live_cells()
+        todo, held = self.sharing.built(done, self.doc, running)
+        self.act(*todo)
+        for origin, body in held:
+            self.serve(origin, body)
+
     def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
         """A person's edit is journalled like an agent's; they hear back once it is."""
+        if self.sharing.holds(origin, req):
+            return
         self.close.refuse("the edit was not taken")
         said = self.sharing.heard(req, self.doc, self.edge)
         if said.records:
