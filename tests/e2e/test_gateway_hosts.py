@@ -280,6 +280,9 @@ def test_a_killed_host_its_rooms_are_told_the_others_run_on_and_a_restart_moves_
                     assert moved["to"] in ("a", "c"), moved
                     text = " ".join(texts_of(restarted))
                     assert f"kernel moved from b to {moved['to']}" in text, text
+                    assert f"kernel host 'b' is lost: the kernel runs on '{moved['to']}'" in (
+                        text
+                    ), "the agent hears why"
                     again = await call_ok(agent, "create_cell", source=PARENT)
                     now = await call_ok(agent, "execute_cell", cell_id=again["cell_id"])
                     assert host_of(hosts, now["execution"]) == moved["to"]
