@@ -1,16 +1,23 @@
 """The Room's kernel seat asking the Daemon for a kernel host slot (issue 26): what it sends,
 what it does with the grant, when it hands the slot back, and what a restart that moved
-the kernel answers (actors/daemon/room/kernel_seat.py, room/host_slot.py)."""
+the kernel answers, down to the restart_kernel tool's result (actors/daemon/room/
+kernel_seat.py, room/host_slot.py, actors/session/tool_handlers.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import jsonschema
+import pytest
+
 from nbstage.actors.daemon.room.actions import Answer, Send
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.kernel_seat import KernelSeat
+from nbstage.actors.session.tool_context import ToolContext
+from nbstage.actors.session.tool_handlers import restart_kernel
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.daemon.replies import RestartCompleted
+from nbstage.protocol.daemon.requests import RestartKernel
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.host_grants import (
     KernelHostReleased,
@@ -26,6 +33,8 @@ from nbstage.protocol.daemon_actors.kernels import (
     StartKernel,
 )
 from nbstage.protocol.daemon_actors.rooms import HostsSeen
+from nbstage.protocol.mcp.output_schemas import output_schema
+from nbstage.protocol.mcp.tool_args import NoArgs
 from tests.unit.test_room_parts import start_for
 
 ONE = KernelHost("one", "http://one:1", "t")
@@ -118,3 +127,29 @@ def test_a_restart_on_a_host_the_daemon_has_lost_starts_a_fresh_kernel(tmp_path:
     seat.seated("kernel-2")
     (ask,) = sent(seat.place(None, ON_ONE), PlaceKernel)
     assert (ask.last, ask.died_there) == ("one", True)
+
+
+@pytest.mark.parametrize(
+    ("reply", "structured", "said"),
+    [
+        pytest.param(RestartCompleted(7), {"restarted": True}, None, id="in place"),
+        pytest.param(
+            RestartCompleted(None, moved_from="b", moved_to="a"),
+            {"restarted": True, "moved": {"from": "b", "to": "a"}},
+            "The kernel moved from b to a.",
+            id="moved to another host",
+        ),
+    ],
+)
+def test_restart_kernel_s_result_says_where_the_kernel_moved(
+    reply: RestartCompleted, structured: dict, said: str | None
+) -> None:
+    handler = restart_kernel(ToolContext("nb", "key", "/"), NoArgs())
+    assert isinstance(next(handler), RestartKernel)
+    with pytest.raises(StopIteration) as done:
+        handler.send(reply)
+    result = done.value.value
+    assert result["structuredContent"] == structured
+    jsonschema.validate(structured, output_schema("restart_kernel"))
+    text = result["content"][0]["text"]
+    assert (said in text) if said else ("moved" not in text)

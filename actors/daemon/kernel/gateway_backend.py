@@ -42,6 +42,13 @@ log = logging.getLogger("nbstage.kernel")
 
 PROTOCOL_VERSION = "5.3"
 
+ANSWER_SECS = CALL_SECS
+"""How long a host may take to answer ``GET /api`` before a start. A gateway answers it
+at once, even while it starts other kernels, whereas it answers the start only once the
+kernel is up (``START_SECS``): so a host that takes connections and answers nothing is
+told apart from a slow kernel within this bound. (2 s, the health probe's bound, was
+tried first: a gateway starting 11 kernels at once on a busy 2-core machine was slower.)"""
+
 
 @frozen
 class HostPlacement:
@@ -82,6 +89,7 @@ class GatewayBackend:
         kernel_info request's msg_id. (``working_dir`` is the daemon machine's: the kernel
         runs in the gateway's own.)"""
         try:
+            self._answering()
             self.kernel_id = self._io.call(self._client.start_kernel(self.kernel_name), START_SECS)
             log.info("kernel %s started on host %s", self.kernel_id, self.host.name)
             self._io.call(self._open(), START_SECS)
@@ -89,6 +97,17 @@ class GatewayBackend:
             self.shutdown()
             raise
         return self.request_info()
+
+    def _answering(self) -> None:
+        """Blocking: the host answers ``GET /api`` with this token, or GatewayError says how
+        it did not (the token refused, the certificate untrusted, no answer in time)."""
+        try:
+            self._io.call(self._client.version(), ANSWER_SECS)
+        except TimeoutError:
+            raise GatewayError(
+                f"kernel host {self.host.name!r} ({self.host.url}): no answer in "
+                f"{ANSWER_SECS:g} s, so no kernel was started there"
+            ) from None
 
     def restart(self) -> str:
         """Restart the kernel on the host and open fresh channels; returns the new

@@ -37,7 +37,7 @@ from nbstage.actors.daemon.room.room_support import scoped_key
 from nbstage.actors.daemon.room.sharing import Sharing
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import lab, replies, requests
-from nbstage.protocol.daemon.notices import Notice
+from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
 from nbstage.protocol.daemon_actors import host_grants as slots
 from nbstage.protocol.daemon_actors import room_followups as followups
@@ -77,9 +77,7 @@ class Room(NbActor):
             rooms.PathRefused: self._to(self.file.new_paths.refused),
             rooms.PathRecorded: self._to(self.file.new_paths.recorded),
             rooms.HostsSeen: self._to(seat.hosts_told),
-            slots.KernelPlaced: lambda m, _: self.act(
-                *seat.placed(m, self.file.path, self.doc.metadata)
-            ),
+            slots.KernelPlaced: self._on_kernel_placed,
             edge.ClientRequest: self._on_client_request,
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._to(seat.ready),
@@ -387,6 +385,13 @@ class Room(NbActor):
     def _start_kernel(self) -> None:
         self.seat.seated(self.createActor(Kernel))
         self.act(*self.seat.place(self.file.path, self.doc.metadata))
+
+    def _on_kernel_placed(self, msg: slots.KernelPlaced, sender: ActorAddress) -> None:
+        """The Daemon's grant starts the waiting kernel; the agents hear why it runs on
+        another host than the notebook asks for, if it does."""
+        self.act(*self.seat.placed(msg, self.file.path, self.doc.metadata))
+        if msg.note is not None and self.seat.slots.held == msg.ticket:
+            self.notices.post(Notice(NoticeKind.NOTE, f"{msg.note}."))
 
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         """A repeated key answers for the first run; a new run may start the kernel first."""
