@@ -5,7 +5,8 @@ A plain part, no actors: the Room hands it its Document after every change
 (``mirror``) and every y-websocket message a person sent (``receive``); it returns
 the messages to send, as bytes, and who gets them. The Document stays the truth: a
 person's edit reaches it as journal records (``person_edits.py``), and the mirror
-that follows writes back anything the Room did not take (outputs, say).
+that follows writes back anything the Room did not take (outputs, say). The Y
+document it takes was built by shared_build.py, on a worker thread when the Room asks.
 ADR 0004 has the design.
 """
 
@@ -124,15 +125,12 @@ class SharedDoc:
         document made again from it starts with no cell running, as a built one does);
         ``close`` follows."""
         self.mirror(doc)
-        update = self._whole_update()
+        update = self.ydoc.get_update()
         return shared_build.freeze(update, doc, self.session, self.marks)
 
     def _updated(self, event: Any) -> None:
         self._updates.append(event.update)
         self._whole = None
-
-    def _whole_update(self) -> bytes:
-        return self.ydoc.get_update()
 
     # --- the Room's side --------------------------------------------------------------
 
@@ -332,7 +330,7 @@ class SharedDoc:
             if payload != EMPTY_STATE:
                 return Heard(replies=[STEP2 + write_message(self.ydoc.get_update(payload))])
             if self._whole is None:
-                self._whole = STEP2 + write_message(self._whole_update())
+                self._whole = STEP2 + write_message(self.ydoc.get_update())
             return Heard(replies=[self._whole])
         if step not in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
