@@ -275,3 +275,12 @@ def test_a_cell_running_when_the_document_froze_is_shown_as_it_runs_after() -> N
     room.sharing.built(done, room.doc, frozenset({second}))
     states = [c.get("execution_state") for c in room.sharing.shared.notebook.ycells.to_py()]
     assert states == ["idle", "running"]
+
+
+def test_a_build_that_comes_back_to_a_closed_room_refuses_what_it_held() -> None:
+    room = Room(_doc("a"))
+    [build] = room.join(conn=5)
+    room.doc = None  # type: ignore[assignment]
+    todo = room.built(build, build.work())
+    assert [type(action) for action in todo] == [Fail]
+    assert room.sharing.shared is None
