@@ -134,7 +134,7 @@ class Sharing:
         return [Offload(SharedDocBuilt(self.generation), start.build)]
 
     def built(
-        self, done: Any, doc: Document, running: frozenset[str] = frozenset()
+        self, done: Any, doc: Document | None, running: frozenset[str] = frozenset()
     ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
         """The build came back: the document is taken and brought to ``doc`` (what the
         Room changed during the build, in one transaction), and the held requests go
@@ -144,6 +144,9 @@ class Sharing:
         if building is None or done.token.generation != building.generation:
             return [], []
         self.building = None
+        if doc is None:
+            error = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")
+            return [Fail(origin, error) for origin, _ in building.held], []
         if done.error is not None:
             log.error("the shared document could not be built: %s", done.error)
             error = NbstageError(ErrorCode.INTERNAL, "the shared document could not be built")
