@@ -41,8 +41,9 @@ Other decisions the spec leaves open:
 * ``tools/call`` whose ``_meta`` is not an object, or whose ``_meta.progressToken`` is
   neither a string nor an integer, gets -32602 in both eras (booleans are not integers).
 * ``server/discover`` lists only the modern version: it describes the per-request
-  path. Its ``tools`` capability has no ``listChanged``, because 2026-07-28 delivers
-  that notification only on ``subscriptions/listen`` streams, which are not served.
+  path. Its capabilities declare ``listChanged`` and ``subscribe`` as ``initialize``'s
+  do: 2026-07-28 delivers those notifications on ``subscriptions/listen`` streams,
+  which the supervisor serves (actors/proxy/listen_streams.py).
 """
 
 from __future__ import annotations
@@ -142,13 +143,12 @@ class Lifecycle:
         """Whether ``notifications/tools/list_changed`` may be written unasked.
 
         Only on a legacy connection past ``notifications/initialized``: 2026-07-28
-        sends it on ``subscriptions/listen`` streams alone.
+        sends it on ``subscriptions/listen`` streams alone (listen_streams.py).
         """
         return self.state is State.LEGACY_READY
 
-    def _capabilities(self, *, modern: bool) -> dict[str, Any]:
-        tools = {} if modern else {"listChanged": True}
-        return {"tools": tools, "resources": resources.capabilities(modern=modern)}
+    def _capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": True}, "resources": resources.capabilities()}
 
     def close(self) -> None:
         self.state = State.CLOSED
@@ -287,7 +287,7 @@ class Lifecycle:
         return Answer(
             {
                 "protocolVersion": negotiated,
-                "capabilities": self._capabilities(modern=False),
+                "capabilities": self._capabilities(),
                 "serverInfo": dict(self.server_info),
                 "instructions": self.instructions,
             }
@@ -296,7 +296,7 @@ class Lifecycle:
     def _discover_result(self) -> dict[str, Any]:
         result = {
             "supportedVersions": list(SUPPORTED_MODERN_VERSIONS),
-            "capabilities": self._capabilities(modern=True),
+            "capabilities": self._capabilities(),
             "instructions": self.instructions,
         }
         return self.decorate(result, version=MODERN_VERSION, method="server/discover")
