@@ -104,6 +104,11 @@ class HostWatch:
             return []
         return self._event(name, hh.KernelLost())
 
+    def check(self, name: str) -> list[Offload | Wake]:
+        """Someone has reason to doubt the host (a kernel died there): probe it now, unless
+        a probe is under way or the breaker already takes it as not healthy."""
+        return self._event(name, hh.KernelLost()) if name in self.hosts else []
+
     def _event(self, name: str, event: hh.HealthEvent) -> list[Offload | Wake]:
         before = self.health[name]
         self.health[name], actions = hh.on_health_event(before, event, self.policy)

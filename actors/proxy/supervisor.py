@@ -34,7 +34,7 @@ from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, with_notices
-from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
 from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD, Change
 from nbstage.protocol.mcp.tool_names import ToolName
@@ -185,10 +185,11 @@ class ProxySupervisor(NbActor):
         if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
-            result = self._decorate({"tools": self.tools.tools}, msg.version, "tools/list")
+            shown = mcp_apps.tools_for(self.tools.tools, msg.apps)
+            result = self._decorate({"tools": shown}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
         elif request.method in RESOURCE_METHODS:
-            self.resources.admitted(id_key(request.id), request, msg.version)
+            self.resources.admitted(id_key(request.id), request, msg.version, msg.apps)
         elif request.method == LISTEN_METHOD:
             self.listens.opened(id_key(request.id), request, msg.version)
         else:
@@ -198,7 +199,9 @@ class ProxySupervisor(NbActor):
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        call = admit(request, self.entrypoint, dispatch.version, dispatch.progress_token)
+        call = admit(
+            request, self.entrypoint, dispatch.version, dispatch.progress_token, dispatch.apps
+        )
         if isinstance(call, jsonrpc.ErrorResponse):
             self._send_mcp(call)
             return
@@ -227,7 +230,9 @@ class ProxySupervisor(NbActor):
             return
         call.attempts += 1
         call.sent_to = self.slot.generation
-        self._to_child(ToolCallRequested(call_id, call.name, call.arguments, call.key))
+        self._to_child(
+            ToolCallRequested(call_id, call.name, call.arguments, call.key, call.for_app)
+        )
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)

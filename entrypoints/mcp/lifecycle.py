@@ -66,7 +66,7 @@ from nbstage.entrypoints.mcp.envelope import (
     read_envelope,
     unsupported_version,
 )
-from nbstage.protocol.mcp import resources
+from nbstage.protocol.mcp import mcp_apps, resources
 from nbstage.protocol.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -147,8 +147,17 @@ class Lifecycle:
         """
         return self.state is State.LEGACY_READY
 
-    def _capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": True}, "resources": resources.capabilities()}
+    def _capabilities(self, client: object = None) -> dict[str, Any]:
+        """The server's capabilities, the same in both eras (2026-07-28 delivers the
+        changes on subscriptions/listen streams); the MCP Apps extension only to a
+        client that declared it (``client``: its capabilities)."""
+        capabilities: dict[str, Any] = {
+            "tools": {"listChanged": True},
+            "resources": resources.capabilities(),
+        }
+        if mcp_apps.client_takes_apps(client):
+            capabilities["extensions"] = mcp_apps.server_extensions()
+        return capabilities
 
     def close(self) -> None:
         self.state = State.CLOSED
@@ -253,7 +262,7 @@ class Lifecycle:
         if admission.client_info is not None:
             self.client_info = admission.client_info
         if request.method == "server/discover":
-            return Answer(self._discover_result())
+            return Answer(self._discover_result(admission.client_capabilities))
         return admission
 
     def _check_call_meta(self, request: Request) -> Reject | None:
@@ -287,16 +296,16 @@ class Lifecycle:
         return Answer(
             {
                 "protocolVersion": negotiated,
-                "capabilities": self._capabilities(),
+                "capabilities": self._capabilities(client=capabilities),
                 "serverInfo": dict(self.server_info),
                 "instructions": self.instructions,
             }
         )
 
-    def _discover_result(self) -> dict[str, Any]:
+    def _discover_result(self, client: Mapping[str, Any]) -> dict[str, Any]:
         result = {
             "supportedVersions": list(SUPPORTED_MODERN_VERSIONS),
-            "capabilities": self._capabilities(),
+            "capabilities": self._capabilities(client=client),
             "instructions": self.instructions,
         }
         return self.decorate(result, version=MODERN_VERSION, method="server/discover")

@@ -43,7 +43,7 @@ from nbstage.entrypoints.mcp.lifecycle import Lifecycle
 from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular, write_private
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.frames import FrameError
-from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS, resource_notice
 from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD
 from nbstage.protocol.mcp.tool_results import tools_list_changed
@@ -305,8 +305,9 @@ class McpEdge:
                 self._write(admission.response(request.id))
             case Dispatch() if request.method in SUPERVISED_METHODS:
                 label = self.lifecycle.client_label
+                apps = mcp_apps.client_takes_apps(admission.client_capabilities)
                 admitted = McpRequestAdmitted(
-                    request, admission.version, admission.progress_token, label
+                    request, admission.version, admission.progress_token, label, apps
                 )
                 self._to_supervisor(admitted)
             case Dispatch():

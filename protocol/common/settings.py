@@ -71,6 +71,10 @@ class Settings:
     """Whether ``show_notebook`` also opens the notebook in a browser, where a display is
     there to open one on (never under CI; entrypoints/common/lab_browser.py). Read by
     `nbstage mcp` at each ``show_notebook``."""
+    shared_doc_idle_secs: float = 30.0
+    """How long a room's shared Y document stays whole after the last person left
+    JupyterLab; then it is kept as its compressed update and made again on the next join
+    (ADR 0004)."""
     kernel_host_check_secs: float = 2.0
     """How often the daemon asks each kernel host whether it answers (``GET /api``); two
     failures in a row make the host lost."""
@@ -98,6 +102,7 @@ _ENV_NAMES = {
     "figure_files": "NBSTAGE_FIGURE_FILES",
     "lab_open_browser": "NBSTAGE_LAB_OPEN_BROWSER",
     "kernel_host_check_secs": "NBSTAGE_KERNEL_HOST_CHECK_SECS",
+    "shared_doc_idle_secs": "NBSTAGE_SHARED_DOC_IDLE_SECS",
 }
 
 

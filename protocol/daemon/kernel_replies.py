@@ -41,6 +41,10 @@ class InterruptSent:
 class RestartCompleted:
     kernel_pid: int | None
     restarted: bool = True
+    moved_from: str | None = field(default=None, metadata=OMIT_WHEN_NONE)
+    """The kernel host the old kernel ran on, when the new one runs on another
+    (docs/adr/0007-kernel-hosts.md); on the wire only then."""
+    moved_to: str | None = field(default=None, metadata=OMIT_WHEN_NONE)
 
 
 @frozen

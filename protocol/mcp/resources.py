@@ -6,9 +6,10 @@ A notebook is ``nbstage://notebook/<notebook_id>`` and one of its cells
 resource nbstage does not have ("not found"); an ``nbstage:`` URI of another shape, or
 a string that is no URI, is malformed (invalid params).
 
-``STATIC_RESOURCES`` is where resources that are not notebooks are declared (the MCP App
-of issue 25 part 2 adds its ``ui://`` page there): they are listed before the notebooks
-and read from here, whether or not a session child is up.
+``STATIC_RESOURCES`` is where resources that are not notebooks are declared, for every
+client: they are listed before the notebooks and read from here, whether or not a session
+child is up. The MCP App's ``ui://`` page is not one of them: only a client that takes
+the extension sees it (``mcp_apps.py``).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def test_the_rooms_running_kernels_are_counted_by_host() -> None:
     for nid, seen in given:
         rooms.add(nid, f"address-{nid}", None, ephemeral=True)
         rooms.note_status(replace(seen, notebook_id=nid))
-    assert rooms.kernels_by_host() == {"a": 2}
+    assert rooms.kernel_hosts() == {"n1": "a", "n2": "a"}
 
 
 def test_a_returned_gateway_error_is_a_failed_probe() -> None:

@@ -12,6 +12,7 @@ waiting loop would answer no ping, and the host would close the channels).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -22,7 +23,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from tornado.websocket import WebSocketClientConnection
 
 from nbstage.actors.daemon.kernel.gateway_client import (
     CALL_SECS,
@@ -31,6 +31,7 @@ from nbstage.actors.daemon.kernel.gateway_client import (
     GatewayError,
     LoopThread,
 )
+from nbstage.actors.daemon.kernel.gateway_keepalive import KeptAlive, keep_alive
 from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.protocol.common.frozen import frozen
@@ -40,6 +41,13 @@ from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
 log = logging.getLogger("nbstage.kernel")
 
 PROTOCOL_VERSION = "5.3"
+
+ANSWER_SECS = CALL_SECS
+"""How long a host may take to answer ``GET /api`` before a start. A gateway answers it
+at once, even while it starts other kernels, whereas it answers the start only once the
+kernel is up (``START_SECS``): so a host that takes connections and answers nothing is
+told apart from a slow kernel within this bound. (2 s, the health probe's bound, was
+tried first: a gateway starting 11 kernels at once on a busy 2-core machine was slower.)"""
 
 
 @frozen
@@ -63,7 +71,9 @@ class GatewayBackend:
         self._client = GatewayClient(host)
         self._session = uuid.uuid4().hex
         self._io = LoopThread(f"gateway-{host.name}")
-        self._ws: WebSocketClientConnection | None = None
+        self._ws: KeptAlive | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        """The channels' reader and keepalive (held: the loop keeps only weak references)."""
         self._alive = False
         self._closing = False
         self._inbox: deque[bytes] = deque()
@@ -79,13 +89,25 @@ class GatewayBackend:
         kernel_info request's msg_id. (``working_dir`` is the daemon machine's: the kernel
         runs in the gateway's own.)"""
         try:
+            self._answering()
             self.kernel_id = self._io.call(self._client.start_kernel(self.kernel_name), START_SECS)
             log.info("kernel %s started on host %s", self.kernel_id, self.host.name)
-            self._io.call(self._open(), CALL_SECS)
+            self._io.call(self._open(), START_SECS)
         except BaseException:
             self.shutdown()
             raise
         return self.request_info()
+
+    def _answering(self) -> None:
+        """Blocking: the host answers ``GET /api`` with this token, or GatewayError says how
+        it did not (the token refused, the certificate untrusted, no answer in time)."""
+        try:
+            self._io.call(self._client.version(), ANSWER_SECS)
+        except TimeoutError:
+            raise GatewayError(
+                f"kernel host {self.host.name!r} ({self.host.url}): no answer in "
+                f"{ANSWER_SECS:g} s, so no kernel was started there"
+            ) from None
 
     def restart(self) -> str:
         """Restart the kernel on the host and open fresh channels; returns the new
@@ -93,7 +115,7 @@ class GatewayBackend:
         assert self.kernel_id is not None
         self._io.call(self._close_channels(), CALL_SECS)
         self._io.call(self._client.restart(self.kernel_id), START_SECS)
-        self._io.call(self._open(), CALL_SECS)
+        self._io.call(self._open(), START_SECS)
         for _ in self.drain():
             pass
         return self.request_info()
@@ -119,21 +141,27 @@ class GatewayBackend:
 
     async def _open(self) -> None:
         assert self.kernel_id is not None
-        ws = await self._client.channels(self.kernel_id, self._session)
+        ws = await self._client.channels(self.kernel_id, self._session, START_SECS)
         self._ws, self._alive, self.lost = ws, True, None
-        self._io.loop.create_task(self._read(ws))
+        for work in (self._read(ws), keep_alive(ws)):
+            task = self._io.loop.create_task(work)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _close_channels(self) -> None:
         ws, self._ws = self._ws, None
         if ws is not None:
             ws.close()
 
-    async def _read(self, ws: WebSocketClientConnection) -> None:
+    async def _read(self, ws: KeptAlive) -> None:
         while (message := await ws.read_message()) is not None:
             if isinstance(message, str):
                 self._hand_over(message.encode())
         if ws is self._ws and not self._closing:
-            reason = ws.close_reason or (f"code {ws.close_code}" if ws.close_code else "no answer")
+            reason = ws.lost or ws.close_reason
+            reason = reason or (
+                f"code {ws.close_code}" if ws.close_code else "the host closed the connection"
+            )
             self.lost = f"the channels to kernel host {self.host.name!r} closed ({reason})"
             log.warning("kernel %s: %s", self.kernel_id, self.lost)
             self._alive = False

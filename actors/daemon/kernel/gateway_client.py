@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 import orjson
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
-from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from nbstage.actors.daemon.kernel import gateway_keepalive, gateway_quickack
 from nbstage.protocol.common.kernel_hosts import KernelHost
 
 T = TypeVar("T")
@@ -30,9 +30,6 @@ CALL_SECS = 10.0
 """The bound of one REST call (connecting included) and of opening the websocket."""
 START_SECS = 60.0
 """Starting and restarting a kernel: the gateway answers once the kernel is up."""
-PING_SECS = 2.0
-"""The websocket pings this often, and closes when a pong is this late: a host that
-stops answering is noticed within two of them."""
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """The largest kernel message taken (tornado's default, 10 MiB, is below one cell's
 output limit)."""
@@ -170,20 +167,17 @@ class GatewayClient:
     async def shutdown(self, kernel_id: str) -> None:
         await self._call("shutting down", self._kernel(kernel_id), "DELETE")
 
-    async def channels(self, kernel_id: str, session_id: str) -> WebSocketClientConnection:
-        """The kernel's channels websocket, in Jupyter's JSON protocol (no subprotocol)."""
+    async def channels(
+        self, kernel_id: str, session_id: str, bound: float = CALL_SECS
+    ) -> gateway_keepalive.KeptAlive:
+        """The kernel's channels websocket, in Jupyter's JSON protocol (no subprotocol),
+        opened within ``bound`` seconds; the caller runs its keepalive."""
         base = "ws" + self.host.url[len("http") :]
         url = f"{base}{self._kernel(kernel_id)}/channels?session_id={quote(session_id)}"
-        request = self._request(url)
+        request = self._request(url, bound=bound)
         try:
             ws = await asyncio.wait_for(
-                websocket_connect(
-                    request,
-                    ping_interval=PING_SECS,
-                    ping_timeout=PING_SECS,
-                    max_message_size=MAX_MESSAGE_BYTES,
-                ),
-                CALL_SECS,
+                gateway_keepalive.connect(request, MAX_MESSAGE_BYTES), bound
             )
         except HTTPClientError as exc:
             if exc.code in (401, 403):
@@ -194,8 +188,12 @@ class GatewayClient:
             raise _failure(self.host, "opening the kernel's channels", exc) from None
         except Exception as exc:
             raise _failure(self.host, "opening the kernel's channels", exc) from None
-        # Requests are small and each waits for its answer: send them at once (no Nagle).
-        ws.protocol.set_nodelay(True)
+        if ws.protocol is None:
+            raise GatewayError(
+                f"kernel host {self.host.name!r} ({self.host.url}): the kernel's channels "
+                "closed as they opened"
+            )
+        gateway_quickack.tune(ws.protocol.stream)
         return ws
 
 

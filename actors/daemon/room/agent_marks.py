@@ -46,6 +46,13 @@ class AgentMarks:
         mark.cell_id = cell_id
         self.dirty = True
 
+    def resend(self) -> None:
+        """The states go out again, after the next mirror, to an awareness made anew (a
+        shared document made again from its frozen form)."""
+        for mark in self.marks.values():
+            mark.sent = b""
+        self.dirty = bool(self.marks)
+
     def keep(self, present: dict[str, str]) -> None:
         """Only the agents still in the room (peer id → label) keep a state."""
         for peer_id in [p for p in self.marks if p not in present]:

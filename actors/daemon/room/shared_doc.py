@@ -17,7 +17,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import (
     Awareness,
@@ -34,7 +33,7 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import shared_cells
+from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.order_steps import Delete, steps
 from nbstage.protocol.common.errors import NbstageError
@@ -42,6 +41,9 @@ from nbstage.protocol.common.errors import NbstageError
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
 EMPTY_UPDATE = b"\x00\x00"
+EMPTY_STATE = b"\x00"
+"""The state vector of a Y client that holds nothing yet."""
+STEP2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
 
 
 class UnreadableMessage(ValueError):
@@ -61,40 +63,76 @@ class Heard:
 
 
 class SharedDoc:
-    def __init__(self, doc: Document) -> None:
-        self.ydoc: Doc[Any] = Doc()
-        self.notebook = YNotebook(self.ydoc)
+    def __init__(
+        self,
+        built: shared_build.Built,
+        start: shared_build.Start,
+        session: str | None = None,
+        marks: AgentMarks | None = None,
+    ) -> None:
+        """Take a Y document built from ``start`` (shared_build.py); the Room's
+        ``mirror`` then brings it to the Document as it is now."""
+        self.ydoc: Doc[Any] = built.ydoc
+        self.notebook = built.notebook
         self.awareness = Awareness(self.ydoc)
         self.people: dict[str, int] = {}
         """peer id -> the daemon connection its messages go to."""
-        self.session = uuid.uuid4().hex
+        self.session = session or uuid.uuid4().hex
         """This Y document's history: a browser that holds another must reload, never merge."""
-        self.revision = -1
+        self.revision = start.revision
         """The Document revision the Y document holds."""
-        self._seen: dict[str, shared_cells.Fingerprint] = {}
-        self._ids: list[str | None] = []
+        self._seen = start.seen
+        self._ids = built.ids
         """The ids of the Y cells, in order, kept by watching the array (reading them
         back from the Y document costs a call per cell)."""
-        self._metadata: dict[str, Any] = {}
+        self._metadata = start.metadata
         self._running: frozenset[str] = frozenset()
-        self._heard = False
-        """A person's update was applied since the last mirror."""
+        self._heard = bool(start.frozen)
+        """A person's update was applied since the last mirror (or the document was made
+        from a frozen one, whose cells the mirror must look at)."""
         self._touched: set[str] = set()
         """The ids of the cells the last person's update changed inside."""
         self._listening = False
         self._updates: list[bytes] = []
-        self.marks = AgentMarks()
+        self._whole: bytes | None = STEP2 + write_message(built.update)
+        """The answer to a new Y client's sync step 1 (an empty state vector): the whole
+        document, kept until the next change."""
+        self.marks = marks or AgentMarks()
         """The agents, as Lab's collaborators (agent_marks.py)."""
-        self.ydoc.observe(lambda event: self._updates.append(event.update))
-        self.notebook.ycells.observe(self._track)
-        self.notebook.ycells.observe_deep(self._touch)
-        self.notebook.set(doc.to_json())
-        with self.ydoc.transaction():
-            self._restructure(doc)  # set() gives a notebook without cells an empty one
-        self._settle(
-            doc, frozenset(), {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
-        )
-        self._take()
+        self.marks.resend()
+        ycells = self.notebook.ycells
+        self._watches = [
+            (self.ydoc, self.ydoc.observe(self._updated)),
+            (ycells, ycells.observe(self._track)),
+            (ycells, ycells.observe_deep(self._touch)),
+        ]
+
+    @classmethod
+    def of(cls, doc: Document) -> SharedDoc:
+        """Built here, on the caller's thread (tests, benches)."""
+        start = shared_build.start(doc)
+        return cls(start.build(), start)
+
+    def close(self) -> None:
+        """Let the Y document go: its observers hold this object, and pycrdt holds them."""
+        for target, subscription in self._watches:
+            target.unobserve(subscription)
+        self._watches = []
+
+    def freeze(self, doc: Document) -> shared_build.Frozen:
+        """The idle form of this document, brought to ``doc`` first, every cell idle (the
+        document made again from it starts with no cell running, as a built one does);
+        ``close`` follows."""
+        self.mirror(doc)
+        update = self._whole_update()
+        return shared_build.freeze(update, doc, self.session, self.marks)
+
+    def _updated(self, event: Any) -> None:
+        self._updates.append(event.update)
+        self._whole = None
+
+    def _whole_update(self) -> bytes:
+        return self.ydoc.get_update()
 
     # --- the Room's side --------------------------------------------------------------
 
@@ -291,8 +329,11 @@ class SharedDoc:
 
     def _sync(self, step: int, payload: bytes) -> Heard:
         if step == YSyncMessageType.SYNC_STEP1:
-            step2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
-            return Heard(replies=[step2 + write_message(self.ydoc.get_update(payload))])
+            if payload != EMPTY_STATE:
+                return Heard(replies=[STEP2 + write_message(self.ydoc.get_update(payload))])
+            if self._whole is None:
+                self._whole = STEP2 + write_message(self._whole_update())
+            return Heard(replies=[self._whole])
         if step not in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
         if payload == EMPTY_UPDATE:
