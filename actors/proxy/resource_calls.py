@@ -6,7 +6,8 @@ child; while no child is up, a list is answered from the one the last child gave
 here, never an empty cache: with none yet, the list waits for the child like a call),
 and a read waits for the next child, as long as a call would. A list or read in flight
 on a child that dies is sent once more to its successor. The subscriptions live here,
-so they outlast a child: each new child is told them.
+so they outlast a child: each new child is told them, with the URIs of the 2026-07-28
+listen streams (listen_streams.py), which hear the same changes.
 
 A client that takes the MCP Apps extension (``mcp_apps.py``) also finds the outputs page
 in the list and reads it from here; for any other client it does not exist.
@@ -17,9 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nbstage.actors.proxy.listen_streams import ListenStreams
 from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp import resources as res
 from nbstage.protocol.mcp.resources import ResourceFailure, ResourceMethod
+from nbstage.protocol.mcp.subscriptions import Change
 from nbstage.protocol.mcp.versions import is_modern_version
 from nbstage.protocol.session.resource_messages import (
     ResourceAnswered,
@@ -54,6 +57,12 @@ class Outbox(Protocol):
     def wait(self, call_id: str) -> None:
         """Arm the timer after which a request still waiting for a child fails."""
 
+    def send_mcp(self, message: object) -> None:
+        """A notification (a listen stream's)."""
+
+    def uris_changed(self) -> None:
+        """The listen streams' URIs changed."""
+
 
 @dataclass
 class PendingResource:
@@ -71,8 +80,9 @@ class PendingResource:
 
 
 class ResourceDesk:
-    def __init__(self, out: Outbox) -> None:
+    def __init__(self, out: Outbox, listens: ListenStreams | None = None) -> None:
         self.out = out
+        self.listens = listens if listens is not None else ListenStreams(out)
         self.pending: dict[str, PendingResource] = {}
         self.listing: list[dict[str, Any]] | None = None
         """The child's last list; None until a child has given one."""
@@ -116,7 +126,14 @@ class ResourceDesk:
             self.subscribed[uri] = None
         else:
             self.subscribed.pop(uri, None)
-        self.out.child(ResourceSubscriptionsChanged(list(self.subscribed)))
+        self.resubscribe()
+
+    def resubscribe(self) -> None:
+        """Tell the child every URI watched, by a legacy subscription or a listen stream."""
+        self.out.child(ResourceSubscriptionsChanged(self._watched()))
+
+    def _watched(self) -> list[str]:
+        return list(dict.fromkeys([*self.subscribed, *self.listens.uris()]))
 
     def _hold(self, call_id: str, call: PendingResource) -> None:
         self.pending[call_id] = call
@@ -140,8 +157,8 @@ class ResourceDesk:
 
     def child_ready(self) -> None:
         """A new child: it learns the subscriptions, and takes what waits for it."""
-        if self.subscribed:
-            self.out.child(ResourceSubscriptionsChanged(list(self.subscribed)))
+        if self._watched():
+            self.resubscribe()
         for call_id, call in list(self.pending.items()):
             if not call.sent:
                 self._send(call_id, call)
@@ -193,15 +210,18 @@ class ResourceDesk:
     def list_changed(self, msg: ResourceListChanged) -> None:
         if self.listing is not None and msg.resources != self.listing:
             self.out.edge(ResourceNoticeDue())
+            self.listens.changed(Change.RESOURCES)
         self.listing = msg.resources
 
     def updated(self, msg: ResourceUpdated) -> None:
         if msg.uri in self.subscribed:
             self.out.edge(ResourceNoticeDue(msg.uri))
+        self.listens.changed(Change.RESOURCE, msg.uri)
 
 
 class SupervisorOutbox:
-    """The Outbox of a ProxySupervisor: its MCP replies, its child and its timers."""
+    """The Outbox of a ProxySupervisor's desk and listen streams: its MCP replies and
+    notifications, its child and its timers."""
 
     def __init__(self, supervisor: Any, wait_limit: Any) -> None:
         self.sup = supervisor
@@ -217,6 +237,12 @@ class SupervisorOutbox:
 
     def error(self, response: jsonrpc.ErrorResponse) -> None:
         self.sup._send_mcp(response)
+
+    def send_mcp(self, message: object) -> None:
+        self.sup._send_mcp(message)
+
+    def uris_changed(self) -> None:
+        self.sup.resources.resubscribe()
 
     def child(self, message: object) -> bool:
         if not self.sup.slot.ready:

@@ -28,6 +28,7 @@ from thespian.actors import ActorAddress
 from nbstage.actors.common.base import Key, NbActor, wakeup
 from nbstage.actors.proxy import restart_notices, restart_policy, restart_target
 from nbstage.actors.proxy.child_slot import ChildSlot, session_config
+from nbstage.actors.proxy.listen_streams import ListenStreams
 from nbstage.actors.proxy.resource_calls import ResourceDesk, SupervisorOutbox
 from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
 from nbstage.actors.proxy.tool_list import ToolList
@@ -35,6 +36,7 @@ from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, with_notices
 from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
+from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD, Change
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
 from nbstage.protocol.mcp.versions import decorate_result, is_modern_version
@@ -100,7 +102,9 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
         self.tools = ToolList()
-        self.resources = ResourceDesk(SupervisorOutbox(self, CALL_WAIT_LIMIT))
+        outbox = SupervisorOutbox(self, CALL_WAIT_LIMIT)
+        self.listens = ListenStreams(outbox)
+        self.resources = ResourceDesk(outbox, self.listens)
         self.banner: tuple[Notice, ...] = ()
         self.draining = False
         """stdin has ended: the process stops once the calls in flight are answered."""
@@ -159,6 +163,7 @@ class ProxySupervisor(NbActor):
         for call_id, call in list(self.calls.items()):
             del self.calls[call_id]
             self._reply(call_id, call, tool_error(restart_notices.STOPPED_FIRST))
+        self.listens.close_all()
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
 
@@ -185,6 +190,8 @@ class ProxySupervisor(NbActor):
             self._send_mcp(jsonrpc.Response(request.id, result))
         elif request.method in RESOURCE_METHODS:
             self.resources.admitted(id_key(request.id), request, msg.version, msg.apps)
+        elif request.method == LISTEN_METHOD:
+            self.listens.opened(id_key(request.id), request, msg.version)
         else:
             self._tool_call(request, msg)
 
@@ -230,6 +237,7 @@ class ProxySupervisor(NbActor):
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)
         self.resources.cancelled(call_id)
+        self.listens.cancelled(call_id)
         call = self.calls.pop(call_id, None)
         if call is not None and self.slot.live is not None:
             self._to_child(ToolCallCancelled(call_id))
@@ -321,6 +329,7 @@ class ProxySupervisor(NbActor):
             self.send(self.edge, ToolCacheChanged(live))
         if changed:
             self.send(self.edge, ToolListChanged())
+            self.listens.changed(Change.TOOLS)
 
     def _child_lost(self, generation: int, why: str) -> None:
         if generation != self.slot.generation or self.slot.live is None:

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 
 import orjson
@@ -121,7 +121,7 @@ def _revive(paths: StatePaths, asker: Asker) -> bool:
     next_start = 0.0
     while (now := time.monotonic()) < deadline:
         if now >= next_start:
-            start_daemon_unless_running(paths)
+            start_daemon_unless_running(paths, daemon_environ(os.environ))
             next_start = now + RESTART_SECS
         if probe(paths) is SocketState.ANSWERS:
             log.info("the daemon answers again")
@@ -129,6 +129,15 @@ def _revive(paths: StatePaths, asker: Asker) -> bool:
         time.sleep(POLL_SECS)
     log.error("no daemon answered within %.0fs", START_WAIT_SECS)
     return False
+
+
+LAB_SECRETS = ("JUPYTER_TOKEN", "JPY_API_TOKEN")
+"""Lab's own secrets in its environment, which a daemon it starts (and the kernels that
+daemon starts, where an agent's code runs) must not inherit."""
+
+
+def daemon_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in environ.items() if name not in LAB_SECRETS}
 
 
 class DaemonRevival:

@@ -45,6 +45,7 @@ from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.frames import FrameError
 from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS, resource_notice
+from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD
 from nbstage.protocol.mcp.tool_results import tools_list_changed
 from nbstage.protocol.session import session_frames
 from nbstage.protocol.session.resource_messages import ResourceNoticeDue
@@ -67,7 +68,7 @@ from nbstage.protocol.session.supervision import (
     ToSessionChild,
 )
 
-SUPERVISED_METHODS = frozenset({"tools/list", "tools/call", *RESOURCE_METHODS})
+SUPERVISED_METHODS = frozenset({"tools/list", "tools/call", LISTEN_METHOD, *RESOURCE_METHODS})
 
 log = logging.getLogger("nbstage.mcp")
 

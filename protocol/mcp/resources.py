@@ -169,11 +169,11 @@ def static_contents(uri: str) -> list[dict[str, Any]] | None:
     return next((list(r["contents"]) for r in STATIC_RESOURCES if r["uri"] == uri), None)
 
 
-def capabilities(*, modern: bool) -> dict[str, Any]:
-    """The ``resources`` capability. Subscriptions and list_changed need unasked
-    notifications, which 2026-07-28 sends only on ``subscriptions/listen`` streams (not
-    served), so the modern one declares neither."""
-    return {} if modern else {"subscribe": True, "listChanged": True}
+def capabilities() -> dict[str, Any]:
+    """The ``resources`` capability, the same in both eras: legacy clients subscribe
+    with ``resources/subscribe``, 2026-07-28 clients on ``subscriptions/listen``
+    streams (protocol/mcp/subscriptions.py)."""
+    return {"subscribe": True, "listChanged": True}
 
 
 def refused(

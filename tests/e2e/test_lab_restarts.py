@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import nbformat
+import psutil
 import pytest
 from pycrdt import YMessageType, YSyncMessageType
 from tornado.httpclient import HTTPRequest
@@ -337,6 +338,7 @@ def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_
 
     def kill_and_type() -> str:
         kill_and_restart(lab)
+        assert "JUPYTER_TOKEN" not in psutil.Process(lab.daemon.pid).environ(), "Lab's token"
         with pytest.raises(ConnectionError, match=r"1003.*restarted.*reloadable"):
             person.wait_until(lambda: False, 60)
         person.close()

@@ -13,7 +13,13 @@ import pytest
 
 from nbstage.entrypoints.common.statedir import StatePaths, record_socket_dir
 from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
-from nbstage.entrypoints.lab.daemon_revival import Asker, SocketState, probe, should_start
+from nbstage.entrypoints.lab.daemon_revival import (
+    Asker,
+    SocketState,
+    daemon_environ,
+    probe,
+    should_start,
+)
 from nbstage.entrypoints.lab.page_config import ANNOUNCEMENTS, install
 from nbstage.protocol.common.safe_files import write_private
 
@@ -77,3 +83,8 @@ def test_the_page_config_turns_the_announcements_off_and_runs_cells_on_the_serve
     assert config["earlier"] == 1
     again = settings["page_config_hook"](None, config)
     assert again["disabledExtensions"].count(ANNOUNCEMENTS) == 1
+
+
+def test_a_daemon_the_edge_starts_does_not_inherit_labs_token() -> None:
+    environ = {"JUPYTER_TOKEN": "secret", "NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
+    assert daemon_environ(environ) == {"NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}

@@ -240,6 +240,10 @@ class GatewayBackend:
         }
         return self._send("shell", "execute_request", content)
 
+    def ask(self, request_type: str, content: dict[str, Any]) -> str:
+        """Send a shell request that is no run (a completion, an inspection)."""
+        return self._send("shell", request_type, content)
+
     def wake_fds(self) -> list[int]:
         return [self._wake_read]
 

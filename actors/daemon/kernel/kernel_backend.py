@@ -187,6 +187,12 @@ class JupyterBackend:
     def execute(self, code: str) -> str:
         return self._kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
 
+    def ask(self, request_type: str, content: dict[str, Any]) -> str:
+        """Send a shell request that is no run (a completion, an inspection)."""
+        msg = self._kc.session.msg(request_type, content)
+        self._kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
     def drain(self) -> Iterator[KernelEvent]:
         """Every message already waiting on iopub and shell, without blocking, read one
         at a time as the caller takes them: a burst of output is never all in memory."""

@@ -23,6 +23,7 @@ from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
 from nbstage.actors.daemon.room.closing import Closing, closing_error
+from nbstage.actors.daemon.room.code_questions import CodeQuestions
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.execution_calls import code_cell
@@ -37,11 +38,13 @@ from nbstage.actors.daemon.room.room_support import scoped_key
 from nbstage.actors.daemon.room.sharing import Sharing
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import lab, replies, requests
+from nbstage.protocol.daemon.code_questions import AskKernel
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
 from nbstage.protocol.daemon_actors import host_grants as slots
 from nbstage.protocol.daemon_actors import room_followups as followups
 from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernel_questions import KernelQuestionAnswered
 from nbstage.protocol.daemon_actors.room_followups import SavePurpose
 
 log = logging.getLogger("nbstage.room")
@@ -65,6 +68,7 @@ class Room(NbActor):
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
         self.opening, self.sharing = Opening(), Sharing()
+        self.questions = CodeQuestions(self.seat)
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -105,6 +109,8 @@ class Room(NbActor):
             ),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
+            request(AskKernel): self._to(self.questions.ask),
+            KernelQuestionAnswered: self._to(self.questions.answered),
             request(lab.JoinSharedDoc): lambda o, req: self.act(
                 *self.sharing.join(o, req, self.doc, self.peers)
             ),
