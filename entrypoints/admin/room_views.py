@@ -25,7 +25,7 @@ from nbstage.protocol.daemon.replies import (
     RoomsListed,
 )
 from nbstage.protocol.daemon.requests import DescribeRoom, GetActorTree, ListRooms
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
 
 
 def run_rooms(admin: Admin, args: list[str]) -> Outcome:

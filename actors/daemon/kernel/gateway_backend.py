@@ -36,7 +36,7 @@ from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 
 log = logging.getLogger("nbstage.kernel")
 
