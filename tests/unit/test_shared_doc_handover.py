@@ -300,3 +300,16 @@ def test_the_rooms_own_changes_are_not_kept_for_undo() -> None:
         room.sharing.mirror(room.doc, room.peers, frozenset(), None, "nb")
     assert shared.notebook.undo_manager.undo_stack == []
     assert len(shared.ydoc.get_update()) < 3 * len(big)
+
+
+def test_a_failed_thaw_keeps_the_frozen_document_and_its_history() -> None:
+    room = Room(_doc("a"))
+    _, peer_id = _live_with_a_browser(room)
+    session = room.sharing.shared.session
+    room.sharing.idle(_everyone_leaves(room, peer_id), room.doc)
+    [thaw] = room.join(conn=8)
+    room.built(thaw, error=RuntimeError("no"))
+    assert room.sharing.view().state is SharedDocState.FROZEN
+    [again] = room.join(conn=9)
+    [_, answer] = room.built(again, again.work())
+    assert answer.reply.session == session
