@@ -13,7 +13,10 @@ jupyter-collaboration measured in the same run.
 Samples of the two sides alternate, so a loaded machine weighs on both alike; the load
 average is printed with the numbers. Never asserts.
 
-    .venv/bin/python bench/lab_sync.py [--runs 100]
+    .venv/bin/python bench/lab_sync.py [--runs 100] [--only CASE]
+
+The daemon freezes a shared document 2 s after its last person left (the setting
+``shared_doc_idle_secs``), so that the idle and reopening cases need not wait 30 s.
 """
 
 from __future__ import annotations
@@ -172,64 +175,149 @@ async def opening(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, list
         for side, into in ((ours, mine), (stock, theirs)):
             name = f"big-{k}.ipynb"
             write_notebook(side.root / name, BIG, outputs=True)
-
-            async def synced(side: Nbstage | StockLab = side, name: str = name) -> None:
-                client = await YClient.join(side.base, side.token, name)
-                await client.synced.wait()
-                await client.until(lambda: client.count() == BIG)
-                await client.close()
-
-            into.append(await timed(synced))
+            into.append(await timed(lambda side=side, name=name: synced(side, name)))
     return mine, theirs
+
+
+async def synced(side: Nbstage | StockLab, name: str) -> None:
+    """A Y client joins the notebook and holds every cell."""
+    client = await YClient.join(side.base, side.token, name)
+    await client.synced.wait()
+    await client.until(lambda: client.count() == BIG)
+    await client.close()
+
+
+async def shared_doc(ours: Nbstage, nid: str) -> dict:
+    return (await ours.ask("describe_room", notebook_id=nid))["shared_doc"]
+
+
+async def frozen(ours: Nbstage, nid: str) -> dict:
+    """Once the room's shared document is frozen (the daemon's shared_doc_idle_secs)."""
+    while (state := await shared_doc(ours, nid))["state"] != "frozen":
+        await asyncio.sleep(0.1)
+    return state
+
+
+async def reopening(ours: Nbstage, runs: int) -> list[float]:
+    """A 1,000-cell notebook someone watched before, its shared document frozen since:
+    the next Y client's join makes it again from the frozen update."""
+    name = "big-again.ipynb"
+    write_notebook(ours.root / name, BIG, outputs=True)
+    nid = (await ours.ask("open", path=str(ours.root / name)))["notebook_id"]
+    await synced(ours, name)
+    samples = []
+    for _ in range(runs):
+        await frozen(ours, nid)
+        samples.append(await timed(lambda: synced(ours, name)))
+    return samples
+
+
+async def agent_during_builds(ours: Nbstage, runs: int) -> tuple[list[float], list[float]]:
+    """The agent's get_cell on a 1,000-cell notebook while a Y client's join builds its
+    shared document, against the same calls with no build under way."""
+    busy, quiet = [], []
+    for k in range(runs):
+        name = f"busy-{k}.ipynb"
+        write_notebook(ours.root / name, BIG, outputs=True)
+        nid = (await ours.ask("open", path=str(ours.root / name)))["notebook_id"]
+        cell_id = (await ours.ask("get_cells", notebook_id=nid, count=1))["cells"][0]["cell_id"]
+
+        async def get_cell(nid: str = nid, cell_id: str = cell_id) -> None:
+            await ours.ask("get_cell", notebook_id=nid, cell_id=cell_id)
+
+        for _ in range(10):
+            quiet.append(await timed(get_cell))
+        opening = asyncio.create_task(synced(ours, name))
+        while await shared_doc(ours, nid) != {"state": "live"} and not opening.done():
+            busy.append(await timed(get_cell))
+        await opening
+    return busy, quiet
 
 
 async def memory(ours: Nbstage) -> None:
     path = write_notebook(ours.root / "idle.ipynb", BIG, outputs=True)
     size = path.stat().st_size
-    shared = SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))
+    shared = SharedDoc.of(Document.from_json(nbformat.read(path, as_version=4)))
     encoded = len(shared.ydoc.get_update())
-    await ours.ask("open", path=str(path))
+    nid = (await ours.ask("open", path=str(path)))["notebook_id"]
     before = psutil.Process(ours.pid).memory_info().rss
     client = await YClient.join(ours.base, ours.token, "idle.ipynb")
     await client.until(lambda: client.count() == BIG)
     grown = psutil.Process(ours.pid).memory_info().rss - before
     await client.close()
+    kept = (await frozen(ours, nid))["frozen_bytes"]
+    after = psutil.Process(ours.pid).memory_info().rss - before
     alone = subprocess.run(
         [sys.executable, __file__, "--y-memory", str(path)], capture_output=True, check=True
     )
-    held = int(alone.stdout)
+    held, idle = map(int, alone.stdout.split())
     print(f"  notebook JSON {size / 1024:.0f} kB; Y document encoded {encoded / 1024:.0f} kB")
     print(f"    ({encoded / size:.2f}x); a fresh process holding the Room's shared document")
     print(f"    grows {held / 1024:.0f} kB ({held / size:.2f}x); the daemon's RSS grew")
     print(f"    {grown / 1024:.0f} kB when the first person joined ({grown / size:.2f}x)")
+    print(f"  idle (frozen, no one watching): the room keeps {kept / 1024:.0f} kB")
+    print(f"    ({kept / size:.2f}x); the fresh process, frozen and trimmed, still holds")
+    print(f"    {idle / 1024:.0f} kB more than before ({idle / size:.2f}x); the daemon's RSS is")
+    print(f"    {after / 1024:.0f} kB above what it was before the join (no trim there)")
 
 
-def y_memory(path: str) -> int:
-    """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded."""
+def y_memory(path: str) -> tuple[int, int]:
+    """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded;
+    then what is left once it is frozen (the frozen form included)."""
     libc = ctypes.CDLL("libc.so.6")
     doc = Document.from_json(nbformat.read(path, as_version=4))
-    SharedDoc(Document.from_json(nbformat.read(path, as_version=4)))  # imports, caches
+    warm = SharedDoc.of(Document.from_json(nbformat.read(path, as_version=4)))  # imports
+    warm.freeze(doc)
+    warm.close()
+    del warm
     gc.collect()
     libc.malloc_trim(0)
     before = psutil.Process().memory_info().rss
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     gc.collect()
     libc.malloc_trim(0)
     grown = psutil.Process().memory_info().rss - before
+    kept = shared.freeze(doc)
+    shared.close()
     del shared
-    return grown
+    gc.collect()
+    libc.malloc_trim(0)
+    idle = psutil.Process().memory_info().rss - before
+    assert kept.size > 0
+    return grown, idle
 
 
-async def executes(ours: Nbstage, runs: int) -> tuple[list, list]:
+async def executes(ours: Nbstage, runs: int, apart: bool = False) -> tuple[list, list]:
+    """``apart``: the Y client runs in a process of its own, as a browser does, rather
+    than on this bench's loop, where applying its updates delays the agent's answers."""
+    tag = "-apart" if apart else ""
+    alone, watched = f"alone{tag}.ipynb", f"watched{tag}.ipynb"
     ids = {}
-    for name in ("alone.ipynb", "watched.ipynb"):
+    for name in (alone, watched):
         write_notebook(ours.root / name, 0)
         nid = (await ours.ask("open", path=str(ours.root / name)))["notebook_id"]
         made = await ours.ask("create_cell", notebook_id=nid, source="1+1")
         ids[name] = (nid, made["cell_id"])
-    person = await YClient.join(ours.base, ours.token, "watched.ipynb")
-    await person.until(lambda: person.count() == 1)
-    samples: dict[str, list[float]] = {"alone.ipynb": [], "watched.ipynb": []}
+    if apart:
+        watcher = await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--watch",
+            ours.base,
+            ours.token,
+            watched,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert watcher.stdout is not None
+        await watcher.stdout.readline()
+    else:
+        person = await YClient.join(ours.base, ours.token, watched)
+        await person.until(lambda: person.count() == 1)
+    room = await ours.ask("describe_room", notebook_id=ids[watched][0])
+    people = [peer for peer in room["peers"] if peer["kind"] == "person"]
+    print(f"   ({len(people)} person watching {watched})")
+    samples: dict[str, list[float]] = {alone: [], watched: []}
 
     async def run(name: str) -> None:
         nid, cell_id = ids[name]
@@ -241,46 +329,110 @@ async def executes(ours: Nbstage, runs: int) -> tuple[list, list]:
     for i in range(runs):
         for name in sorted(samples, reverse=bool(i % 2)):
             samples[name].append(await timed(lambda name=name: run(name)))
+    if apart:
+        assert watcher.stdin is not None
+        watcher.stdin.close()
+        await watcher.wait()
+    else:
+        await person.close()
+    return samples[alone], samples[watched]
+
+
+async def watch(base: str, token: str, name: str) -> None:
+    """A Y client that keeps in step with ``name`` until its stdin closes; a line on
+    stdout once it holds the notebook."""
+    person = await YClient.join(base, token, name)
+    await person.until(lambda: person.count() >= 1)
+    print("synced", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await person.close()
-    return samples["alone.ipynb"], samples["watched.ipynb"]
 
 
-async def main(runs: int) -> None:
+CASES = ("new-cell", "big-new-cell", "keystroke", "open", "memory", "execute")
+
+
+async def main(runs: int, only: str | None) -> None:
     print(f"load average before: {os.getloadavg()}")
+    wanted = [only] if only else list(CASES)
     with tempfile.TemporaryDirectory(prefix="nblab-bench-") as tmp:
-        ours, stock = Nbstage(Path(tmp)), StockLab(Path(tmp))
+        ours = Nbstage(Path(tmp), {"NBSTAGE_SHARED_DOC_IDLE_SECS": "2"})
+        stock = StockLab(Path(tmp)) if {"new-cell", "keystroke", "open"} & set(wanted) else None
         try:
-            mine, theirs = await new_cells(ours, stock, runs)
-            print(f"1. create_cell -> Y client: nbstage {stats(mine)}")
-            print(f"   stock relay, Y client -> Y client: {stats(theirs)} ({ratio(mine, theirs)})")
-            alone, watched = await big_creates(ours, max(10, runs // 4))
-            print(f"   in {BIG} cells, answered, no one watching: {stats(alone)}")
-            print(f"   in {BIG} cells, until a Y client has it: {stats(watched)}")
-            print(f"   ({ratio(watched, alone)})")
-            mine, theirs = await keystrokes(ours, stock, runs)
-            print(f"2. keystroke -> agent's get_cell: nbstage {stats(mine)}")
-            print(f"   stock relay of a keystroke: {stats(theirs)} ({ratio(mine, theirs)})")
-            mine, theirs = await opening(ours, stock, 5)
-            print(f"3. open {BIG} cells until synced: nbstage {stats(mine)}")
-            print(f"   stock: {stats(theirs)} ({ratio(mine, theirs)})")
-            print(f"4. idle {BIG}-cell notebook:")
-            await memory(ours)
-            alone, watched = await executes(ours, runs)
-            diff = (statistics.median(watched) - statistics.median(alone)) * 1000
-            print(f"5. execute 1+1, no one watching: {stats(alone)}")
-            print(f"   one Y client connected: {stats(watched)} (difference {diff:+.2f} ms)")
+            for case in wanted:
+                await CASE_RUNS[case](ours, stock, runs)
         finally:
-            stock.stop()
+            if stock is not None:
+                stock.stop()
             ours.stop()
     print(f"load average after: {os.getloadavg()}")
+
+
+async def case_new_cell(ours: Nbstage, stock: StockLab, runs: int) -> None:
+    mine, theirs = await new_cells(ours, stock, runs)
+    print(f"1. create_cell -> Y client: nbstage {stats(mine)}")
+    print(f"   stock relay, Y client -> Y client: {stats(theirs)} ({ratio(mine, theirs)})")
+
+
+async def case_big_new_cell(ours: Nbstage, stock: StockLab | None, runs: int) -> None:
+    alone, watched = await big_creates(ours, max(10, runs // 4))
+    print(f"1b. in {BIG} cells, answered, no one watching: {stats(alone)}")
+    print(f"    in {BIG} cells, until a Y client has it: {stats(watched)}")
+    print(f"    ({ratio(watched, alone)})")
+
+
+async def case_keystroke(ours: Nbstage, stock: StockLab, runs: int) -> None:
+    mine, theirs = await keystrokes(ours, stock, runs)
+    print(f"2. keystroke -> agent's get_cell: nbstage {stats(mine)}")
+    print(f"   stock relay of a keystroke: {stats(theirs)} ({ratio(mine, theirs)})")
+
+
+async def case_open(ours: Nbstage, stock: StockLab, runs: int) -> None:
+    mine, theirs = await opening(ours, stock, 5)
+    print(f"3. open {BIG} cells until synced: nbstage {stats(mine)}")
+    print(f"   stock: {stats(theirs)} ({ratio(mine, theirs)})")
+    again = await reopening(ours, 5)
+    print(f"   again, its shared document frozen since: nbstage {stats(again)}")
+    busy, quiet = await agent_during_builds(ours, 3)
+    print(f"   the agent's get_cell while the shared document is built: {stats(busy)},")
+    print(f"   max {max(busy) * 1000:.1f} ms ({len(busy)} calls); with no build: {stats(quiet)}")
+
+
+async def case_memory(ours: Nbstage, stock: StockLab | None, runs: int) -> None:
+    print(f"4. idle {BIG}-cell notebook:")
+    await memory(ours)
+
+
+async def case_execute(ours: Nbstage, stock: StockLab | None, runs: int) -> None:
+    alone, watched = await executes(ours, runs)
+    diff = (statistics.median(watched) - statistics.median(alone)) * 1000
+    print(f"5. execute 1+1, no one watching: {stats(alone)}")
+    print(f"   one Y client connected: {stats(watched)} (difference {diff:+.2f} ms)")
+    alone, watched = await executes(ours, runs, apart=True)
+    diff = (statistics.median(watched) - statistics.median(alone)) * 1000
+    print(f"   again, the Y client in a process of its own: no one watching {stats(alone)}")
+    print(f"   one Y client connected: {stats(watched)} (difference {diff:+.2f} ms)")
+
+
+CASE_RUNS = {
+    "new-cell": case_new_cell,
+    "big-new-cell": case_big_new_cell,
+    "keystroke": case_keystroke,
+    "open": case_open,
+    "memory": case_memory,
+    "execute": case_execute,
+}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--only", choices=CASES, help="run this case alone")
     parser.add_argument("--y-memory", help=argparse.SUPPRESS)
+    parser.add_argument("--watch", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.y_memory:
-        print(y_memory(args.y_memory))
+        print(*y_memory(args.y_memory))
+    elif args.watch:
+        asyncio.run(watch(*args.watch))
     else:
-        asyncio.run(main(args.runs))
+        asyncio.run(main(args.runs, args.only))

@@ -35,8 +35,8 @@ from pycrdt import (
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from nbstage.entrypoints.common import lab_start
 from nbstage.entrypoints.common.statedir import client_paths, state_paths
-from nbstage.entrypoints.lab import launch
 from nbstage.entrypoints.lab.room_link import RoomLink
 
 
@@ -118,16 +118,17 @@ class YClient:
 class Nbstage:
     """`nbstage lab` and its daemon in a state dir of their own."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, settings: dict[str, str] | None = None) -> None:
+        """``settings``: the daemon's, as NBSTAGE_* variables."""
         self.state, self.root = work / "state", work / "nbstage"
         self.root.mkdir()
         command = [*NBSTAGE, "lab", "--state-dir", str(self.state), "--root-dir", str(self.root)]
         self.log = (work / "lab.log").open("wb")
-        env = {**os.environ, "NBSTAGE_AUTOSAVE_DELAY_SECS": "60"}
+        env = {**os.environ, "NBSTAGE_AUTOSAVE_DELAY_SECS": "60", **(settings or {})}
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
         paths = state_paths(self.state)
-        self.base = f"http://127.0.0.1:{launch.wait_until_up(paths, 120)['port']}"
-        self.token = launch.token(paths)
+        self.base = f"http://127.0.0.1:{lab_start.wait_until_up(paths, 120)['port']}"
+        self.token = lab_start.token(paths)
         self.agent: RoomLink | None = None
         self.pid = 0
 

@@ -76,8 +76,9 @@ KERNEL_HOSTS_INTRO = """
 Kernels may run behind a Jupyter Kernel Gateway (docs/adr/0007-kernel-hosts.md). Each
 gateway is a `[[kernel_hosts]]` table in `config.toml` (no variable sets them); a malformed
 table is refused at start with a message that names it. A notebook asks for one with
-`"kernel_host": "NAME"` in its `nbstage` metadata; one that asks for none runs its kernel
-on the daemon's machine.
+`"kernel_host": "NAME"` in its `nbstage` metadata, or for any of them with
+`"kernel_host": "*"` (`create_notebook(kernel_host=…)` writes either); one that asks for
+none runs its kernel on the daemon's machine.
 
 ```toml
 [[kernel_hosts]]
@@ -96,8 +97,11 @@ KERNEL_HOSTS_WATCH = """
 The daemon asks each host `GET /api` every `kernel_host_check_secs` (each ask bounded by
 2 s); two failures in a row make the host lost, and it is asked again 10 s later. A lost
 host, or one at `max_kernels`, takes no new kernel: a notebook that asks for it runs on the
-healthy host with room and the fewest kernels. `nbstage admin hosts` shows each host's
-health.
+healthy host with room and the fewest kernels. The daemon grants every kernel its host
+itself, one at a time, so notebooks that start at the same moment spread and a host never
+runs more than its `max_kernels` of the daemon's kernels. A kernel that died on a host goes
+back there at its restart only if the host still answers; otherwise the restart runs it
+elsewhere and says it moved. `nbstage admin hosts` shows each host's health.
 """
 
 

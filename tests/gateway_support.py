@@ -17,7 +17,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,8 @@ class Gateway:
     process: subprocess.Popen[bytes]
     ca_file: Path | None = None
     """The test CA's certificate, for an https gateway."""
+    log: Path | None = None
+    """What the gateway printed (gone with its folder once it stops)."""
 
     def kernels(self) -> list[dict[str, Any]]:
         """The gateway's own list of its kernels (the token in a header, as nbstage sends it)."""
@@ -86,45 +88,67 @@ def gateway_running(tls: bool = False, address: str = "127.0.0.1") -> Iterator[G
     """A real `jupyter kernelgateway` whose kernels are the test venv's python3, listening
     on ``address`` (any of 127.0.0.0/8 is loopback on Linux, with nothing to set up);
     afterwards it and every kernel it started are gone, and so is its folder."""
-    with tempfile.TemporaryDirectory(prefix="nbkg-") as tmp:
-        env = {
-            **os.environ,
-            "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
-            "JUPYTER_DATA_DIR": f"{tmp}/data",
-            "IPYTHONDIR": f"{tmp}/ipython",
-            "JUPYTER_PLATFORM_DIRS": "1",
-        }
-        token = secrets.token_hex(16)
-        port = _free_port(address)
-        tls_args, ca_file = _tls_files(Path(tmp), address) if tls else ([], None)
-        argv = [
-            sys.executable,
-            "-m",
-            "kernel_gateway",
-            f"--KernelGatewayApp.ip={address}",
-            f"--KernelGatewayApp.port={port}",
-            "--KernelGatewayApp.port_retries=0",
-            "--JupyterWebsocketPersonality.list_kernels=True",
-            f"--KernelGatewayApp.auth_token={token}",
-            # A channels websocket opens once the kernel answers one kernel_info request;
-            # under load that request is sometimes never answered, and the gateway then
-            # waits this long (60 s by default, as long as nbstage's bound) before it
-            # opens the websocket all the same.
-            f"--MappingKernelManager.kernel_info_timeout={KERNEL_INFO_SECS}",
-            *tls_args,
-        ]
-        with open(f"{tmp}/gateway.log", "wb") as log:
-            process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
-        scheme = "https" if tls else "http"
-        running = Gateway(f"{scheme}://{address}:{port}", token, process, ca_file)
+    with gateways_running([(address, tls)]) as (running,):
+        yield running
+
+
+@contextmanager
+def gateways_running(wanted: list[tuple[str, bool]]) -> Iterator[list[Gateway]]:
+    """One gateway for each (address, tls) in ``wanted``, all launched before any is waited
+    for, so their slow imports overlap; afterwards they and their kernels are gone."""
+    with ExitStack() as stack:
+        folders = [stack.enter_context(tempfile.TemporaryDirectory(prefix="nbkg-")) for _ in wanted]
+        launched: list[Gateway] = []
         try:
-            wait_until(
-                lambda: process.poll() is not None or _answers(running), START_SECS, "a gateway"
-            )
-            assert process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
-            yield running
+            for (address, tls), tmp in zip(wanted, folders, strict=True):
+                launched.append(_launch(Path(tmp), address, tls))
+            for gateway, tmp in zip(launched, folders, strict=True):
+                wait_until(
+                    lambda g=gateway: g.process.poll() is not None or _answers(g),
+                    START_SECS,
+                    "a gateway",
+                )
+                assert gateway.process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
+            yield launched
         finally:
-            stop_gateway(process)
+            for gateway in launched:
+                stop_gateway(gateway.process)
+
+
+def _launch(tmp: Path, address: str, tls: bool) -> Gateway:
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime",
+        "JUPYTER_DATA_DIR": f"{tmp}/data",
+        "IPYTHONDIR": f"{tmp}/ipython",
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    token = secrets.token_hex(16)
+    port = _free_port(address)
+    tls_args, ca_file = _tls_files(tmp, address) if tls else ([], None)
+    argv = [
+        sys.executable,
+        "-m",
+        "kernel_gateway",
+        f"--KernelGatewayApp.ip={address}",
+        # Its kernels' ZeroMQ sockets in its own folder: gateways on one machine each pick
+        # free TCP ports for themselves, and two could take the same one.
+        "--KernelManager.transport=ipc",
+        f"--KernelGatewayApp.port={port}",
+        "--KernelGatewayApp.port_retries=0",
+        "--JupyterWebsocketPersonality.list_kernels=True",
+        f"--KernelGatewayApp.auth_token={token}",
+        # A channels websocket opens once the kernel answers one kernel_info request;
+        # under load that request is sometimes never answered, and the gateway then
+        # waits this long (60 s by default, as long as nbstage's bound) before it
+        # opens the websocket all the same.
+        f"--MappingKernelManager.kernel_info_timeout={KERNEL_INFO_SECS}",
+        *tls_args,
+    ]
+    with open(f"{tmp}/gateway.log", "wb") as log:
+        process = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=log)
+    scheme = "https" if tls else "http"
+    return Gateway(f"{scheme}://{address}:{port}", token, process, ca_file, tmp / "gateway.log")
 
 
 def stop_gateway(process: subprocess.Popen[bytes]) -> None:

@@ -192,8 +192,9 @@ class McpClientSession:
 
     The server runs with ``cwd`` (default: the directory that holds the state dir), shows
     up in the daemon as ``label`` (its clientInfo title), and speaks ``mode`` ("legacy"
-    or "2026-07-28"). Leaving the block closes the client; then the server process and
-    every actor process it started must be gone.
+    or "2026-07-28"). ``extensions`` maps an extension's identifier to the settings the
+    client declares for it (``capabilities.extensions``). Leaving the block closes the
+    client; then the server process and every actor process it started must be gone.
     """
 
     def __init__(
@@ -203,10 +204,12 @@ class McpClientSession:
         label: str,
         cwd: Path | str | None,
         no_autostart: bool = False,
+        extensions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         import uuid
 
         from mcp import Client, StdioServerParameters
+        from mcp.client.extension import advertise
         from mcp_types import Implementation
 
         self.tag = uuid.uuid4().hex
@@ -223,7 +226,8 @@ class McpClientSession:
             cwd=str(cwd if cwd is not None else daemon.paths.root.parent),
         )
         info = Implementation(name=label, title=label, version="1")
-        self.client = Client(params, mode=mode, client_info=info)
+        declared = [advertise(name, settings) for name, settings in (extensions or {}).items()]
+        self.client = Client(params, mode=mode, client_info=info, extensions=declared or None)
         self.server_pid: int | None = None
 
     async def __aenter__(self) -> Any:
@@ -262,9 +266,10 @@ def mcp_client(
     label: str = "tester",
     cwd: Path | str | None = None,
     no_autostart: bool = False,
+    extensions: dict[str, dict[str, Any]] | None = None,
 ) -> McpClientSession:
     """``async with mcp_client(daemon, "legacy") as client:`` — see McpClientSession."""
-    return McpClientSession(daemon, mode, label, cwd, no_autostart)
+    return McpClientSession(daemon, mode, label, cwd, no_autostart, extensions)
 
 
 # --- helpers for tests that drive MCP clients -------------------------------------------
@@ -321,3 +326,14 @@ def session_manager_pid(daemon: RunningDaemon, label: str) -> int:
         return pid if pid is not None and not pid_gone(pid) else None
 
     return wait_until(live_pid, 20, f"a live session manager for {label}")
+
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artifacts"
+"""What a test keeps for a person to look at after the run (screenshots); not in git."""
+
+
+def artifact(name: str) -> Path:
+    """Where a test keeps the artifact ``name``: in ``build/test-artifacts/``, which
+    outlives the run's temp dir."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS / name

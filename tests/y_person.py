@@ -77,8 +77,15 @@ class SocketPerson(YPerson):
 
     def __init__(self, client: DaemonClient, notebook_id: str) -> None:
         super().__init__()
-        self.client, self.notebook_id = client, notebook_id
-        self.peer_id = client.request("attach", notebook_id=notebook_id, peer_label="person")[
+        self.session = ""
+        """The room's Y history, as its last answer named it."""
+        self.notebook_id = notebook_id
+        self.join(client)
+
+    def join(self, client: DaemonClient) -> None:
+        """Attach and join on ``client``, with the Y document this person holds."""
+        self.client = client
+        self.peer_id = client.request("attach", notebook_id=self.notebook_id, peer_label="person")[
             "peer_id"
         ]
         hello = self.ask("lab_join")
@@ -99,6 +106,7 @@ class SocketPerson(YPerson):
             elif frame.get("id") == request_id and frame["type"] == FrameKind.ERROR:
                 raise DaemonError(frame["error"]["code"], frame["error"]["message"])
             elif frame.get("id") == request_id and frame["type"] == FrameKind.RESULT:
+                self.session = frame["result"]["session"]
                 return [base64.b64decode(m) for m in frame["result"]["messages"]]
 
     def send_all(self, messages: list[bytes]) -> None:

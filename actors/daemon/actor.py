@@ -26,6 +26,7 @@ from nbstage.actors.daemon.admission import StartNewRoom
 from nbstage.actors.daemon.close_waits import CloseWaits, Stopping, evictions, kept_room
 from nbstage.actors.daemon.environment import environments
 from nbstage.actors.daemon.environment_sweep import LANE, sweep_outcome, sweep_work
+from nbstage.actors.daemon.host_grants import HostGrants
 from nbstage.actors.daemon.host_watch import HostWatch
 from nbstage.actors.daemon.reaper import AfterClose, after_close
 from nbstage.actors.daemon.registry import Registry, binding_recorded
@@ -36,6 +37,7 @@ from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon import requests as asks
 from nbstage.protocol.daemon.replies import KeptRoom
 from nbstage.protocol.daemon_actors import daemon_followups as due
+from nbstage.protocol.daemon_actors import host_grants as slots
 from nbstage.protocol.daemon_actors import rooms as msgs
 from nbstage.protocol.daemon_actors.edge import (
     ClientRequest,
@@ -63,6 +65,7 @@ class Daemon(NbActor):
         self.waits = CloseWaits()
         self.admitting: admitting.Admitting | None = None
         self.hosts = HostWatch(())
+        self.slots = HostGrants()
 
     def handlers(self):
         rooms, tree = self.rooms, room_answers.actor_tree
@@ -87,9 +90,11 @@ class Daemon(NbActor):
                 o, max(0.0, r.older_than_secs)
             ),
             request(asks.ListRooms): lambda o, r: self.answer(o, room_answers.rooms_listed(rooms)),
-            request(asks.ListHosts): lambda o, r: self.answer(
-                o, self.hosts.listed(rooms.kernels_by_host())
+            slots.PlaceKernel: lambda m, room: self._watched(
+                self.slots.ask(m, room, self.hosts, self._running())
             ),
+            slots.KernelHostReleased: lambda m, s: self._watched(self.slots.release(m)),
+            request(asks.ListHosts): lambda o, r: self.answer(o, self.hosts.listed(self._load())),
             request(asks.GetStatus): lambda o, r: self.answer(o, room_answers.room_counts(rooms)),
             request(asks.GetActorTree): lambda o, r: self.answer(
                 o, tree(rooms, str(self.myAddress), os.getpid())
@@ -105,9 +110,7 @@ class Daemon(NbActor):
             ),
             wakeup(due.ReapDue): self._reap_due,
             wakeup(due.HostsCheckDue): lambda d: self._watched(self.hosts.due(d, time.monotonic())),
-            finished(due.HostProbed): lambda d: self._watched(
-                self.hosts.probed(d, time.monotonic())
-            ),
+            finished(due.HostProbed): self._host_probed,
             # The child-check tick carries no payload.
             wakeup(type(None)): lambda none: self.wakeupAfter(CHILD_CHECK_TICK),
         }
@@ -124,6 +127,7 @@ class Daemon(NbActor):
         self.send(sender, msgs.DaemonStarted(os.getpid()))
         self.offload(due.ImportsWarmed(), room_start.warm_imports)
         self.hosts = HostWatch(msg.settings.kernel_hosts, msg.settings.kernel_host_check_secs)
+        self.slots = HostGrants(msg.settings.kernel_hosts)
         self.carry(*self.hosts.start(time.monotonic()))
 
     def _on_stop_daemon(self, msg: msgs.StopDaemon, sender: ActorAddress) -> None:
@@ -188,9 +192,20 @@ class Daemon(NbActor):
         self.carry(*effects)
         self._share_hosts()
 
+    def _host_probed(self, done: BlockingWorkDone) -> None:
+        effects = self.hosts.probed(done, time.monotonic())
+        self._watched([*effects, *self.slots.probed(done.token.name, self.hosts, self._running())])
+
+    def _running(self) -> dict[str, str]:
+        return self.rooms.kernel_hosts()
+
+    def _load(self) -> dict[str, int]:
+        """Kernels per host: the slots granted and the kernels the rooms say run there."""
+        return self.slots.load(self._running())
+
     def _share_hosts(self) -> None:
         """Tell every room what is known of the kernel hosts, when that changed."""
-        news = self.hosts.news(self.rooms.kernels_by_host())
+        news = self.hosts.news(self._load())
         for _, entry in self.rooms.items() if news is not None else ():
             self.send(entry.address, news)
 
@@ -332,6 +347,7 @@ class Daemon(NbActor):
 
     def _forget_room(self, notebook_id: str) -> RoomEntry | None:
         entry = self.rooms.forget(notebook_id)
+        self.slots.forget(notebook_id)
         if entry is None:
             return None
         self.send(self.edge, RoomGone(notebook_id))

@@ -24,6 +24,7 @@ from nbstage.actors.common.effects import Fail, Offload
 from nbstage.actors.daemon import admission as decide
 from nbstage.actors.daemon.admission import Admission, JoinResident, Refuse, StartNewRoom
 from nbstage.actors.daemon.create_keys import CreateKeys, JoinMade, WaitForFirst
+from nbstage.actors.daemon.kernel.placement import ANY_HOST
 from nbstage.actors.daemon.notebook.notebook_files import absolute_notebook_path
 from nbstage.actors.daemon.registry import Registry
 from nbstage.actors.daemon.room_directory import RoomDirectory
@@ -139,13 +140,14 @@ class Admitting:
 
     def _check_kernel_host(self, name: str | None) -> None:
         hosts = [host.name for host in self._settings.kernel_hosts]
-        if name is not None and name not in hosts:
-            named = ", ".join(hosts) or "none"
-            raise NbstageError(
-                ErrorCode.BAD_REQUEST,
-                f"kernel_host {name!r} is not a kernel host of the daemon's config.toml "
-                f"(it names: {named}); leave kernel_host out to run the kernel here",
-            )
+        if name is None or name in hosts or (name == ANY_HOST and hosts):
+            return
+        named = f'{", ".join(hosts)}, or "*" for any of them' if hosts else "none"
+        raise NbstageError(
+            ErrorCode.BAD_REQUEST,
+            f"kernel_host {name!r} is not a kernel host of the daemon's config.toml "
+            f"(it names: {named}); leave kernel_host out to run the kernel here",
+        )
 
     def _create_failed(
         self, origin: Origin, req: CreateNotebook, error: NbstageError

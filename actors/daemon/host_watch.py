@@ -22,7 +22,7 @@ from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import HostsListed, HostView
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 log = logging.getLogger("nbstage.daemon")
@@ -103,6 +103,11 @@ class HostWatch:
         if name is None or name not in self.hosts:
             return []
         return self._event(name, hh.KernelLost())
+
+    def check(self, name: str) -> list[Offload | Wake]:
+        """Someone has reason to doubt the host (a kernel died there): probe it now, unless
+        a probe is under way or the breaker already takes it as not healthy."""
+        return self._event(name, hh.KernelLost()) if name in self.hosts else []
 
     def _event(self, name: str, event: hh.HealthEvent) -> list[Offload | Wake]:
         before = self.health[name]

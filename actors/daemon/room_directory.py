@@ -18,7 +18,7 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.requests import AttachNotebook, OpenNotebook
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.rooms import ClaimPath, CloseReason, PathRefused, RoomStatus
 
 
@@ -193,14 +193,14 @@ class RoomDirectory:
     def fingerprints_in_use(self) -> tuple[str, ...]:
         return tuple(sorted({e.fingerprint for e in self.rooms.values() if e.fingerprint}))
 
-    def kernels_by_host(self) -> dict[str, int]:
-        """How many running kernels each kernel host has (issue 26)."""
-        counts: dict[str, int] = {}
-        for entry in self.rooms.values():
+    def kernel_hosts(self) -> dict[str, str]:
+        """The kernel host each room's running kernel is on, by notebook id (issue 26)."""
+        hosts: dict[str, str] = {}
+        for notebook_id, entry in self.rooms.items():
             env = entry.status.environment if entry.kernel_running and entry.status else None
             if env is not None and env.host is not None:
-                counts[env.host] = counts.get(env.host, 0) + 1
-        return counts
+                hosts[notebook_id] = env.host
+        return hosts
 
 
 def claim_refused(claim: ClaimPath, holder: str) -> PathRefused:

@@ -6,7 +6,11 @@ child; while no child is up, a list is answered from the one the last child gave
 here, never an empty cache: with none yet, the list waits for the child like a call),
 and a read waits for the next child, as long as a call would. A list or read in flight
 on a child that dies is sent once more to its successor. The subscriptions live here,
-so they outlast a child: each new child is told them.
+so they outlast a child: each new child is told them, with the URIs of the 2026-07-28
+listen streams (listen_streams.py), which hear the same changes.
+
+A client that takes the MCP Apps extension (``mcp_apps.py``) also finds the outputs page
+in the list and reads it from here; for any other client it does not exist.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nbstage.protocol.mcp import jsonrpc
+from nbstage.actors.proxy.listen_streams import ListenStreams
+from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp import resources as res
 from nbstage.protocol.mcp.resources import ResourceFailure, ResourceMethod
+from nbstage.protocol.mcp.subscriptions import Change
 from nbstage.protocol.mcp.versions import is_modern_version
 from nbstage.protocol.session.resource_messages import (
     ResourceAnswered,
@@ -51,6 +57,12 @@ class Outbox(Protocol):
     def wait(self, call_id: str) -> None:
         """Arm the timer after which a request still waiting for a child fails."""
 
+    def send_mcp(self, message: object) -> None:
+        """A notification (a listen stream's)."""
+
+    def uris_changed(self) -> None:
+        """The listen streams' URIs changed."""
+
 
 @dataclass
 class PendingResource:
@@ -58,31 +70,41 @@ class PendingResource:
     method: ResourceMethod
     uri: str | None
     version: str
+    apps: bool = False
     sent: bool = False
     attempts: int = 0
 
+    def listing(self, resources: list[dict[str, Any]]) -> dict[str, Any]:
+        shown = mcp_apps.with_page_listed(resources) if self.apps else resources
+        return {"resources": shown}
+
 
 class ResourceDesk:
-    def __init__(self, out: Outbox) -> None:
+    def __init__(self, out: Outbox, listens: ListenStreams | None = None) -> None:
         self.out = out
+        self.listens = listens if listens is not None else ListenStreams(out)
         self.pending: dict[str, PendingResource] = {}
         self.listing: list[dict[str, Any]] | None = None
         """The child's last list; None until a child has given one."""
         self.subscribed: dict[str, None] = {}
 
-    def admitted(self, call_id: str, request: jsonrpc.Request, version: str) -> None:
+    def admitted(
+        self, call_id: str, request: jsonrpc.Request, version: str, apps: bool = False
+    ) -> None:
         method = ResourceMethod(request.method)
         uri = res.uri_of(request.params)
         if method is ResourceMethod.TEMPLATES:
             self.out.answer(request.id, {"resourceTemplates": list(res.TEMPLATES)}, version, method)
             return
         if method is ResourceMethod.LIST:
-            self._hold(call_id, PendingResource(request.id, method, None, version))
+            self._hold(call_id, PendingResource(request.id, method, None, version, apps))
             return
         if method is not ResourceMethod.READ and is_modern_version(version):
             self.out.error(res.removed_in_modern(request.id, method))
             return
         static = res.static_contents(uri) if isinstance(uri, str) else None
+        if apps and uri == mcp_apps.OUTPUT_PAGE_URI:
+            static = mcp_apps.page_contents()
         if static is not None and method is ResourceMethod.READ:
             self.out.answer(request.id, {"contents": static}, version, method)
             return
@@ -104,7 +126,14 @@ class ResourceDesk:
             self.subscribed[uri] = None
         else:
             self.subscribed.pop(uri, None)
-        self.out.child(ResourceSubscriptionsChanged(list(self.subscribed)))
+        self.resubscribe()
+
+    def resubscribe(self) -> None:
+        """Tell the child every URI watched, by a legacy subscription or a listen stream."""
+        self.out.child(ResourceSubscriptionsChanged(self._watched()))
+
+    def _watched(self) -> list[str]:
+        return list(dict.fromkeys([*self.subscribed, *self.listens.uris()]))
 
     def _hold(self, call_id: str, call: PendingResource) -> None:
         self.pending[call_id] = call
@@ -121,15 +150,15 @@ class ResourceDesk:
 
     def _answer_list(self, call_id: str) -> None:
         call = self.pending.pop(call_id)
-        result = {"resources": self.listing or []}
+        result = call.listing(self.listing or [])
         self.out.answer(call.request_id, result, call.version, call.method)
 
     # --- the child ------------------------------------------------------------------------
 
     def child_ready(self) -> None:
         """A new child: it learns the subscriptions, and takes what waits for it."""
-        if self.subscribed:
-            self.out.child(ResourceSubscriptionsChanged(list(self.subscribed)))
+        if self._watched():
+            self.resubscribe()
         for call_id, call in list(self.pending.items()):
             if not call.sent:
                 self._send(call_id, call)
@@ -150,6 +179,11 @@ class ResourceDesk:
             return
         if call.method is ResourceMethod.LIST:
             self.listing = msg.result().get("resources", [])
+            if call.apps:
+                self.out.answer(
+                    call.request_id, call.listing(self.listing), call.version, call.method
+                )
+                return
         if is_modern_version(call.version):
             self.out.answer(call.request_id, msg.result(), call.version, call.method)
         else:
@@ -176,15 +210,18 @@ class ResourceDesk:
     def list_changed(self, msg: ResourceListChanged) -> None:
         if self.listing is not None and msg.resources != self.listing:
             self.out.edge(ResourceNoticeDue())
+            self.listens.changed(Change.RESOURCES)
         self.listing = msg.resources
 
     def updated(self, msg: ResourceUpdated) -> None:
         if msg.uri in self.subscribed:
             self.out.edge(ResourceNoticeDue(msg.uri))
+        self.listens.changed(Change.RESOURCE, msg.uri)
 
 
 class SupervisorOutbox:
-    """The Outbox of a ProxySupervisor: its MCP replies, its child and its timers."""
+    """The Outbox of a ProxySupervisor's desk and listen streams: its MCP replies and
+    notifications, its child and its timers."""
 
     def __init__(self, supervisor: Any, wait_limit: Any) -> None:
         self.sup = supervisor
@@ -200,6 +237,12 @@ class SupervisorOutbox:
 
     def error(self, response: jsonrpc.ErrorResponse) -> None:
         self.sup._send_mcp(response)
+
+    def send_mcp(self, message: object) -> None:
+        self.sup._send_mcp(message)
+
+    def uris_changed(self) -> None:
+        self.sup.resources.resubscribe()
 
     def child(self, message: object) -> bool:
         if not self.sup.slot.ready:

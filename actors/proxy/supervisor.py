@@ -28,13 +28,15 @@ from thespian.actors import ActorAddress
 from nbstage.actors.common.base import Key, NbActor, wakeup
 from nbstage.actors.proxy import restart_notices, restart_policy, restart_target
 from nbstage.actors.proxy.child_slot import ChildSlot, session_config
+from nbstage.actors.proxy.listen_streams import ListenStreams
 from nbstage.actors.proxy.resource_calls import ResourceDesk, SupervisorOutbox
 from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice, with_notices
-from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
+from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD, Change
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
 from nbstage.protocol.mcp.versions import decorate_result, is_modern_version
@@ -100,7 +102,9 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
         self.tools = ToolList()
-        self.resources = ResourceDesk(SupervisorOutbox(self, CALL_WAIT_LIMIT))
+        outbox = SupervisorOutbox(self, CALL_WAIT_LIMIT)
+        self.listens = ListenStreams(outbox)
+        self.resources = ResourceDesk(outbox, self.listens)
         self.banner: tuple[Notice, ...] = ()
         self.draining = False
         """stdin has ended: the process stops once the calls in flight are answered."""
@@ -159,6 +163,7 @@ class ProxySupervisor(NbActor):
         for call_id, call in list(self.calls.items()):
             del self.calls[call_id]
             self._reply(call_id, call, tool_error(restart_notices.STOPPED_FIRST))
+        self.listens.close_all()
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
 
@@ -180,10 +185,13 @@ class ProxySupervisor(NbActor):
         if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
-            result = self._decorate({"tools": self.tools.tools}, msg.version, "tools/list")
+            shown = mcp_apps.tools_for(self.tools.tools, msg.apps)
+            result = self._decorate({"tools": shown}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
         elif request.method in RESOURCE_METHODS:
-            self.resources.admitted(id_key(request.id), request, msg.version)
+            self.resources.admitted(id_key(request.id), request, msg.version, msg.apps)
+        elif request.method == LISTEN_METHOD:
+            self.listens.opened(id_key(request.id), request, msg.version)
         else:
             self._tool_call(request, msg)
 
@@ -191,7 +199,9 @@ class ProxySupervisor(NbActor):
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
 
     def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        call = admit(request, self.entrypoint, dispatch.version, dispatch.progress_token)
+        call = admit(
+            request, self.entrypoint, dispatch.version, dispatch.progress_token, dispatch.apps
+        )
         if isinstance(call, jsonrpc.ErrorResponse):
             self._send_mcp(call)
             return
@@ -220,11 +230,14 @@ class ProxySupervisor(NbActor):
             return
         call.attempts += 1
         call.sent_to = self.slot.generation
-        self._to_child(ToolCallRequested(call_id, call.name, call.arguments, call.key))
+        self._to_child(
+            ToolCallRequested(call_id, call.name, call.arguments, call.key, call.for_app)
+        )
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)
         self.resources.cancelled(call_id)
+        self.listens.cancelled(call_id)
         call = self.calls.pop(call_id, None)
         if call is not None and self.slot.live is not None:
             self._to_child(ToolCallCancelled(call_id))
@@ -316,6 +329,7 @@ class ProxySupervisor(NbActor):
             self.send(self.edge, ToolCacheChanged(live))
         if changed:
             self.send(self.edge, ToolListChanged())
+            self.listens.changed(Change.TOOLS)
 
     def _child_lost(self, generation: int, why: str) -> None:
         if generation != self.slot.generation or self.slot.live is None:

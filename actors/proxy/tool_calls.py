@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbstage.protocol.common.errors import NbstageError
-from nbstage.protocol.mcp import jsonrpc, tools
+from nbstage.protocol.mcp import jsonrpc, mcp_apps, tools
 from nbstage.protocol.mcp.tool_names import ToolName
 
 CATALOGUED = frozenset(ToolName) & frozenset(tools.TOOLS_BY_NAME)
@@ -30,6 +30,8 @@ class PendingCall:
     started: float = field(default_factory=time.monotonic)
     progress_sent: int = 0
     """Progress notifications sent for it; each one's value is the next count."""
+    for_app: bool = False
+    """The client takes the MCP Apps extension (its result carries the page's outputs)."""
 
 
 def id_key(request_id: Any) -> str:
@@ -38,16 +40,21 @@ def id_key(request_id: Any) -> str:
 
 
 def admit(
-    request: jsonrpc.Request, entrypoint: str, version: str, progress_token: Any
+    request: jsonrpc.Request,
+    entrypoint: str,
+    version: str,
+    progress_token: Any,
+    apps: bool = False,
 ) -> PendingCall | jsonrpc.ErrorResponse | str:
     """A ``tools/call`` as a call to hold, the JSON-RPC error for params that name no
-    catalogued tool, or the refusal of its arguments (a tool error)."""
+    catalogued tool (or an app-only one, from a client that does not take the MCP Apps
+    extension), or the refusal of its arguments (a tool error)."""
     params = request.params or {}
     if not isinstance(params, dict):
         message = "tools/call params must be an object"
         return jsonrpc.ErrorResponse(request.id, jsonrpc.INVALID_PARAMS, message)
     asked = params.get("name")
-    if not isinstance(asked, str) or asked not in CATALOGUED:
+    if not isinstance(asked, str) or asked not in CATALOGUED or mcp_apps.refused_call(asked, apps):
         message = f"Unknown tool: {asked}"
         return jsonrpc.ErrorResponse(request.id, jsonrpc.INVALID_PARAMS, message)
     name = ToolName(asked)
@@ -56,7 +63,7 @@ def admit(
     if refusal is not None:
         return refusal
     key = f"{entrypoint}:{id_key(request.id)}"
-    return PendingCall(request.id, name, arguments, key, version, progress_token)
+    return PendingCall(request.id, name, arguments, key, version, progress_token, for_app=apps)
 
 
 def argument_refusal(name: ToolName, arguments: object) -> str | None:

@@ -65,7 +65,7 @@ from nbstage.protocol.daemon.requests import (
     GetIdentity,
     LeaveRoom,
 )
-from nbstage.protocol.mcp import tools
+from nbstage.protocol.mcp import mcp_apps, tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import tool_error
 from nbstage.protocol.session.lab_wanted import BrowserWanted, LabStarted, LabWanted
@@ -313,7 +313,7 @@ class SessionManager(NbActor):
             message = f"Invalid arguments for {msg.name}: {exc.message}"
             self._finish(msg.call_id, tool_error(message))
             return
-        self.book.open(msg.call_id, msg.name)
+        self.book.open(msg.call_id, msg.name, msg.for_app)
         if msg.name == ToolName.CREATE_NOTEBOOK:
             self.book.requested_runtimes[msg.call_id] = args.runtime
         cwd = self.config.cwd
@@ -407,7 +407,9 @@ class SessionManager(NbActor):
         self.send(self.supervisor, RestartTargetChanged(change, notebook_id, path))
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
-        """The result goes out, its figures written first (result_delivery.py)."""
+        """The result goes out, its figures written first (result_delivery.py); the
+        outputs for the MCP App's page only to a client that takes it."""
+        result = mcp_apps.for_client(result, call_id in self.book.for_app)
         result = with_notices(result, self.book.close(call_id))
         self.carry(delivery.delivered(call_id, result, self.config, self.supervisor))
 

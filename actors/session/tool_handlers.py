@@ -22,6 +22,7 @@ from nbstage.actors.session.tool_context import (
     PREVIEW,
     Handler,
     ToolContext,
+    page_cell,
     rendered_execution,
 )
 from nbstage.protocol.common.codec import to_wire
@@ -45,6 +46,7 @@ from nbstage.protocol.daemon.requests import (
     SetCell,
 )
 from nbstage.protocol.mcp import tool_args
+from nbstage.protocol.mcp.mcp_apps import with_outputs
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import text_content, tool_result
 from nbstage.protocol.session.lab_wanted import BrowserWanted, LabWanted, notebook_url
@@ -69,10 +71,11 @@ def absolute(path: str, cwd: str) -> str:
 
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
     reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
-    content, execution = rendered_execution(ctx, reply.execution)
-    return tool_result(
+    content, execution, shown = rendered_execution(ctx, reply.execution)
+    result = tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
     )
+    return with_outputs(result, [shown])
 
 
 def create_cell(ctx: ToolContext, args: tool_args.CreateCellArgs) -> Handler:
@@ -81,12 +84,16 @@ def create_cell(ctx: ToolContext, args: tool_args.CreateCellArgs) -> Handler:
     text = f"Created {args.cell_type} cell {reply.cell_id} at index {reply.index}."
     if args.and_run:
         return (yield from _run_after_edit(ctx, reply.cell_id, args.timeout_secs, structured, text))
-    return tool_result(structured, text=text)
+    shown = page_cell({"cell_id": reply.cell_id, "source": args.source})
+    return with_outputs(tool_result(structured, text=text), [shown])
 
 
 def set_cell(ctx: ToolContext, args: tool_args.SetCellArgs) -> Handler:
     yield SetCell(ctx.notebook_id, args.cell_id, args.source, args.cell_type, ctx.key)
-    return (yield from _after_edit(ctx, args, f"Updated cell {args.cell_id}."))
+    result = yield from _after_edit(ctx, args, f"Updated cell {args.cell_id}.")
+    if args.and_run:
+        return result
+    return with_outputs(result, [page_cell({"cell_id": args.cell_id, "source": args.source})])
 
 
 def _after_edit(ctx: ToolContext, args: Any, text: str) -> Handler:
@@ -127,15 +134,25 @@ def move_cell(ctx: ToolContext, args: tool_args.MoveCellArgs) -> Handler:
 
 def execute_cell(ctx: ToolContext, args: tool_args.ExecuteCellArgs) -> Handler:
     reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
-    content, execution = rendered_execution(ctx, reply.execution)
-    return tool_result({"execution": execution}, content=content)
+    content, execution, shown = rendered_execution(ctx, reply.execution)
+    return with_outputs(tool_result({"execution": execution}, content=content), [shown])
 
 
 def get_results(ctx: ToolContext, args: tool_args.GetResultsArgs) -> Handler:
     preview = None if args.full_output else PREVIEW
     reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
-    content, execution = rendered_execution(ctx, reply.execution, args.full_output)
-    return tool_result({"execution": execution}, content=content)
+    content, execution, shown = rendered_execution(ctx, reply.execution, args.full_output)
+    return with_outputs(tool_result({"execution": execution}, content=content), [shown])
+
+
+def view_outputs(ctx: ToolContext, args: tool_args.ViewOutputsArgs) -> Handler:
+    """The MCP App page's own call: the outputs whole, for the page alone (``_meta``);
+    the content says only what it is."""
+    reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=None)
+    wire = to_wire(reply.execution)
+    structured = {"execution_id": args.execution_id, "status": wire.get("status")}
+    text = f"The outputs of execution {args.execution_id}, for the view."
+    return with_outputs(tool_result(structured, text=text), [page_cell(wire)])
 
 
 def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
@@ -149,15 +166,17 @@ def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
             execution_ids.append(reply.execution.execution_id)
     content: list[dict[str, Any]] = []
     executions = []
+    shown = []
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
         reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
-        items, execution = rendered_execution(ctx, reply.execution)
+        items, execution, cell = rendered_execution(ctx, reply.execution)
         content += items
         executions.append(execution)
+        shown.append(cell)
     if not executions:
         content = [text_content("The notebook has no code cells.")]
-    return tool_result({"executions": executions}, content=content)
+    return with_outputs(tool_result({"executions": executions}, content=content), shown)
 
 
 def interrupt_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
@@ -166,8 +185,13 @@ def interrupt_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
 
 
 def restart_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:
-    yield RestartKernel(ctx.notebook_id, ctx.key)
-    return tool_result({"restarted": True}, text="The kernel restarted; its variables are gone.")
+    reply = yield RestartKernel(ctx.notebook_id, ctx.key)
+    text = "The kernel restarted; its variables are gone."
+    if reply.moved_to is None:
+        return tool_result({"restarted": True}, text=text)
+    moved = {"from": reply.moved_from, "to": reply.moved_to}
+    text += f" The kernel moved from {reply.moved_from} to {reply.moved_to}."
+    return tool_result({"restarted": True, "moved": moved}, text=text)
 
 
 def manage_dependencies(ctx: ToolContext, args: tool_args.ManageDependenciesArgs) -> Handler:
@@ -277,6 +301,7 @@ SESSION_TOOLS: dict[ToolName, Any] = {
     ToolName.EXECUTE_CELL: execute_cell,
     ToolName.RUN_ALL_CELLS: run_all_cells,
     ToolName.GET_RESULTS: get_results,
+    ToolName.VIEW_OUTPUTS: view_outputs,
     ToolName.INTERRUPT_KERNEL: interrupt_kernel,
     ToolName.RESTART_KERNEL: restart_kernel,
     ToolName.REPLACE_MATCH: replace_match,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import psutil
 
 from nbstage.entrypoints.common import runtime_dir
-from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import (
     StatePaths,
@@ -82,7 +81,6 @@ def run_foreground(paths: StatePaths) -> None:
     A daemon a client autostarted launches its spare kernel
     (actors/daemon/kernel/spare_kernel.py) as soon as it holds the lock, before it loads the
     rest of its code."""
-    jsonschema_without_iri_grammar()  # before nbformat brings jsonschema in
     from nbstage.actors.daemon.environment import environments
     from nbstage.actors.daemon.kernel import fork_server, spare_kernel
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV

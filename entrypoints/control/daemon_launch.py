@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import subprocess
+from collections.abc import Mapping
 
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.python_command import module_command
@@ -43,8 +44,11 @@ def daemon_answers(paths: StatePaths) -> bool:
     return True
 
 
-def start_daemon_unless_running(paths: StatePaths) -> None:
-    """Launch a detached daemon if nothing answers on the socket; never waits for it."""
+def start_daemon_unless_running(
+    paths: StatePaths, environ: Mapping[str, str] | None = None
+) -> None:
+    """Launch a detached daemon if nothing answers on the socket; never waits for it.
+    ``environ``: the daemon's environment (default: this process's)."""
     if daemon_answers(paths):
         return
     try:
@@ -61,6 +65,6 @@ def start_daemon_unless_running(paths: StatePaths) -> None:
             stdout=out,
             stderr=out,
             start_new_session=True,
-            env={**os.environ, WARM_KERNEL_ENV: "1"},
+            env={**(os.environ if environ is None else environ), WARM_KERNEL_ENV: "1"},
             check=False,
         )

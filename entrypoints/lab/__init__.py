@@ -14,11 +14,11 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from jupyter_server.utils import url_path_join
 
+    from nbstage.entrypoints.lab import page_config
     from nbstage.entrypoints.lab.handlers import HANDLERS
 
     settings = serverapp.web_app.settings
-    # Lab's notebook runs a cell by asking the server (execution.py), not the kernel.
-    settings.setdefault("page_config_data", {})["serverSideExecution"] = True
+    page_config.install(settings)
     base = settings["base_url"]
     serverapp.web_app.add_handlers(
         ".*$", [(url_path_join(base, pattern), handler) for pattern, handler in HANDLERS]

@@ -26,7 +26,8 @@ from tornado import web
 
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
-from nbstage.entrypoints.lab.room_link import RoomLink, socket_path
+from nbstage.entrypoints.lab.daemon_revival import open_link
+from nbstage.entrypoints.lab.room_link import RoomLink
 
 log = logging.getLogger("nbstage.lab")
 
@@ -111,7 +112,7 @@ async def ask_room(notebook_id: str, kind: str, **fields: Any) -> dict[str, Any]
     shared = ROOMS.link(notebook_id)
     if shared is not None:
         return await shared.request(kind, notebook_id=notebook_id, **fields)
-    link = await RoomLink.open(socket_path())
+    link = await open_link()
     try:
         await link.request("attach", notebook_id=notebook_id, peer_label=PERSON_LABEL)
         return await link.request(kind, notebook_id=notebook_id, **fields)

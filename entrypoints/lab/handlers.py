@@ -11,11 +11,12 @@ between the browsers of this server alone (local_rooms.py).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_server.auth.decorator import authorized, ws_authenticated
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
@@ -24,12 +25,14 @@ from pycrdt import Decoder, Encoder
 from tornado import web
 from tornado.websocket import WebSocketHandler
 
+from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
+from nbstage.entrypoints.lab.daemon_revival import REVIVAL, Asker, open_link
 from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
-from nbstage.entrypoints.lab.room_link import RoomLink, socket_path
+from nbstage.entrypoints.lab.room_link import RoomLink
 
 log = logging.getLogger("nbstage.lab")
 
@@ -50,10 +53,9 @@ class CollaborationSession(APIHandler):
         body = json.loads(self.request.body or b"{}")
         if body.get("type") != "notebook":
             raise web.HTTPError(404, "nbstage shares notebooks only")
-        root = self.settings.get("server_root_dir", os.getcwd())
-        full = os.path.join(os.path.expanduser(root), path)
+        full = full_path(self.settings, path)
         try:
-            link = await RoomLink.open(socket_path())
+            link = await open_link()
         except (OSError, Untrusted) as exc:
             raise web.HTTPError(503, f"the nbstage daemon is not reachable: {exc}") from None
         try:
@@ -90,11 +92,13 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     auth_resource = "contents"
     local = LocalRooms()
     presence = AgentPresence()
+    revivals: ClassVar[set[asyncio.Task]] = set()
 
     def initialize(self) -> None:
         self.link: RoomLink | None = None
         self.notebook_id = self.peer_id = ""
         self.room = ""
+        self.reviving = False
 
     @ws_authenticated
     @authorized
@@ -110,7 +114,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             return
         self.notebook_id = room[len(NOTEBOOK_ROOM) :]
         try:
-            self.link = await RoomLink.open(socket_path(), self._pushed, self._lost)
+            self.link = await open_link(self._pushed, self._lost)
             joined = await self.link.request(
                 "attach", notebook_id=self.notebook_id, peer_label=PERSON_LABEL
             )
@@ -134,6 +138,8 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             return
         if self.link is None:
             self.local.heard(self.room, self, message)
+            return
+        if self.reviving:
             return
         if message[:1] == bytes([RAW]):
             self._save(message)
@@ -161,7 +167,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.local.broadcast(GLOBAL_ROOM, agents)
 
     def _answered(self, answer) -> None:
-        if answer.cancelled():
+        if answer.cancelled() or self.reviving:
             return
         if answer.exception() is not None:
             self._refuse(REFUSED, str(answer.exception()))
@@ -181,7 +187,20 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.write_message(message, binary=True)
 
     def _lost(self) -> None:
-        self._refuse(GONE, _reload("the nbstage daemon went away"))
+        """The daemon connection ended. Unless this websocket is closing anyway, the
+        daemon is brought back if it died (daemon_revival.py), its room opened again,
+        and then the page is told to reload: its Y history is not the new room's."""
+        if self.ws_connection is None or self.ws_connection.is_closing() or self.reviving:
+            return
+        self.reviving = True
+        path = ROOMS.paths.get(self.notebook_id)
+        notebooks = [] if path is None else [full_path(self.settings, path)]
+        start_kept(self.revivals, self._revive(notebooks))
+
+    async def _revive(self, notebooks: list[str]) -> None:
+        alive = await REVIVAL.ensure(Asker.LINK_LOST, notebooks)
+        word = "restarted" if alive else "went away"
+        self._refuse(GONE, _reload(f"the nbstage daemon {word}"))
 
     def _refuse(self, code: int, reason: str) -> None:
         log.warning("room %s: closing a websocket (%d): %s", self.room, code, reason)
@@ -205,6 +224,12 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         encoder.write_var_uint(RAW)
         encoder.write_var_string(json.dumps(reply))
         self.write_binary(encoder.to_bytes())
+
+
+def full_path(settings: dict[str, Any], path: str) -> str:
+    """A path under Lab's root, as the daemon opens it."""
+    root = settings.get("server_root_dir", os.getcwd())
+    return os.path.join(os.path.expanduser(root), path)
 
 
 def _reload(reason: str) -> str:

@@ -6,8 +6,9 @@ server-side execution mode, where the cell goes to ``POST /api/kernels/<id>/exec
 start a second kernel for every notebook the person opens, beside the room's. So
 ``nbstage lab`` replaces Lab's kernel manager with ``RoomKernels``: a "kernel" is a
 record that names a kernelspec, and its websocket (``StandInChannels``) answers
-``kernel_info`` (so Lab shows the kernel idle) and refuses every other request with a
-sentence: code runs in the room's kernel, in the room's queue (ADR 0004).
+``kernel_info`` (so Lab shows the kernel idle), has completions and inspections
+answered by the room's kernel (code_questions.py), and refuses every other request with
+a sentence: code runs in the room's kernel, in the room's queue (ADR 0004).
 
 Lab's interrupt and restart buttons act on the room's kernel (the daemon's
 ``interrupt`` and ``restart_kernel``): the session endpoint tells the notebook's
@@ -16,10 +17,11 @@ stand-in which room it stands for. A stand-in that stands for none refuses them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_client.session import Session
 from jupyter_server.services.kernels.connection.base import BaseKernelWebsocketConnection
@@ -28,8 +30,10 @@ from tornado import web
 from traitlets import Unicode
 from traitlets.config import LoggingConfigurable
 
+from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.lab.code_questions import QUESTIONS, answer
 from nbstage.protocol.common.version import VERSION
 
 ELSEWHERE = (
@@ -117,10 +121,11 @@ class RoomKernels(AsyncMappingKernelManager):
 
 class StandInChannels(BaseKernelWebsocketConnection):
     """A stand-in's websocket, in the legacy JSON protocol: ``kernel_info`` is answered,
-    ``comm_info`` is answered empty, every other request gets an error reply that says
-    where code runs."""
+    ``comm_info`` is answered empty, completions and inspections by the room's kernel,
+    every other request gets an error reply that says where code runs."""
 
     kernel_ws_protocol = ""  # type: ignore[assignment]
+    questions: ClassVar[set[asyncio.Task]] = set()
 
     async def connect(self) -> None:
         self.multi_kernel_manager.notify_connect(self.kernel_id)
@@ -138,9 +143,21 @@ class StandInChannels(BaseKernelWebsocketConnection):
             return
         if not kind.endswith("_request") or msg.get("channel") not in ("shell", "control"):
             return
-        reply_kind = kind[: -len("_request")] + "_reply"
+        if kind in QUESTIONS:
+            start_kept(self.questions, self._put_to_the_room(msg))
+            return
+        self._reply(msg, _content(kind))
+
+    async def _put_to_the_room(self, msg: dict[str, Any]) -> None:
+        notebook_id = self.kernel_manager.notebook_id
+        content = await answer(notebook_id, msg["header"]["msg_type"], msg.get("content"))
+        self._reply(msg, content)
+
+    def _reply(self, msg: dict[str, Any], content: dict[str, Any]) -> None:
+        header = msg["header"]
+        reply_kind = header["msg_type"][: -len("_request")] + "_reply"
         self._send("iopub", "status", {"execution_state": "busy"}, header)
-        self._send(msg["channel"], reply_kind, _content(kind), header)
+        self._send(msg["channel"], reply_kind, content, header)
         self._send("iopub", "status", {"execution_state": "idle"}, header)
 
     def handle_outgoing_message(self, stream: str, outgoing_msg: list[Any]) -> None:

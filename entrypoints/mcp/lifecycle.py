@@ -41,8 +41,9 @@ Other decisions the spec leaves open:
 * ``tools/call`` whose ``_meta`` is not an object, or whose ``_meta.progressToken`` is
   neither a string nor an integer, gets -32602 in both eras (booleans are not integers).
 * ``server/discover`` lists only the modern version: it describes the per-request
-  path. Its ``tools`` capability has no ``listChanged``, because 2026-07-28 delivers
-  that notification only on ``subscriptions/listen`` streams, which are not served.
+  path. Its capabilities declare ``listChanged`` and ``subscribe`` as ``initialize``'s
+  do: 2026-07-28 delivers those notifications on ``subscriptions/listen`` streams,
+  which the supervisor serves (actors/proxy/listen_streams.py).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from nbstage.entrypoints.mcp.envelope import (
     read_envelope,
     unsupported_version,
 )
-from nbstage.protocol.mcp import resources
+from nbstage.protocol.mcp import mcp_apps, resources
 from nbstage.protocol.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -142,13 +143,21 @@ class Lifecycle:
         """Whether ``notifications/tools/list_changed`` may be written unasked.
 
         Only on a legacy connection past ``notifications/initialized``: 2026-07-28
-        sends it on ``subscriptions/listen`` streams alone.
+        sends it on ``subscriptions/listen`` streams alone (listen_streams.py).
         """
         return self.state is State.LEGACY_READY
 
-    def _capabilities(self, *, modern: bool) -> dict[str, Any]:
-        tools = {} if modern else {"listChanged": True}
-        return {"tools": tools, "resources": resources.capabilities(modern=modern)}
+    def _capabilities(self, client: object = None) -> dict[str, Any]:
+        """The server's capabilities, the same in both eras (2026-07-28 delivers the
+        changes on subscriptions/listen streams); the MCP Apps extension only to a
+        client that declared it (``client``: its capabilities)."""
+        capabilities: dict[str, Any] = {
+            "tools": {"listChanged": True},
+            "resources": resources.capabilities(),
+        }
+        if mcp_apps.client_takes_apps(client):
+            capabilities["extensions"] = mcp_apps.server_extensions()
+        return capabilities
 
     def close(self) -> None:
         self.state = State.CLOSED
@@ -253,7 +262,7 @@ class Lifecycle:
         if admission.client_info is not None:
             self.client_info = admission.client_info
         if request.method == "server/discover":
-            return Answer(self._discover_result())
+            return Answer(self._discover_result(admission.client_capabilities))
         return admission
 
     def _check_call_meta(self, request: Request) -> Reject | None:
@@ -287,16 +296,16 @@ class Lifecycle:
         return Answer(
             {
                 "protocolVersion": negotiated,
-                "capabilities": self._capabilities(modern=False),
+                "capabilities": self._capabilities(client=capabilities),
                 "serverInfo": dict(self.server_info),
                 "instructions": self.instructions,
             }
         )
 
-    def _discover_result(self) -> dict[str, Any]:
+    def _discover_result(self, client: Mapping[str, Any]) -> dict[str, Any]:
         result = {
             "supportedVersions": list(SUPPORTED_MODERN_VERSIONS),
-            "capabilities": self._capabilities(modern=True),
+            "capabilities": self._capabilities(client=client),
             "instructions": self.instructions,
         }
         return self.decorate(result, version=MODERN_VERSION, method="server/discover")

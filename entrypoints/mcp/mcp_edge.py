@@ -43,8 +43,9 @@ from nbstage.entrypoints.mcp.lifecycle import Lifecycle
 from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular, write_private
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.frames import FrameError
-from nbstage.protocol.mcp import jsonrpc
+from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS, resource_notice
+from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD
 from nbstage.protocol.mcp.tool_results import tools_list_changed
 from nbstage.protocol.session import session_frames
 from nbstage.protocol.session.resource_messages import ResourceNoticeDue
@@ -67,7 +68,7 @@ from nbstage.protocol.session.supervision import (
     ToSessionChild,
 )
 
-SUPERVISED_METHODS = frozenset({"tools/list", "tools/call", *RESOURCE_METHODS})
+SUPERVISED_METHODS = frozenset({"tools/list", "tools/call", LISTEN_METHOD, *RESOURCE_METHODS})
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -304,8 +305,9 @@ class McpEdge:
                 self._write(admission.response(request.id))
             case Dispatch() if request.method in SUPERVISED_METHODS:
                 label = self.lifecycle.client_label
+                apps = mcp_apps.client_takes_apps(admission.client_capabilities)
                 admitted = McpRequestAdmitted(
-                    request, admission.version, admission.progress_token, label
+                    request, admission.version, admission.progress_token, label, apps
                 )
                 self._to_supervisor(admitted)
             case Dispatch():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
@@ -71,6 +70,10 @@ class Settings:
     """Whether ``show_notebook`` also opens the notebook in a browser, where a display is
     there to open one on (never under CI; entrypoints/common/lab_browser.py). Read by
     `nbstage mcp` at each ``show_notebook``."""
+    shared_doc_idle_secs: float = 30.0
+    """How long a room's shared Y document stays whole after the last person left
+    JupyterLab; then it is kept as its compressed update and made again on the next join
+    (ADR 0004)."""
     kernel_host_check_secs: float = 2.0
     """How often the daemon asks each kernel host whether it answers (``GET /api``); two
     failures in a row make the host lost."""
@@ -98,6 +101,7 @@ _ENV_NAMES = {
     "figure_files": "NBSTAGE_FIGURE_FILES",
     "lab_open_browser": "NBSTAGE_LAB_OPEN_BROWSER",
     "kernel_host_check_secs": "NBSTAGE_KERNEL_HOST_CHECK_SECS",
+    "shared_doc_idle_secs": "NBSTAGE_SHARED_DOC_IDLE_SECS",
 }
 
 
@@ -119,6 +123,8 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     except FileNotFoundError:
         pass
     else:
+        import tomllib  # here: most state dirs have no config.toml, and every process loads this
+
         values.update(tomllib.loads(text.decode("utf-8")))
     hosts = decode_kernel_hosts(values.pop("kernel_hosts", []), state_dir)
     for name, var in _ENV_NAMES.items():

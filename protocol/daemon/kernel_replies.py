@@ -9,7 +9,7 @@ from typing import Any
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon.dependency_modes import ApplyDependencies
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, ExecutionStatus
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, ExecutionStatus
 
 
 @frozen
@@ -41,6 +41,10 @@ class InterruptSent:
 class RestartCompleted:
     kernel_pid: int | None
     restarted: bool = True
+    moved_from: str | None = field(default=None, metadata=OMIT_WHEN_NONE)
+    """The kernel host the old kernel ran on, when the new one runs on another
+    (docs/adr/0007-kernel-hosts.md); on the wire only then."""
+    moved_to: str | None = field(default=None, metadata=OMIT_WHEN_NONE)
 
 
 @frozen

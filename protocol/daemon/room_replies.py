@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import field
+from enum import StrEnum
 
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon.daemon_replies import KeptRoom, PeerView
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
 
 
 @frozen
@@ -61,6 +62,22 @@ class KeepAlive:
     """A teardown is armed for the current generation and the room has no peers."""
 
 
+class SharedDocState(StrEnum):
+    """Where the room's shared Y document stands (ADR 0004)."""
+
+    NONE = "none"
+    BUILDING = "building"
+    LIVE = "live"
+    FROZEN = "frozen"
+
+
+@frozen
+class SharedDocView:
+    state: SharedDocState
+    frozen_bytes: int | None = None
+    """What a frozen document keeps: its compressed update and its cells' checksums."""
+
+
 @frozen
 class RoomDescribed(NotebookFacts):
     peers: list[PeerView]
@@ -73,6 +90,7 @@ class RoomDescribed(NotebookFacts):
     room_pid: int
     kept: KeptRoom | None = None
     """Set while the room holds edits the reaper could not save before removing it."""
+    shared_doc: SharedDocView | None = None
 
 
 @frozen

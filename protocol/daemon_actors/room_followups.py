@@ -218,3 +218,19 @@ class DependenciesRecorded:
 class ProjectTrustRecorded:
     """Offload token: the fingerprint of an approved project after uv locked it is on
     record, so the next start finds it approved (actors/daemon/environment/projects.py)."""
+
+
+@frozen
+class SharedDocBuilt:
+    """Offload token: a worker built the room's shared Y document (the result is a
+    ``shared_build.Built``); only the build of ``generation`` is taken."""
+
+    generation: int
+
+
+@frozen
+class SharedDocIdle:
+    """Timer payload: no person has been in the room since ``generation``; its shared
+    document is frozen unless one joined since."""
+
+    generation: int

@@ -150,9 +150,12 @@ SHAPES: dict[str, Schema] = {
     "move_cell": _obj(("cell_id", "index"), cell_id=STR, index=INT),
     "execute_cell": _obj(("execution",), execution=EXECUTION),
     "get_results": _obj(("execution",), execution=EXECUTION),
+    "view_outputs": _obj(("execution_id", "status"), execution_id=STR, status=NULLABLE_STR),
     "run_all_cells": _obj(("executions",), executions=_list(EXECUTION)),
     "interrupt_kernel": _obj(("interrupted",), interrupted=BOOL),
-    "restart_kernel": _obj(("restarted",), restarted=BOOL),
+    "restart_kernel": _obj(
+        ("restarted",), restarted=BOOL, moved=_obj(("from", "to"), **{"from": STR, "to": STR})
+    ),
     "manage_dependencies": _obj(
         ("dependencies", "fingerprint", "trust"),
         dependencies=_list(STR),

@@ -6,9 +6,10 @@ A notebook is ``nbstage://notebook/<notebook_id>`` and one of its cells
 resource nbstage does not have ("not found"); an ``nbstage:`` URI of another shape, or
 a string that is no URI, is malformed (invalid params).
 
-``STATIC_RESOURCES`` is where resources that are not notebooks are declared (the MCP App
-of issue 25 part 2 adds its ``ui://`` page there): they are listed before the notebooks
-and read from here, whether or not a session child is up.
+``STATIC_RESOURCES`` is where resources that are not notebooks are declared, for every
+client: they are listed before the notebooks and read from here, whether or not a session
+child is up. The MCP App's ``ui://`` page is not one of them: only a client that takes
+the extension sees it (``mcp_apps.py``).
 """
 
 from __future__ import annotations
@@ -168,11 +169,11 @@ def static_contents(uri: str) -> list[dict[str, Any]] | None:
     return next((list(r["contents"]) for r in STATIC_RESOURCES if r["uri"] == uri), None)
 
 
-def capabilities(*, modern: bool) -> dict[str, Any]:
-    """The ``resources`` capability. Subscriptions and list_changed need unasked
-    notifications, which 2026-07-28 sends only on ``subscriptions/listen`` streams (not
-    served), so the modern one declares neither."""
-    return {} if modern else {"subscribe": True, "listChanged": True}
+def capabilities() -> dict[str, Any]:
+    """The ``resources`` capability, the same in both eras: legacy clients subscribe
+    with ``resources/subscribe``, 2026-07-28 clients on ``subscriptions/listen``
+    streams (protocol/mcp/subscriptions.py)."""
+    return {"subscribe": True, "listChanged": True}
 
 
 def refused(

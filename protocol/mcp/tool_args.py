@@ -45,7 +45,8 @@ class CreateArgs:
     ephemeral: bool = arg("True: never written anywhere. False: kept across restarts.", True)
     kernel_host: str | None = arg(
         "Run the kernel on this kernel host (a Jupyter Kernel Gateway the daemon's "
-        "config.toml names); recorded in the notebook. Default: this machine.",
+        'config.toml names), or on "*": any of them, the least loaded; recorded in the '
+        "notebook. Default: this machine.",
         None,
     )
 
@@ -155,6 +156,11 @@ class RunAllArgs:
 class GetResultsArgs:
     execution_id: str = arg("The execution's id, from execute_cell or run_all_cells.")
     full_output: bool = arg("Return outputs whole instead of capped at 8 KiB each.", False)
+
+
+@frozen
+class ViewOutputsArgs:
+    execution_id: str = arg("The execution's id, from the result the page was given.")
 
 
 @frozen

@@ -34,5 +34,7 @@ class ToolName(StrEnum):
     CLEAR_OUTPUTS = "clear_outputs"
     ADD_CELL_TAGS = "add_cell_tags"
     REMOVE_CELL_TAGS = "remove_cell_tags"
+    VIEW_OUTPUTS = "view_outputs"
+    """Only for the MCP App's page (``visibility: ["app"]``, ``mcp_apps.py``)."""
     RECONNECT = "reconnect"
     """Carried out by the supervisor itself; it never reaches the session child."""

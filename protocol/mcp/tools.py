@@ -38,6 +38,7 @@ from nbstage.protocol.mcp.tool_args import (
     SaveArgs,
     SetCellArgs,
     ShowNotebookArgs,
+    ViewOutputsArgs,
 )
 
 
@@ -202,6 +203,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Get results",
         "An execution's status and outputs, also after a restart.",
         GetResultsArgs,
+        A.RUNTIME_READ,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "view_outputs",
+        "Outputs for the view",
+        "For nbstage's MCP App page only (hidden from the model): an execution's outputs "
+        "whole, in the result's _meta, for the page to draw.",
+        ViewOutputsArgs,
         A.RUNTIME_READ,
         read_only=True,
         idempotent=True,

@@ -47,6 +47,8 @@ class McpRequestAdmitted:
     version: str
     progress_token: Any
     client_label: str | None
+    apps: bool = False
+    """Whether the client takes the MCP Apps extension (``protocol/mcp/mcp_apps.py``)."""
 
 
 @frozen
@@ -165,6 +167,9 @@ class ToolCallRequested:
     name: ToolName
     arguments: Any
     idempotency_key: str
+    for_app: bool = False
+    """The client takes the MCP Apps extension: the result carries the outputs its page
+    draws (``mcp_apps.OUTPUTS_KEY``)."""
 
 
 @frozen

@@ -19,12 +19,11 @@ import pytest
 from nbstage.protocol.session.lab_wanted import notebook_url
 from tests.e2e.test_kernels import wait_for_file
 from tests.lab_support import RunningLab, WsPerson
-from tests.support import McpClientSession, call_ok, wait_until
+from tests.support import McpClientSession, artifact, call_ok, wait_until
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 INSTALL = "apt-get install chromium chromium-driver (as root; `make test` does it where it can)"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason=INSTALL)
 
@@ -126,8 +125,7 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(
             30,
             "the agent in Lab's collaborators panel",
         )
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
+        browser.save_screenshot(str(artifact("lab-agent-cell.png")))
 
         # The first line is printed, and the rest only once the test has seen it in Lab.
         # (No line's text is in the source, which Lab shows in the same cell.)
@@ -188,3 +186,38 @@ def _the_agent_and_the_y_doc_see_the_persons_run(lab, path, notebook_id, cell_id
         assert watcher.notebook_id == notebook_id
     finally:
         watcher.close()
+
+
+def test_tab_and_shift_tab_in_lab_are_answered_by_the_rooms_kernel(lab: RunningLab, browser):
+    """The kernel defines a name the notebook's text never spells (so Lab's own completer,
+    which offers the document's words, cannot know it): tab after its first letters shows
+    it in Lab's completer, and shift-tab in a call shows the kernel's tooltip."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    path = lab.notebook("completions.ipynb", "exec('zebra_' + 'count = 7')", "zebra_c")
+    with lab.daemon.client(timeout=90) as agent:
+        notebook_id = agent.request("open", path=str(path), peer_label="agent")["notebook_id"]
+        first = agent.request("get_cells", notebook_id=notebook_id)["cells"][0]["cell_id"]
+        ran = agent.request("execute", notebook_id=notebook_id, cell_id=first, wait_secs=80)
+        assert ran["execution"]["status"] == "done"
+        record = {"port": lab.port, "root": str(lab.root)}
+        browser.get(notebook_url(record, str(path), lab.token))
+        wait_until(lambda: any(t == "zebra_c" for t in _shown(browser, ".cm-content")), 60, "cells")
+        editor = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")[1]
+        editor.click()
+        editor.send_keys(Keys.END, Keys.TAB)
+        wait_until(
+            lambda: any("zebra_count" in t for t in _texts(browser, ".jp-Completer")),
+            30,
+            "the kernel's completion in Lab's completer",
+        )
+        editor.send_keys(Keys.ESCAPE)
+        editor = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")[1]
+        editor.click()
+        editor.send_keys(Keys.END, Keys.BACK_SPACE * 7, "len(", Keys.SHIFT, Keys.TAB)
+        wait_until(
+            lambda: any("len" in t for t in _texts(browser, ".jp-Tooltip")),
+            30,
+            "the kernel's tooltip",
+        )

@@ -5,11 +5,13 @@ and the room carries on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import anyio
@@ -375,3 +377,79 @@ def test_labs_interrupt_button_interrupts_the_rooms_kernel(lab, person) -> None:
         )["execution"]
     assert ended["status"] == "error"
     assert [o.get("ename") for o in ended["outputs"]] == ["KeyboardInterrupt"]
+
+
+def test_the_page_config_lab_serves_turns_off_the_news_and_runs_cells_on_the_server(lab) -> None:
+    """What the front end reads, from the page itself: the announcements plugin (news and
+    update checks over the network) disabled, server-side execution on."""
+    with urllib.request.urlopen(f"{lab.base}/lab?token={lab.token}", timeout=30) as page:
+        html = page.read().decode()
+    start = html.index('id="jupyter-config-data"')
+    body = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    config = json.loads(body)
+    assert "@jupyterlab/apputils-extension:announcements" in config["disabledExtensions"]
+    assert config["serverSideExecution"] is True
+
+
+class KernelChannels:
+    """Lab's kernel websocket for a notebook's stand-in, in the JSON protocol its
+    completer and tooltip speak."""
+
+    def __init__(self, lab: RunningLab, person: WsPerson) -> None:
+        (session,) = [s for s in lab.call("GET", "/api/sessions") if s["path"] == person.name]
+        url = f"ws://127.0.0.1:{lab.port}/api/kernels/{session['kernel']['id']}/channels"
+        self.request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
+
+    def ask(self, msg_type: str, content: dict) -> dict:
+        """One request on the shell channel; the reply to it."""
+
+        async def exchange() -> dict:
+            ws = await websocket_connect(self.request)
+            try:
+                header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": "t"}
+                header |= {"username": "t", "version": "5.3", "date": ""}
+                msg = {"header": header, "parent_header": {}, "metadata": {}}
+                msg |= {"content": content, "channel": "shell", "buffers": []}
+                await ws.write_message(json.dumps(msg))
+                while True:
+                    raw = await asyncio.wait_for(ws.read_message(), 30)
+                    assert raw is not None, "the kernel websocket closed"
+                    heard = json.loads(raw)
+                    mine = heard["parent_header"].get("msg_id") == header["msg_id"]
+                    if mine and heard["channel"] == "shell":
+                        return dict(heard)
+            finally:
+                ws.close()
+
+        return asyncio.run(exchange())
+
+
+def test_labs_completer_and_tooltip_are_answered_by_the_rooms_kernel(lab, person) -> None:
+    """Tab and shift-tab as Lab's front end sends them, on the notebook's kernel
+    websocket: with no kernel running, empty answers at once; once the agent ran a cell,
+    the room's kernel completes the name it defined and inspects a builtin."""
+    channels = KernelChannels(lab, person)
+    code = "my_vari"
+    before = channels.ask("complete_request", {"code": code, "cursor_pos": len(code)})
+    assert before["msg_type"] == "complete_reply"
+    assert before["content"]["status"] == "ok"
+    assert before["content"]["matches"] == []
+    with lab.daemon.client(timeout=90) as agent:
+        agent.request("attach", notebook_id=person.notebook_id, peer_label="agent")
+        made = agent.request(
+            "create_cell", notebook_id=person.notebook_id, source="my_variable = 42"
+        )
+        ran = agent.request(
+            "execute", notebook_id=person.notebook_id, cell_id=made["cell_id"], wait_secs=80
+        )
+        assert ran["execution"]["status"] == "done"
+        completed = channels.ask("complete_request", {"code": code, "cursor_pos": len(code)})
+        assert completed["msg_type"] == "complete_reply"
+        assert "my_variable" in completed["content"]["matches"]
+        assert completed["content"]["cursor_start"] == 0
+        inspected = channels.ask(
+            "inspect_request", {"code": "len(", "cursor_pos": 3, "detail_level": 0}
+        )
+        assert inspected["msg_type"] == "inspect_reply"
+        assert inspected["content"]["found"] is True
+        assert "len" in inspected["content"]["data"]["text/plain"]

@@ -14,19 +14,24 @@ through the journal.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
 import nbformat
+import psutil
 import pytest
 from pycrdt import YMessageType, YSyncMessageType
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
+from nbstage.entrypoints.control.daemon_client import DaemonNotRunning
 from tests.lab_support import RunningLab, WsPerson, lab_running
-from tests.support import pid_gone, start_daemon, wait_until
+from tests.support import McpClientSession, call_ok, pid_gone, run_bounded, start_daemon, wait_until
 from tests.y_person import SocketPerson
 
 pytestmark = pytest.mark.e2e
@@ -48,11 +53,20 @@ def lab() -> Iterator[RunningLab]:
 
 
 def kill_and_restart(lab: RunningLab) -> None:
+    """SIGKILL the daemon while a client is on a room's websocket: the Lab edge starts
+    another (entrypoints/lab/daemon_revival.py); back once that one answers."""
     pid = lab.daemon.request("identity")["pid"]
     lab.daemon.pid = pid
     lab.daemon.kill()
     wait_until(lambda: pid_gone(pid), 15, "the killed daemon to be gone")
-    lab.daemon.pid = start_daemon(lab.daemon.paths.root, lab.daemon.env).pid
+    lab.daemon.pid = wait_until(lambda: _other_daemon(lab, pid), 60, "the edge's new daemon")
+
+
+def _other_daemon(lab: RunningLab, killed: int) -> int | None:
+    with contextlib.suppress(DaemonNotRunning, OSError):
+        pid = int(lab.daemon.request("identity")["pid"])
+        return pid if pid != killed else None
+    return None
 
 
 def hand_over(lab: RunningLab) -> None:
@@ -308,3 +322,65 @@ def test_nothing_doubles_and_nothing_acknowledged_is_lost_over_a_seeded_mix(lab,
             mix.step(n)
     finally:
         mix.close()
+
+
+def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_agent(
+    lab,
+) -> None:
+    """The agent is a real `nbstage mcp`; nothing but the Lab edge starts the daemon
+    again. The page is told to reload, its reload finds the room back, and what the
+    person types there reaches the agent's get_cell."""
+    name = "revived.ipynb"
+    path = lab.notebook(name, "a = 1")
+    person = WsPerson(lab, name)
+    person.synced()
+    cell_id = person.cells()[0]["id"]
+
+    def kill_and_type() -> str:
+        kill_and_restart(lab)
+        assert "JUPYTER_TOKEN" not in psutil.Process(lab.daemon.pid).environ(), "Lab's token"
+        with pytest.raises(ConnectionError, match=r"1003.*restarted.*reloadable"):
+            person.wait_until(lambda: False, 60)
+        person.close()
+        reloaded = WsPerson(lab, name)
+        try:
+            reloaded.synced()
+            reloaded.type_into(cell_id, " # after the kill")
+            reloaded.flush()
+            return str(reloaded.cell(cell_id)["source"])
+        finally:
+            reloaded.close()
+
+    async def body() -> None:
+        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as agent:
+            await call_ok(agent, "connect_notebook", path=str(path))
+            typed = await anyio.to_thread.run_sync(kill_and_type)
+            deadline = time.monotonic() + 60
+            while True:
+                result = await agent.call_tool("get_cell", {"cell_id": cell_id})
+                shown = (result.structured_content or {}).get("cell") or {}
+                if not result.is_error and shown.get("source") == typed:
+                    break
+                assert time.monotonic() < deadline, f"the agent reads {result}"
+                await anyio.sleep(0.2)
+
+    run_bounded(body, budget=180)
+
+
+def test_a_daemon_stopped_on_purpose_stays_stopped_until_a_page_asks(lab) -> None:
+    name = "stopped.ipynb"
+    lab.notebook(name, "a = 1")
+    person = WsPerson(lab, name)
+    person.synced()
+    lab.daemon.stop()
+    with pytest.raises(ConnectionError, match=r"1003.*went away.*reloadable"):
+        person.wait_until(lambda: False, 30)
+    person.close()
+    with pytest.raises(DaemonNotRunning):
+        lab.daemon.request("identity")
+    reloaded = WsPerson(lab, name)
+    try:
+        reloaded.synced()
+        lab.daemon.pid = lab.daemon.request("identity")["pid"]
+    finally:
+        reloaded.close()

@@ -5,6 +5,7 @@ journalled; a malformed message is refused and the room carries on."""
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,8 @@ import nbformat
 import pytest
 
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
-from tests.conftest import daemon_of_a_module
-from tests.support import RunningDaemon
+from tests.conftest import FAST_SETTINGS, daemon_of_a_module
+from tests.support import RunningDaemon, daemon_running
 from tests.y_person import SocketPerson
 
 
@@ -90,3 +91,48 @@ def test_a_persons_edit_is_relayed_to_the_other_person(daemon, room) -> None:
         typist.type_into(cell_id, "0")
         typist.flush()
         watcher.wait_until(lambda: watcher.cell(cell_id)["source"] == "x = 10")
+
+
+def test_an_idle_shared_document_is_frozen_and_a_returning_person_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Nobody watching for shared_doc_idle_secs: the room keeps the Y document as its
+    compressed update; the next join makes it again with the same history, so a person
+    who held it syncs the agent's edits made meanwhile, each cell once."""
+    settings = {**FAST_SETTINGS, "NBSTAGE_SHARED_DOC_IDLE_SECS": "0.2"}
+    path = tmp_path / "idle.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"x = {i}") for i in range(20)]
+    nbformat.write(nb, path)
+    with (
+        daemon_running(tmp_path / "state", settings) as daemon,
+        daemon.client(timeout=20) as agent,
+    ):
+        notebook_id = agent.request("open", path=str(path), peer_label="agent")["notebook_id"]
+
+        def shared_doc() -> dict:
+            described = agent.request("describe_room", notebook_id=notebook_id)
+            return described["shared_doc"]
+
+        with daemon.client(timeout=20) as socket:
+            person = SocketPerson(socket, notebook_id)
+            assert shared_doc()["state"] == "live"
+            session = person.session
+        deadline = time.monotonic() + 20
+        while (frozen := shared_doc())["state"] != "frozen":
+            assert time.monotonic() < deadline, f"not frozen: {frozen}"
+            time.sleep(0.05)
+        assert 0 < frozen["frozen_bytes"] < path.stat().st_size
+
+        first = person.cells()[0]["id"]
+        made = agent.request("create_cell", notebook_id=notebook_id, source="made while frozen")
+        agent.request("set_cell", notebook_id=notebook_id, cell_id=first, source="x = -1")
+        with daemon.client(timeout=20) as socket:
+            person.join(socket)
+            assert person.session == session
+            person.wait_until(lambda: person.cell(made["cell_id"]) is not None)
+            shown = agent.request("get_cells", notebook_id=notebook_id, format="json")
+            expected = [(c["id"], c["source"]) for c in shown["cells"]]
+            assert [(c["id"], c["source"]) for c in person.cells()] == expected
+            assert person.cell(first)["source"] == "x = -1"
+            assert shared_doc()["state"] == "live"

@@ -49,6 +49,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 from tests.conftest import daemon_of_a_module
 from tests.raw_mcp import RawMcpProcess
@@ -498,9 +499,10 @@ def client_responses(draw: st.DrawFn) -> Template:
     )
 
 
-FUZZED_TOOLS = sorted(name for name in TOOLS_BY_NAME if name != "reconnect")
+FUZZED_TOOLS = sorted(name for name in TOOLS_BY_NAME if name not in {"reconnect", *APP_ONLY_TOOLS})
 """``reconnect`` restarts the session server when its arguments are right, so the fuzz
-leaves it out; its bad arguments have a test of their own below."""
+leaves it out; its bad arguments have a test of their own below. The MCP App's own tool
+is not there for this client (it declares no extension)."""
 
 SAFE_WHEN_VALID = sorted(
     name
@@ -766,7 +768,7 @@ def check_result(expect: Expect, answer: dict[str, Any], line: bytes) -> None:
         assert result == {}, answer
         return
     if expect.check == "tools":
-        assert {tool["name"] for tool in result["tools"]} == set(TOOLS_BY_NAME), answer
+        assert {tool["name"] for tool in result["tools"]} == set(TOOLS_BY_NAME) - APP_ONLY_TOOLS
         return
     assert isinstance(result["content"], list), answer
     assert result["content"], answer

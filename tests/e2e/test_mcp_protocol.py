@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from nbstage.entrypoints.mcp.mcp_edge import EOF_DRAIN_ENV
+from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 from tests.raw_mcp import RawMcpProcess
 from tests.support import (
@@ -190,7 +191,7 @@ def test_initialize_negotiates_the_protocol_version(
 
         assert server.request("ping")["result"] == {}
         tools = server.request("tools/list")["result"]["tools"]
-        assert {tool["name"] for tool in tools} == set(TOOLS_BY_NAME)
+        assert {tool["name"] for tool in tools} == set(TOOLS_BY_NAME) - APP_ONLY_TOOLS
 
         code = exit_after(server, server.close_stdin)
         assert code == 0, server.stderr_tail()

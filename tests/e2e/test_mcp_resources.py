@@ -1,8 +1,9 @@
 """Notebooks as MCP resources (issue 25) through the official SDK client and a real
 `nbstage mcp`, in both protocol eras: the list, the templates, reads of the active and
-of a parked notebook (the active one stays active), a cell, the errors, and, on a
-legacy connection, subscriptions: an edit by another client is announced, and a
-thousand edits in a second are announced a bounded number of times."""
+of a parked notebook (the active one stays active), a cell, the errors, and
+subscriptions (resources/subscribe on a legacy connection, a subscriptions/listen stream
+on a 2026-07-28 one): an edit by another client is announced, and a thousand edits in a
+second are announced a bounded number of times."""
 
 from __future__ import annotations
 
@@ -207,6 +208,74 @@ def test_a_subscribed_notebook_is_announced_once_per_burst(
             assert updated == [], "no notice after unsubscribe"
 
     run_bounded(body, budget=180)
+
+
+def test_a_listen_stream_announces_a_notebook_once_per_burst_in_the_modern_era(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """The SDK's own listen(): acknowledged with what it asked for, an edit by another
+    client announced on the stream, a thousand edits a bounded number of times (counted
+    on the wire, where the SDK tees each notification before it dedupes), a new
+    notebook as a list change; once the stream is left, nothing more."""
+    write_notebook(tmp_path / "streamed.ipynb", [("a", "x = 1")])
+    updated, list_changes, handler = updates_counter()
+
+    import anyio
+    from mcp.client.subscriptions import ResourceUpdated
+
+    async def body() -> None:
+        watcher = mcp_client(daemon, "2026-07-28", label="watcher", cwd=tmp_path)
+        watcher.client.message_handler = handler
+        async with watcher as client, mcp_client(daemon, "legacy", label="editor") as editor:
+            joined = await call_ok(
+                client, "connect_notebook", path=str(tmp_path / "streamed.ipynb")
+            )
+            uri = f"nbstage://notebook/{joined['notebook_id']}"
+            stream = client.listen(resource_subscriptions=[uri], resources_list_changed=True)
+            async with stream as sub:
+                assert sub.honored.resource_subscriptions == [uri]
+                assert sub.honored.resources_list_changed is True
+                assert not sub.honored.prompts_list_changed
+                await call_ok(editor, "connect_notebook", notebook_id=joined["notebook_id"])
+                await call_ok(editor, "set_cell", cell_id="a", source="x = 2")
+                with anyio.fail_after(10):
+                    event = await sub.__anext__()
+                assert event == ResourceUpdated(uri)
+
+                await call_ok(client, "create_notebook")
+                await wait_for(lambda: list_changes, 10, "list_changed after create_notebook")
+
+                await wait_for(lambda: updated, 1, "the edit's notice on the wire")
+                updated.clear()
+                started = time.monotonic()
+                took = await anyio.to_thread.run_sync(thousand_edits, daemon, joined["notebook_id"])
+                await wait_for(lambda: updated, 10, "the notice of the burst")
+                await wait_for(lambda: time.monotonic() - started > took + 1.0, 5, "a quiet second")
+                assert 1 <= len(updated) <= 2 + int(took) * 2, (len(updated), took)
+
+            updated.clear()
+            await call_ok(editor, "set_cell", cell_id="a", source="x = 'after'")
+            await call_ok(editor, "get_cell", cell_id="a")
+            await call_ok(client, "list_active_notebooks")
+            assert updated == [], "no notice once the stream is left"
+
+    run_bounded(body, budget=180)
+
+
+def test_server_discover_declares_the_streams(daemon: RunningDaemon, tmp_path: Path) -> None:
+    async def body() -> None:
+        async with mcp_client(daemon, "2026-07-28", cwd=tmp_path) as client:
+            import mcp_types
+
+            raw = await client.session.send_discover("2026-07-28")
+            capabilities = mcp_types.DiscoverResult.model_validate(raw).capabilities
+            assert capabilities.resources is not None
+            assert capabilities.resources.subscribe
+            assert capabilities.resources.list_changed
+            assert capabilities.tools is not None
+            assert capabilities.tools.list_changed
+
+    run_bounded(body, budget=60)
 
 
 def test_subscriptions_are_refused_in_the_modern_era(daemon: RunningDaemon, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import mcp
 import nbformat
 import pytest
 
+from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS
 from tests.e2e.test_kernels import wait_for_file
 from tests.support import RunningDaemon, mcp_client
@@ -134,6 +135,7 @@ def test_before_any_session_tools_refuse_and_arguments_are_checked(
                 "connect_notebook",
                 "create_notebook",
                 "disconnect_notebook",
+                *APP_ONLY_TOOLS,
             }
             assert set(SESSION_TOOL_CALLS) == no_session_tools
             for name, arguments in SESSION_TOOL_CALLS.items():

@@ -15,7 +15,7 @@ from nbstage.actors.daemon.room_directory import RoomDirectory
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource, KernelState
 from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 A = KernelHost("a", "http://a:1", "t", max_kernels=2)
@@ -110,7 +110,7 @@ def test_the_rooms_running_kernels_are_counted_by_host() -> None:
     for nid, seen in given:
         rooms.add(nid, f"address-{nid}", None, ephemeral=True)
         rooms.note_status(replace(seen, notebook_id=nid))
-    assert rooms.kernels_by_host() == {"a": 2}
+    assert rooms.kernel_hosts() == {"n1": "a", "n2": "a"}
 
 
 def test_a_returned_gateway_error_is_a_failed_probe() -> None:

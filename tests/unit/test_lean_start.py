@@ -90,10 +90,14 @@ ELSEWHERE = (
     "shutil",
 )
 
+# In a per-client process only once it is used: tomllib for a state dir's config.toml,
+# which most state dirs do not have (its regular expressions are compiled at import).
+WHEN_USED = ("tomllib",)
+
 
 def test_the_mcp_edge_starts_without_hashlib_or_the_daemons_replies() -> None:
     edge = "import nbstage.entrypoints.mcp.mcp_edge, nbstage.actors.proxy.supervisor"
-    assert loaded_after(edge, HEAVY + ELSEWHERE) == []
+    assert loaded_after(edge, HEAVY + ELSEWHERE + WHEN_USED) == []
 
 
 def test_nbstage_mcp_reads_its_command_line_and_gets_ready_without_click() -> None:
@@ -117,16 +121,21 @@ def ready_without_the_edge(state: Path) -> str:
         import nbstage.entrypoints.cli as cli
 
         cli.main()
-        print(*sorted(name for name in {ELSEWHERE + HEAVY!r} if name in sys.modules))
+        print(*sorted(name for name in {ELSEWHERE + HEAVY + WHEN_USED!r} if name in sys.modules))
         """
     )
+
+
+# The daemon's own messages: a client of the daemon reads its replies, whose kernel facts
+# live apart (protocol/daemon_actors/kernel_facts.py).
+DAEMON_ONLY = ("nbstage.protocol.daemon_actors.kernels", "nbstage.protocol.common.settings")
 
 
 def test_the_session_child_starts_without_hashlib() -> None:
     child = (
         "import nbstage.entrypoints.session.session_child, nbstage.actors.session.session_manager"
     )
-    assert loaded_after(child, ("_hashlib", *ELSEWHERE)) == []
+    assert loaded_after(child, ("_hashlib", *ELSEWHERE, *WHEN_USED, *DAEMON_ONLY)) == []
 
 
 def test_nbformat_comes_in_without_the_iri_grammar_and_still_validates() -> None:
@@ -136,9 +145,9 @@ def test_nbformat_comes_in_without_the_iri_grammar_and_still_validates() -> None
     out = run_python(
         """
         import importlib.util, sys
-        from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
+        from nbstage.actors.daemon.notebook import notebook_files
 
-        jsonschema_without_iri_grammar()
+        notebook_files.warm_imports()
         import nbformat
 
         print("grammar loaded" if "rfc3987_syntax" in sys.modules else "grammar deferred")
@@ -159,3 +168,32 @@ def test_nbformat_comes_in_without_the_iri_grammar_and_still_validates() -> None
         """
     )
     assert out.split() == ["grammar", "deferred", "refused", "True", "False"]
+
+
+def test_the_daemon_launches_its_spare_and_listens_before_it_imports_jsonschema() -> None:
+    """jsonschema (for nbformat) comes in on the daemon's warm-up worker, after it listens:
+    neither the spare kernel's launch nor the daemon's start waits for it. The daemon runs
+    its real start here, with the spare's launch and the edge's run stood in for."""
+    with tempfile.TemporaryDirectory(prefix="nbs-") as short:
+        out = run_python(
+            f"""
+            import os, sys
+            from nbstage.actors.daemon.kernel import spare_kernel
+            from nbstage.entrypoints.common.statedir import state_paths
+            from nbstage.entrypoints.control import daemon_control
+            from nbstage.entrypoints.daemon import daemon_edge
+
+            def loaded(when):
+                names = [n for n in ("jsonschema", "nbformat") if n in sys.modules]
+                print(when, *names, sep=":")
+
+            async def serve(edge):
+                loaded("listening")
+
+            spare_kernel.warm = lambda *args: loaded("spare")
+            daemon_edge.Edge.run = serve
+            os.environ["NBSTAGE_WARM_KERNEL"] = "1"
+            daemon_control.run_foreground(state_paths({str(Path(short) / "state")!r}))
+            """
+        )
+    assert out.split() == ["spare", "listening"]

@@ -425,7 +425,10 @@ def test_server_discover_describes_the_modern_protocol() -> None:
         {
             "resultType": "complete",
             "supportedVersions": [MODERN_VERSION],
-            "capabilities": {"tools": {}, "resources": {}},
+            "capabilities": {
+                "tools": {"listChanged": True},
+                "resources": {"subscribe": True, "listChanged": True},
+            },
             "instructions": life.instructions,
             "ttlMs": 0,
             "cacheScope": "private",

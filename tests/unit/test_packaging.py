@@ -7,6 +7,10 @@ setup.cfg lists packages one by one; a folder missing there would import from a 
 from __future__ import annotations
 
 import configparser
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,3 +43,54 @@ def test_every_listed_package_maps_to_its_own_folder() -> None:
     assert mapping == {
         "nbstage." + folder.replace("/", "."): folder for folder in _folders_with_init()
     }
+
+
+def _package_data() -> dict[str, set[str]]:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    section = config["options.package_data"] if config.has_section("options.package_data") else {}
+    return {package: set(files.split()) for package, files in section.items()}
+
+
+def test_every_file_beside_the_modules_is_package_data() -> None:
+    """A page or other file a module reads from its own folder must be in the wheel."""
+    data = _package_data()
+    for folder in _folders_with_init():
+        package = "nbstage." + folder.replace("/", ".")
+        beside = {
+            path.name
+            for path in (ROOT / folder).iterdir()
+            if path.is_file() and path.suffix not in (".py", ".pyc")
+        }
+        assert beside == data.get(package, set()), package
+
+
+def test_the_built_wheel_holds_the_mcp_app_page(tmp_path: Path) -> None:
+    """Built from a copy, so the checkout gains no build/ folder."""
+    source = tmp_path / "src"
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for top in TOPS:
+        shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__"))
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = wheels.glob("nbstage-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "nbstage/protocol/mcp/output_app.html" in names
+    assert "nbstage/protocol/mcp/mcp_apps.py" in names

@@ -88,6 +88,7 @@ def test_each_era_gets_its_spec_error(version: str, failure: ResourceFailure, co
     assert (error.id, error.code, error.data) == (7, code, {"uri": "nbstage://notebook/x"})
 
 
-def test_only_the_legacy_era_declares_subscriptions() -> None:
-    assert res.capabilities(modern=False) == {"subscribe": True, "listChanged": True}
-    assert res.capabilities(modern=True) == {}
+def test_both_eras_declare_subscriptions() -> None:
+    """Legacy clients subscribe with resources/subscribe, 2026-07-28 ones on
+    subscriptions/listen streams."""
+    assert res.capabilities() == {"subscribe": True, "listChanged": True}

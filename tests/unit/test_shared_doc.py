@@ -65,7 +65,7 @@ class Peer:
 
 def test_a_joining_peer_gets_the_rooms_cells_with_their_ids() -> None:
     doc = _doc("a = 1", "b = 2")
-    peer = Peer(SharedDoc(doc))
+    peer = Peer(SharedDoc.of(doc))
     assert [c["id"] for c in peer.notebook.get()["cells"]] == [c.id for c in doc.cells]
     assert peer.sources() == ["a = 1", "b = 2"]
 
@@ -82,7 +82,7 @@ def test_a_joining_peer_gets_the_rooms_cells_with_their_ids() -> None:
 )
 def test_a_room_change_reaches_the_peer_as_one_update(change, expected) -> None:
     doc = _doc("x", "y")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     change(doc)
     updates = shared.mirror(doc)
@@ -93,7 +93,7 @@ def test_a_room_change_reaches_the_peer_as_one_update(change, expected) -> None:
 
 def test_outputs_and_execution_count_are_mirrored() -> None:
     doc = _doc("print(1)")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     outputs = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
     doc.set_outputs(doc.cells[0].id, outputs, 3)
@@ -105,14 +105,14 @@ def test_outputs_and_execution_count_are_mirrored() -> None:
 
 def test_an_unchanged_document_sends_nothing() -> None:
     doc = _doc("x")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     assert shared.mirror(doc) == []
     doc.revision += 1
     assert shared.mirror(doc) == []
 
 
 def _person(doc: Document, edit) -> list[dict]:
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     edit(peer.notebook)
     assert peer.flush()
@@ -190,7 +190,7 @@ def test_cells_without_a_usable_id_are_not_taken() -> None:
 )
 def test_a_malformed_message_is_refused_and_the_document_carries_on(message) -> None:
     doc = _doc("a")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     with pytest.raises(UnreadableMessage):
         shared.receive(message)
     peer = Peer(shared)
@@ -202,7 +202,7 @@ def test_a_malformed_message_is_refused_and_the_document_carries_on(message) -> 
 
 def test_an_update_from_one_peer_is_relayed_to_the_others() -> None:
     doc = _doc("a")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     first, second = Peer(shared, "p1"), Peer(shared, "p2")
     _typed(first.notebook)
     sent, first.sent = first.sent, []
@@ -238,7 +238,7 @@ def test_an_update_from_one_peer_is_relayed_to_the_others() -> None:
 def test_a_content_change_leaves_the_y_document_equal_to_the_room(change) -> None:
     doc = _doc("a", "b", "c")
     doc.set_outputs(doc.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "0"}], 1)
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     change(doc)
     for update in shared.mirror(doc):
@@ -249,7 +249,7 @@ def test_a_content_change_leaves_the_y_document_equal_to_the_room(change) -> Non
 
 def test_queued_and_running_cells_show_as_running_until_they_finish() -> None:
     doc = _doc("a", "b")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     first, second = doc.cells[0].id, doc.cells[1].id
 
@@ -345,7 +345,7 @@ def test_one_move_in_a_thousand_cells_is_two_steps() -> None:
 def test_a_structural_change_in_a_big_notebook_touches_one_or_two_cells(change) -> None:
     """The update a person receives carries the cell concerned, not the notebook."""
     doc = _doc(*[f"x = {i}" for i in range(1000)])
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     change(doc)
     updates = shared.mirror(doc)
@@ -357,7 +357,7 @@ def test_a_structural_change_in_a_big_notebook_touches_one_or_two_cells(change) 
 
 def test_a_cell_a_person_doubled_is_taken_out_and_their_new_cell_kept() -> None:
     doc = _doc("a", "b")
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     first = peer.notebook.get_cell(0)
     with peer.notebook.ydoc.transaction():
@@ -379,7 +379,7 @@ def test_a_cell_a_person_doubled_is_taken_out_and_their_new_cell_kept() -> None:
 
 def test_a_notebook_without_cells_has_none_in_the_y_document() -> None:
     doc = Document.empty()
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     assert shared.notebook.ycells.to_py() == []
     peer = Peer(shared)
     doc.create_cell("a", "code", None)
@@ -390,7 +390,7 @@ def test_a_notebook_without_cells_has_none_in_the_y_document() -> None:
 
 def test_a_keystroke_in_a_big_notebook_reads_back_the_one_cell_it_changed() -> None:
     doc = _doc(*[f"x = {i}" for i in range(300)])
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     source = peer.notebook.ycells[200]["source"]
     source += "1"
@@ -409,7 +409,7 @@ def test_a_persons_edit_leaves_the_other_cells_alone_and_the_mirror_sends_nothin
     doc = _doc(*[f"x = {i}" for i in range(20)])
     for cell in doc.cells:
         doc.set_outputs(cell.id, [{"output_type": "stream", "name": "stdout", "text": "1"}], 1)
-    shared = SharedDoc(doc)
+    shared = SharedDoc.of(doc)
     peer = Peer(shared)
     text = peer.notebook.ycells[7]["source"]
     text += "1"

@@ -57,9 +57,10 @@ SPEC_TOOLS = {
     "clear_outputs": {"cell_id"},
     "add_cell_tags": {"cell_id", "tags"},
     "remove_cell_tags": {"cell_id", "tags"},
+    "view_outputs": {"execution_id"},
 }
-"""SPEC §4's table: every tool and the arguments it takes, with the three that issue 25
-adds (clear_outputs and the cell tags)."""
+"""SPEC §4's table: every tool and the arguments it takes, with the four that issue 25
+adds (clear_outputs and the cell tags; view_outputs, for the MCP App's page alone)."""
 
 ALL_SPECS = (*TOOLS, RECONNECT)
 
@@ -215,7 +216,13 @@ def test_nullable_arguments_exist_in_the_catalogue() -> None:
 
 def test_read_only_and_destructive_hints_fit_what_the_tools_do() -> None:
     read_only = {spec.name for spec in ALL_SPECS if spec.read_only}
-    assert read_only == {"list_active_notebooks", "get_cell", "get_all_cells", "get_results"}
+    assert read_only == {
+        "list_active_notebooks",
+        "get_cell",
+        "get_all_cells",
+        "get_results",
+        "view_outputs",
+    }
     destructive = {spec.name for spec in ALL_SPECS if spec.destructive}
     assert {"delete_cell", "restart_kernel"} <= destructive
 

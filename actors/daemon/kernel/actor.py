@@ -33,21 +33,24 @@ from nbstage.actors.daemon.kernel.backend_start import launch
 from nbstage.actors.daemon.kernel.current_run import Run
 from nbstage.actors.daemon.kernel.kernel_backend_events import (
     KernelWentIdle,
+    QuestionAnswered,
 )
+from nbstage.actors.daemon.kernel.kernel_questions import KernelQuestions
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.edge import KernelProcessStarted
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, KernelState
 from nbstage.protocol.daemon_actors.kernel_followups import (
     Launched,
     Relaunched,
     StoppedForGood,
     Tick,
 )
+from nbstage.protocol.daemon_actors.kernel_questions import KernelQuestionAsked
 from nbstage.protocol.daemon_actors.kernels import (
     ExecutionFinished,
     ExecutionsCancelled,
     ExecutionStarted,
-    ExecutionStatus,
     InterruptKernelNow,
     KernelDied,
     KernelFailed,
@@ -55,7 +58,6 @@ from nbstage.protocol.daemon_actors.kernels import (
     KernelIoReady,
     KernelReady,
     KernelRestarted,
-    KernelState,
     KernelStopped,
     RestartKernelNow,
     RunCode,
@@ -96,12 +98,14 @@ class Kernel(NbActor):
         """Offloaded work holds the backend; ticks and wake-ups leave it alone meanwhile."""
         self.stop_after_launch: Any = None
         """Who asked for a shutdown while the kernel was still being launched."""
+        self.questions = KernelQuestions()
 
     def handlers(self):
         return {
             KernelIoReady: self._on_kernel_io_ready,
             StartKernel: self._on_start_kernel,
             RunCode: self._on_run_code,
+            KernelQuestionAsked: self._on_question,
             InterruptKernelNow: self._on_interrupt_kernel_now,
             RestartKernelNow: self._on_restart_kernel_now,
             ShutdownKernel: self._on_shutdown_kernel,
@@ -199,6 +203,9 @@ class Kernel(NbActor):
     # --- events from the kernel -----------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
+        if isinstance(event, QuestionAnswered):
+            self._tell(self.questions.answered(event))
+            return
         if event.parent_id in self.info_ids:
             if isinstance(event, KernelWentIdle):
                 self._ready()
@@ -283,6 +290,21 @@ class Kernel(NbActor):
             )
             self.run = None
 
+    # --- questions about code (kernel_questions.py) ----------------------------------------
+
+    def _on_question(self, msg: KernelQuestionAsked, sender: ActorAddress) -> None:
+        ready = self.state in (KernelState.IDLE, KernelState.BUSY) and not self.backend_busy
+        self._tell(self.questions.ask(self.backend if ready else None, msg, sender))
+        self._tick_soon()
+
+    def _tell(self, reply: tuple[Any, Any] | None) -> None:
+        if reply is not None:
+            self.send(*reply)
+
+    def _drop_questions(self, reason: str) -> None:
+        for reply in self.questions.drop_all(reason):
+            self._tell(reply)
+
     # --- control --------------------------------------------------------------------------
 
     def _on_interrupt_kernel_now(self, msg: InterruptKernelNow, sender: ActorAddress) -> None:
@@ -291,6 +313,7 @@ class Kernel(NbActor):
         self.send(sender, KernelInterrupted(msg.origin))
 
     def _on_restart_kernel_now(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
+        self._drop_questions("the kernel was restarted")
         self._abandon_run("the kernel was restarted")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
         self.state = KernelState.RESTARTING
@@ -327,6 +350,7 @@ class Kernel(NbActor):
         log.warning("kernel pid %s of room %s died", pid, self.name)
         self.state = KernelState.DEAD
         self._stop_watching()
+        self._drop_questions("the kernel died")
         self._abandon_run("the kernel died")
         self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
         host = getattr(self.backend, "host", None)
@@ -334,6 +358,7 @@ class Kernel(NbActor):
         self.send(self.room, KernelDied(pid, name, getattr(self.backend, "lost", None)))
 
     def _on_shutdown_kernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
+        self._drop_questions("the kernel was shut down")
         self._abandon_run("the kernel was shut down")
         self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
         self._stop_watching()

@@ -36,11 +36,18 @@ from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 
 log = logging.getLogger("nbstage.kernel")
 
 PROTOCOL_VERSION = "5.3"
+
+ANSWER_SECS = CALL_SECS
+"""How long a host may take to answer ``GET /api`` before a start. A gateway answers it
+at once, even while it starts other kernels, whereas it answers the start only once the
+kernel is up (``START_SECS``): so a host that takes connections and answers nothing is
+told apart from a slow kernel within this bound. (2 s, the health probe's bound, was
+tried first: a gateway starting 11 kernels at once on a busy 2-core machine was slower.)"""
 
 T = TypeVar("T")
 
@@ -84,6 +91,7 @@ class GatewayBackend:
         kernel_info request's msg_id. (``working_dir`` is the daemon machine's: the kernel
         runs in the gateway's own.)"""
         try:
+            self._answering()
             self.kernel_id = self._bounded(
                 self._client.start_kernel(self.kernel_name), START_SECS, "starting a kernel"
             )
@@ -93,6 +101,11 @@ class GatewayBackend:
             self.shutdown()
             raise
         return self.request_info()
+
+    def _answering(self) -> None:
+        """Blocking: the host answers ``GET /api`` with this token, or GatewayError says how
+        it did not (the token refused, the certificate untrusted, no answer in time)."""
+        self._bounded(self._client.version(), ANSWER_SECS, "GET /api, before a kernel start,")
 
     def restart(self) -> str:
         """Restart the kernel on the host and open fresh channels; returns the new
@@ -226,6 +239,10 @@ class GatewayBackend:
             "stop_on_error": False,
         }
         return self._send("shell", "execute_request", content)
+
+    def ask(self, request_type: str, content: dict[str, Any]) -> str:
+        """Send a shell request that is no run (a completion, an inspection)."""
+        return self._send("shell", request_type, content)
 
     def wake_fds(self) -> list[int]:
         return [self._wake_read]

@@ -28,7 +28,8 @@ from nbstage.actors.daemon.kernel.kernel_files import pipe_socket
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.actors.daemon.kernel.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelspecInfo
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 
 
 def _dates_as_sent(value: Any) -> Any:
@@ -186,6 +187,12 @@ class JupyterBackend:
 
     def execute(self, code: str) -> str:
         return self._kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+
+    def ask(self, request_type: str, content: dict[str, Any]) -> str:
+        """Send a shell request that is no run (a completion, an inspection)."""
+        msg = self._kc.session.msg(request_type, content)
+        self._kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
 
     def drain(self) -> Iterator[KernelEvent]:
         """Every message already waiting on iopub and shell, without blocking, read one

@@ -37,4 +37,19 @@ class ReplyReceived:
     error: str | None
 
 
-KernelEvent = OutputEmitted | OutputCleared | KernelWentIdle | ExecutionCounted | ReplyReceived
+@frozen
+class QuestionAnswered:
+    """A shell reply to a question about code (kernel_questions.py), its content whole."""
+
+    parent_id: str
+    content: dict[str, Any]
+
+
+KernelEvent = (
+    OutputEmitted
+    | OutputCleared
+    | KernelWentIdle
+    | ExecutionCounted
+    | ReplyReceived
+    | QuestionAnswered
+)

@@ -12,8 +12,11 @@ from nbstage.actors.daemon.kernel.kernel_backend_events import (
     KernelWentIdle,
     OutputCleared,
     OutputEmitted,
+    QuestionAnswered,
     ReplyReceived,
 )
+
+QUESTION_REPLIES = frozenset({"complete_reply", "inspect_reply"})
 
 
 def _to_output(msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:
@@ -52,8 +55,10 @@ def iopub_event(msg: dict[str, Any]) -> KernelEvent | None:
     return OutputEmitted(parent_id, output) if output is not None else None
 
 
-def shell_event(msg: dict[str, Any]) -> ReplyReceived:
+def shell_event(msg: dict[str, Any]) -> ReplyReceived | QuestionAnswered:
     content = msg.get("content", {})
+    if msg.get("header", {}).get("msg_type") in QUESTION_REPLIES:
+        return QuestionAnswered(msg.get("parent_header", {}).get("msg_id", ""), content)
     ok = content.get("status") == "ok"
     error = None if ok else f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
     return ReplyReceived(

@@ -15,6 +15,9 @@ from nbstage.protocol.common.kernel_hosts import KernelHost
 METADATA_KEY = "kernel_host"
 """``metadata["nbstage"]["kernel_host"]`` of a notebook: the host its kernel should run on."""
 
+ANY_HOST = "*"
+"""The wish for any kernel host: the healthy one with room and the fewest kernels."""
+
 
 @frozen
 class HostFacts:
@@ -32,6 +35,8 @@ class Placed:
     host: KernelHost | None
     note: str | None = None
     """Why the kernel runs somewhere other than where the notebook asked (said to the agent)."""
+    moved_from: str | None = None
+    """The host the notebook's previous kernel ran on, when this one runs elsewhere."""
 
 
 @frozen
@@ -78,19 +83,46 @@ def _has_room(host: KernelHost, facts: HostFacts) -> bool:
 
 
 def place_kernel(
-    hosts: Sequence[KernelHost], facts: Mapping[str, HostFacts], wish: str | None
+    hosts: Sequence[KernelHost],
+    facts: Mapping[str, HostFacts],
+    wish: str | None,
+    last: str | None = None,
 ) -> Placed | Unplaceable:
     """The host for a new kernel.
 
     - No wish: the daemon's machine, as without hosts.
+    - A wish for any host (``ANY_HOST``): the healthy host with room and the fewest
+      kernels (then the first in the settings); none has room: unplaceable.
     - A wish for a host that is healthy and below its limit: that host.
     - A wish for a host that is lost or full: the healthy host with the fewest kernels
       (then the first in the settings) that has room, with a note saying so; none has
       room: unplaceable.
     - A wish for a host the settings do not name: unplaceable, naming the hosts there are.
-    A host with no facts is taken as healthy and empty (it has not been checked yet)."""
+    A host with no facts is taken as healthy and empty (it has not been checked yet).
+    ``last`` is the host the notebook's previous kernel ran on: a kernel placed elsewhere
+    says it moved from there."""
+    placed = _place(hosts, facts, wish)
+    if (
+        isinstance(placed, Placed)
+        and placed.host is not None
+        and last not in (None, placed.host.name)
+    ):
+        return Placed(placed.host, placed.note, moved_from=last)
+    return placed
+
+
+def _place(
+    hosts: Sequence[KernelHost], facts: Mapping[str, HostFacts], wish: str | None
+) -> Placed | Unplaceable:
     if wish is None:
         return Placed(None)
+    if wish == ANY_HOST:
+        if not hosts:
+            return Unplaceable("the notebook asks for any kernel host, and config.toml names none")
+        chosen = _least_loaded(hosts, facts, exclude=None)
+        if chosen is None:
+            return Unplaceable("no kernel host is healthy with room for another kernel")
+        return Placed(chosen)
     by_name = {host.name: host for host in hosts}
     wished = by_name.get(wish)
     if wished is None:
@@ -103,12 +135,22 @@ def place_kernel(
     if _has_room(wished, wished_facts):
         return Placed(wished)
     why = "is full" if wished_facts.healthy else "is lost"
-    others = [h for h in hosts if h.name != wish and _has_room(h, facts.get(h.name, HostFacts()))]
-    if not others:
+    chosen = _least_loaded(hosts, facts, exclude=wish)
+    if chosen is None:
         return Unplaceable(f"kernel host {wish!r} {why}, and no other host has room")
-    order = {h.name: at for at, h in enumerate(hosts)}
-    chosen = min(others, key=lambda h: (facts.get(h.name, HostFacts()).kernels, order[h.name]))
     return Placed(chosen, f"kernel host {wish!r} {why}: the kernel runs on {chosen.name!r}")
+
+
+def _least_loaded(
+    hosts: Sequence[KernelHost], facts: Mapping[str, HostFacts], exclude: str | None
+) -> KernelHost | None:
+    """The healthy host with room and the fewest kernels; a tie: the first in the settings."""
+    open_hosts = [
+        (facts.get(h.name, HostFacts()).kernels, at, h)
+        for at, h in enumerate(hosts)
+        if h.name != exclude and _has_room(h, facts.get(h.name, HostFacts()))
+    ]
+    return min(open_hosts, key=lambda row: row[:2])[2] if open_hosts else None
 
 
 def refuse_inline_dependencies(host: KernelHost | None, requirements: Sequence[str]) -> str | None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from typing import Any
 
 from nbstage.actors.daemon.kernel.kernel_backend_events import (
     ExecutionCounted,
     KernelEvent,
     KernelWentIdle,
     OutputEmitted,
+    QuestionAnswered,
     ReplyReceived,
 )
 
@@ -57,6 +59,20 @@ class ScriptedBackend:
         self._outbox.append(
             ReplyReceived(msg_id, not failed, self._count, code if failed else None)
         )
+        self._outbox.append(KernelWentIdle(msg_id))
+        return msg_id
+
+    def ask(self, request_type: str, content: dict[str, Any]) -> str:
+        """A completion offers the code's last word doubled; an inspection finds it."""
+        msg_id = uuid.uuid4().hex
+        word = content["code"][: content["cursor_pos"]].split()[-1:] or [""]
+        if request_type == "complete_request":
+            end = content["cursor_pos"]
+            reply = {"status": "ok", "matches": [word[0] * 2], "cursor_start": end - len(word[0])}
+            reply |= {"cursor_end": end, "metadata": {}}
+        else:
+            reply = {"status": "ok", "found": True, "data": {"text/plain": word[0]}, "metadata": {}}
+        self._outbox.append(QuestionAnswered(msg_id, reply))
         self._outbox.append(KernelWentIdle(msg_id))
         return msg_id
 

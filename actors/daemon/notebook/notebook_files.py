@@ -5,9 +5,10 @@ nbformat validates, so nbformat never has to repair ids (and never warns about t
 Saving validates first and then replaces the file atomically (``atomic_writes``), so a
 failed save leaves the previous file byte-identical.
 
-nbformat is imported on first use, not with this module: it brings jsonschema, and the
-daemon should answer on its socket before paying for that (it warms the import on a
-worker as soon as it listens; see ``warm_imports``).
+nbformat is imported on first use, not with this module, and only through
+:func:`_nbformat`: it brings jsonschema, which must come in without its IRI grammar
+(entrypoints/common/lean.py), and the daemon should answer on its socket before paying
+for either (it warms the import on a worker as soon as it listens; see ``warm_imports``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,7 @@ from nbstage.actors.daemon.notebook.atomic_writes import (
     sweep_stale_temps as sweep_stale_temps,  # the Room's opening sweeps through here
 )
 from nbstage.actors.daemon.notebook.cell_model import fresh_cell_id, valid_cell_id
+from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.safe_files import (
     DEFAULT_MAX_FILE_BYTES,
@@ -40,12 +43,18 @@ _PLAIN_PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
 
 def warm_imports() -> None:
     """Import what reading and writing notebooks needs (call it off the actor thread)."""
-    import nbformat  # noqa: F401
+    _nbformat()
+
+
+def _nbformat() -> types.ModuleType:
+    jsonschema_without_iri_grammar()
+    import nbformat
+
+    return nbformat
 
 
 def _parse_errors() -> tuple[type[BaseException], ...]:
-    import nbformat
-
+    nbformat = _nbformat()
     return (*_PLAIN_PARSE_ERRORS, nbformat.ValidationError)
 
 
@@ -136,8 +145,7 @@ def read_on_disk(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileOnD
 
 
 def _upgraded(raw: dict, path: Path) -> dict:
-    import nbformat
-
+    nbformat = _nbformat()
     try:
         node = nbformat.convert(nbformat.from_dict(raw), 4)
         node.nbformat_minor = max(node.get("nbformat_minor", 0), 5)
@@ -153,8 +161,7 @@ def serialize_notebook(nb: dict) -> bytes:
     Writes with ``nbformat.v4.writes``, the writer ``nbformat.writes`` ends in, so the
     notebook is validated once rather than twice.
     """
-    import nbformat
-
+    nbformat = _nbformat()
     try:
         _check_ids(nb)
         node = nbformat.from_dict(nb)
@@ -201,8 +208,7 @@ def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
 
 
 def _parse(text: str, path: Path, given: set[str] | None = None) -> dict:
-    import nbformat
-
+    nbformat = _nbformat()
     try:
         raw = json.loads(text)
     except ValueError as exc:

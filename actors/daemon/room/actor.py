@@ -23,6 +23,7 @@ from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
 from nbstage.actors.daemon.room.closing import Closing, closing_error
+from nbstage.actors.daemon.room.code_questions import CodeQuestions
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.execution_calls import code_cell
@@ -37,10 +38,13 @@ from nbstage.actors.daemon.room.room_support import scoped_key
 from nbstage.actors.daemon.room.sharing import Sharing
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon import lab, replies, requests
-from nbstage.protocol.daemon.notices import Notice
+from nbstage.protocol.daemon.code_questions import AskKernel
+from nbstage.protocol.daemon.notices import Notice, NoticeKind
 from nbstage.protocol.daemon_actors import edge, kernels, rooms
+from nbstage.protocol.daemon_actors import host_grants as slots
 from nbstage.protocol.daemon_actors import room_followups as followups
 from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernel_questions import KernelQuestionAnswered
 from nbstage.protocol.daemon_actors.room_followups import SavePurpose
 
 log = logging.getLogger("nbstage.room")
@@ -64,6 +68,7 @@ class Room(NbActor):
         self.file = FileSeat(self.notices)
         self.close = Closing(self.seat, self.journal, self.env, self.file)
         self.opening, self.sharing = Opening(), Sharing()
+        self.questions = CodeQuestions(self.seat)
 
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
@@ -76,6 +81,7 @@ class Room(NbActor):
             rooms.PathRefused: self._to(self.file.new_paths.refused),
             rooms.PathRecorded: self._to(self.file.new_paths.recorded),
             rooms.HostsSeen: self._to(seat.hosts_told),
+            slots.KernelPlaced: self._on_kernel_placed,
             edge.ClientRequest: self._on_client_request,
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._to(seat.ready),
@@ -103,10 +109,14 @@ class Room(NbActor):
             ),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
+            request(AskKernel): self._to(self.questions.ask),
+            KernelQuestionAnswered: self._to(self.questions.answered),
             request(lab.JoinSharedDoc): lambda o, req: self.act(
-                self.sharing.join(o, req, self.doc, self.peers)
+                *self.sharing.join(o, req, self.doc, self.peers)
             ),
             request(lab.PassSharedDocMessage): self._person_said,
+            finished(f.SharedDocBuilt): self._shared_doc_built,
+            wakeup(f.SharedDocIdle): lambda due: self.sharing.idle(due, self.doc),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(
                 *self.file.look_returned(d, self.doc, bool(self.peers))
@@ -198,10 +208,12 @@ class Room(NbActor):
     def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
         self.config, self.daemon, self.edge = msg, sender, msg.edge
         self.journal.start(msg.notebook_id, msg.state_dir)
+        self.sharing.idle_secs = msg.settings.shared_doc_idle_secs
         self.deps.start(msg)
         self.peers.start(msg)
         self.file.start(msg, sender)
-        self.seat.start(msg, msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None)
+        has_runtime = msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None
+        self.seat.start(msg, has_runtime, sender)
         self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
         self.act(*self.opening.start(msg, self.file.lane))
 
@@ -273,8 +285,18 @@ class Room(NbActor):
             running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
             self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))
 
+    def _shared_doc_built(self, done: Any) -> None:
+        """The people's requests held for the build are served now, in the order they came."""
+        running = self.seat.runs.book.live_cells()
+        todo, held = self.sharing.built(done, self.doc, running)
+        self.act(*todo)
+        for origin, body in held:
+            self.serve(origin, body)
+
     def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
         """A person's edit is journalled like an agent's; they hear back once it is."""
+        if self.sharing.holds(origin, req):
+            return
         self.close.refuse("the edit was not taken")
         said = self.sharing.heard(req, self.doc, self.edge)
         if said.records:
@@ -368,8 +390,14 @@ class Room(NbActor):
 
     def _start_kernel(self) -> None:
         self.seat.seated(self.createActor(Kernel))
-        start = self.seat.start_message(self.file.path, self.doc.metadata)
-        self.send(self.seat.address, start)
+        self.act(*self.seat.place(self.file.path, self.doc.metadata))
+
+    def _on_kernel_placed(self, msg: slots.KernelPlaced, sender: ActorAddress) -> None:
+        """The Daemon's grant starts the waiting kernel; the agents hear why it runs on
+        another host than the notebook asks for, if it does."""
+        self.act(*self.seat.placed(msg, self.file.path, self.doc.metadata))
+        if msg.note is not None and self.seat.slots.held == msg.ticket:
+            self.notices.post(Notice(NoticeKind.NOTE, f"{msg.note}."))
 
     def _execute(self, origin: Origin, req: requests.ExecuteCell) -> None:
         """A repeated key answers for the first run; a new run may start the kernel first."""

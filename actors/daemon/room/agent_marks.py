@@ -42,9 +42,21 @@ class AgentMarks:
         """A mark changed since the last ``states``."""
 
     def worked_on(self, peer_id: str, label: str, cell_id: str | None) -> None:
+        """The agent's mark goes to this cell; on the cell it marks already, nothing
+        changes (a mirror that writes the cell's source again says so itself)."""
+        mark = self.marks.get(peer_id)
+        if mark is not None and mark.cell_id == cell_id:
+            return
         mark = self.marks.setdefault(peer_id, Mark(client_id(peer_id), label))
         mark.cell_id = cell_id
         self.dirty = True
+
+    def resend(self) -> None:
+        """The states go out again, after the next mirror, to an awareness made anew (a
+        shared document made again from its frozen form)."""
+        for mark in self.marks.values():
+            mark.sent = b""
+        self.dirty = bool(self.marks)
 
     def keep(self, present: dict[str, str]) -> None:
         """Only the agents still in the room (peer id → label) keep a state."""

@@ -32,6 +32,7 @@ from nbstage.actors.daemon.room.actions import (
 )
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
 from nbstage.actors.daemon.room.execution_calls import ExecutionCalls
+from nbstage.actors.daemon.room.host_slot import HostSlot
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.replies import KernelShutDown, RestartCompleted
 from nbstage.protocol.daemon.requests import InterruptKernel, RestartKernel, ShutdownKernelNow
@@ -41,16 +42,16 @@ from nbstage.protocol.daemon_actors.edge import (
     Origin,
     RoomEventOccurred,
 )
+from nbstage.protocol.daemon_actors.host_grants import KernelHostReleased, KernelPlaced
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, KernelState
 from nbstage.protocol.daemon_actors.kernels import (
     ExecutionFinished,
     ExecutionStarted,
-    ExecutionStatus,
     InterruptKernelNow,
     KernelDied,
     KernelFailed,
     KernelReady,
     KernelRestarted,
-    KernelState,
     KernelStopped,
     RestartKernelNow,
     ShutdownKernel,
@@ -80,10 +81,13 @@ class KernelSeat:
         self.stopping: list[Any] = []
         """Kernel children told to shut down that have not said they stopped yet."""
         self.hosts_seen = HostsSeen()
-        """The Daemon's latest word on the kernel hosts' health and kernels, for placement."""
+        """The Daemon's latest word on the kernel hosts' health and kernels."""
+        self.daemon: Any = None
+        self.slots = HostSlot()
 
-    def start(self, config: StartRoom, has_runtime: bool) -> None:
+    def start(self, config: StartRoom, has_runtime: bool, daemon: Any = None) -> None:
         self.config = config
+        self.daemon = daemon
         self.hosts_seen = config.hosts_seen
         self.runs.start(config)
         self.life = lifetime.Lifetime(has_runtime=has_runtime)
@@ -132,17 +136,34 @@ class KernelSeat:
         self.state = KernelState.STARTING
         self.problem = None
 
-    def start_message(self, path: str | None, metadata: dict) -> StartKernel:
+    def place(self, path: str | None, metadata: dict) -> list[Action]:
+        """Start the new Kernel child: here at once, or, for a notebook that wishes for a
+        kernel host, where the Daemon grants (``placed``)."""
+        wish, hosts = placement.wished_host(metadata), self.config.settings.kernel_hosts
+        if wish is None or not hosts or self.daemon is None:
+            here = _placed_here(placement.place_kernel(hosts, {}, wish))
+            return [Send(self.address, self.start_message(path, metadata, here))]
+        ask = self.slots.ask(self.config.notebook_id, wish)
+        return [Send(self.daemon, ask)]
+
+    def placed(self, msg: KernelPlaced, path: str | None, metadata: dict) -> list[Action]:
+        """The Daemon's grant: the kernel waiting for it starts there. A grant nobody waits
+        for any more (the kernel was let go meanwhile) is handed back."""
+        if self.address is None or not self.slots.granted(msg):
+            return self._release(msg.ticket) if msg.host is not None else []
+        return [Send(self.address, self.start_message(path, metadata, msg))]
+
+    def _release(self, ticket: int | None) -> list[Action]:
+        if ticket is None or self.daemon is None:
+            return []
+        return [Send(self.daemon, KernelHostReleased(self.config.notebook_id, ticket))]
+
+    def start_message(self, path: str | None, metadata: dict, granted: KernelPlaced) -> StartKernel:
         """What the new Kernel child is told: where to run, in which environment."""
         cfg, env = self.config, self.env
         cwd = os.path.dirname(path) if path is not None else cfg.working_dir
         deps = dependencies.read_dependencies(metadata)
-        wish = placement.wished_host(metadata)
-        seen = placement.facts_seen(self.hosts_seen.lost, self.hosts_seen.kernels)
-        placed = placement.place_kernel(cfg.settings.kernel_hosts, seen, wish)
-        host = placed.host if isinstance(placed, placement.Placed) else None
-        refused = placed.reason if isinstance(placed, placement.Unplaceable) else None
-        refused = refused or placement.refuse_inline_dependencies(host, deps)
+        refused = granted.refused or placement.refuse_inline_dependencies(granted.host, deps)
         return StartKernel(
             cfg.notebook_id,
             env.kernel_name,
@@ -153,7 +174,7 @@ class KernelSeat:
             cfg.state_dir,
             dependencies.wanted_environment(deps, env.trusted, cwd),
             cfg.settings.output_limit_bytes,
-            host,
+            granted.host,
             refused,
         )
 
@@ -162,7 +183,9 @@ class KernelSeat:
             return []
         self.up(msg.pid, msg.actor_pid)
         self.env.running = msg.environment
-        return [ProjectReported(), *self.answer_restarts(), ReportStatus()]
+        answered = self.answer_restarts()
+        self.slots.take_move()
+        return [ProjectReported(), *answered, ReportStatus()]
 
     def up(self, pid: int, actor_pid: int | None = None) -> None:
         self.state = KernelState.IDLE
@@ -178,8 +201,9 @@ class KernelSeat:
 
     def answer_restarts(self) -> list[Action]:
         """The kernel is up: restarts, and dependency changes that restarted it, are done."""
-        env = self.env
-        todo: list[Action] = [Answer(o, RestartCompleted(self.pid)) for o in self.pending_restart]
+        env, moved = self.env, self.slots.moved or (None, None)
+        done = RestartCompleted(self.pid, moved_from=moved[0], moved_to=moved[1])
+        todo: list[Action] = [Answer(o, done) for o in self.pending_restart]
         todo += [Answer(o, replace(reply, environment=env.running)) for o, reply in env.pending]
         self.pending_restart, env.pending = [], []
         return todo
@@ -195,12 +219,13 @@ class KernelSeat:
 
     def stop_child(self) -> list[Action]:
         """Tell the current child to shut down; the close waits until it says it stopped."""
+        released = self._release(self.slots.let_go())
         if self.address is None:
-            return []
+            return released
         stop = Send(self.address, ShutdownKernel())
         self.stopping.append(self.address)
         self.address = None
-        return [stop]
+        return [stop, *released]
 
     def detach(self, reason: str) -> list[Action]:
         """The latch: from here on the old kernel is never handed out; its runs end."""
@@ -239,7 +264,8 @@ class KernelSeat:
         if not self.is_current(sender):
             return []
         self.ended(msg.message)
-        restarts = self.fail_restarts()
+        self.slots.ended_badly()
+        restarts = [*self.fail_restarts(), *self._release(self.slots.let_go())]
         return [*restarts, *self.runs.fail_live(ExecutionStatus.ERROR, msg.message), ReportStatus()]
 
     def died(self, msg: KernelDied, sender: Any) -> list[Action]:
@@ -249,7 +275,9 @@ class KernelSeat:
         self.ended(f"The kernel {where} died{': ' + msg.reason if msg.reason else ''}.")
         detail = {"pid": msg.pid, "host": msg.host} if msg.host else {"pid": msg.pid}
         event = RoomEventOccurred(EventKind.KERNEL_DIED, self.config.notebook_id, detail)
-        return [*self.fail_restarts(), Send(self.config.edge, event), ReportStatus()]
+        self.slots.ended_badly()
+        released = self._release(self.slots.let_go())
+        return [*self.fail_restarts(), Send(self.config.edge, event), *released, ReportStatus()]
 
     def actor_exited(self, child: Any) -> list[Action]:
         """The current Kernel actor exited without being let go: its runs end with it."""
@@ -258,7 +286,12 @@ class KernelSeat:
         self.address = None
         self.ended("The kernel's actor exited.")
         self.release()
-        return [*self.runs.fail_live(ExecutionStatus.ERROR, self.problem), ReportStatus()]
+        released = self._release(self.slots.let_go())
+        return [
+            *self.runs.fail_live(ExecutionStatus.ERROR, self.problem),
+            *released,
+            ReportStatus(),
+        ]
 
     def require(self) -> list[Action]:
         """Refuse a call that needs a kernel which cannot come; start one if none is up."""
@@ -285,11 +318,20 @@ class KernelSeat:
         todo = self.runs.fail_live(ExecutionStatus.ERROR, "the kernel was restarted")
         self.pending_restart.append(origin)
         if self.address is not None and self.state is not KernelState.DEAD:
-            if not projects.placed_afresh(self.env.running):
+            if not projects.placed_afresh(self.env.running) and not self._on_lost_host():
                 self.state = KernelState.RESTARTING
                 return [*todo, Send(self.address, RestartKernelNow(origin))]
             todo += self.detach("the kernel was restarted")
         return [*todo, *self.stop_child(), *self.want()]
+
+    def _on_lost_host(self) -> bool:
+        """The kernel runs on a host the Daemon takes as lost: a restart there would wait
+        out its bounds and fail, so a fresh kernel is placed instead."""
+        host = self.env.running.host if self.env.running is not None else None
+        if host is None or host not in self.hosts_seen.lost:
+            return False
+        self.slots.ended_badly()
+        return True
 
     def interrupt(self, origin: Origin, req: InterruptKernel) -> list[Action]:
         if self.address is None or self.state is KernelState.DEAD:
@@ -319,3 +361,10 @@ class KernelSeat:
         if self.is_current(sender):
             self.state = KernelState.IDLE
         return todo
+
+
+def _placed_here(decided: placement.Placed | placement.Unplaceable) -> KernelPlaced:
+    """A placement the room made itself (no wish, or no hosts), as the Daemon's grant reads."""
+    if isinstance(decided, placement.Unplaceable):
+        return KernelPlaced(0, None, refused=decided.reason)
+    return KernelPlaced(0, decided.host)

@@ -5,7 +5,8 @@ A plain part, no actors: the Room hands it its Document after every change
 (``mirror``) and every y-websocket message a person sent (``receive``); it returns
 the messages to send, as bytes, and who gets them. The Document stays the truth: a
 person's edit reaches it as journal records (``person_edits.py``), and the mirror
-that follows writes back anything the Room did not take (outputs, say).
+that follows writes back anything the Room did not take (outputs, say). The Y
+document it takes was built by shared_build.py, on a worker thread when the Room asks.
 ADR 0004 has the design.
 """
 
@@ -17,7 +18,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import (
     Awareness,
@@ -34,7 +34,7 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import shared_cells
+from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.order_steps import Delete, steps
 from nbstage.protocol.common.errors import NbstageError
@@ -42,6 +42,9 @@ from nbstage.protocol.common.errors import NbstageError
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
 EMPTY_UPDATE = b"\x00\x00"
+EMPTY_STATE = b"\x00"
+"""The state vector of a Y client that holds nothing yet."""
+STEP2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
 
 
 class UnreadableMessage(ValueError):
@@ -61,40 +64,71 @@ class Heard:
 
 
 class SharedDoc:
-    def __init__(self, doc: Document) -> None:
-        self.ydoc: Doc[Any] = Doc()
-        self.notebook = YNotebook(self.ydoc)
+    def __init__(
+        self,
+        built: shared_build.Built,
+        start: shared_build.Start,
+        session: str | None = None,
+        marks: AgentMarks | None = None,
+    ) -> None:
+        """Take a Y document built from ``start`` (shared_build.py); the Room's
+        ``mirror`` then brings it to the Document as it is now."""
+        self.ydoc: Doc[Any] = built.ydoc
+        self.notebook = built.notebook
         self.awareness = Awareness(self.ydoc)
         self.people: dict[str, int] = {}
         """peer id -> the daemon connection its messages go to."""
-        self.session = uuid.uuid4().hex
+        self.session = session or uuid.uuid4().hex
         """This Y document's history: a browser that holds another must reload, never merge."""
-        self.revision = -1
+        self.revision = start.revision
         """The Document revision the Y document holds."""
-        self._seen: dict[str, shared_cells.Fingerprint] = {}
-        self._ids: list[str | None] = []
+        self._seen = start.seen
+        self._ids = built.ids
         """The ids of the Y cells, in order, kept by watching the array (reading them
         back from the Y document costs a call per cell)."""
-        self._metadata: dict[str, Any] = {}
+        self._metadata = start.metadata
         self._running: frozenset[str] = frozenset()
-        self._heard = False
-        """A person's update was applied since the last mirror."""
+        self._heard = bool(start.frozen)
+        """A person's update was applied since the last mirror (or the document was made
+        from a frozen one, whose cells the mirror must look at)."""
         self._touched: set[str] = set()
         """The ids of the cells the last person's update changed inside."""
-        self._listening = False
         self._updates: list[bytes] = []
-        self.marks = AgentMarks()
+        self._whole: bytes | None = STEP2 + write_message(built.update)
+        """The answer to a new Y client's sync step 1 (an empty state vector): the whole
+        document, kept until the next change."""
+        self.marks = marks or AgentMarks()
         """The agents, as Lab's collaborators (agent_marks.py)."""
-        self.ydoc.observe(lambda event: self._updates.append(event.update))
-        self.notebook.ycells.observe(self._track)
-        self.notebook.ycells.observe_deep(self._touch)
-        self.notebook.set(doc.to_json())
-        with self.ydoc.transaction():
-            self._restructure(doc)  # set() gives a notebook without cells an empty one
-        self._settle(
-            doc, frozenset(), {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
-        )
-        self._take()
+        self.marks.resend()
+        ycells = self.notebook.ycells
+        self._watches = [
+            (self.ydoc, self.ydoc.observe(self._updated)),
+            (ycells, ycells.observe(self._track)),
+        ]
+
+    @classmethod
+    def of(cls, doc: Document) -> SharedDoc:
+        """Built here, on the caller's thread (tests, benches)."""
+        start = shared_build.start(doc)
+        return cls(start.build(), start)
+
+    def close(self) -> None:
+        """Let the Y document go: its observers hold this object, and pycrdt holds them."""
+        for target, subscription in self._watches:
+            target.unobserve(subscription)
+        self._watches = []
+
+    def freeze(self, doc: Document) -> shared_build.Frozen:
+        """The idle form of this document, brought to ``doc`` first, every cell idle (the
+        document made again from it starts with no cell running, as a built one does);
+        ``close`` follows."""
+        self.mirror(doc)
+        update = self.ydoc.get_update()
+        return shared_build.freeze(update, doc, self.session, self.marks)
+
+    def _updated(self, event: Any) -> None:
+        self._updates.append(event.update)
+        self._whole = None
 
     # --- the Room's side --------------------------------------------------------------
 
@@ -114,18 +148,26 @@ class SharedDoc:
             if doc.metadata != self._metadata:
                 self._set_metadata(doc.metadata)
             inserted = self._restructure(doc)
+            rewritten = set(inserted)
             for index, cell in enumerate(doc.cells):
                 before = self._seen.get(cell.id) or shared_cells.unknown(cell)
-                if cell.id not in inserted and before != seen[cell.id]:
-                    self._update(index, cell, before)
+                now = seen[cell.id]
+                if (
+                    cell.id not in inserted
+                    and before != now
+                    and self._update(index, cell, now, before)
+                ):
+                    rewritten.add(cell.id)
             self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
         self._settle(doc, running, seen)
         updates = [create_update_message(u) for u in self._take()]
-        return updates + self._marked(bool(updates))
+        marked = {mark.cell_id for mark in self.marks.marks.values()}
+        return updates + self._marked(not rewritten.isdisjoint(marked))
 
     def _marked(self, changed: bool, renew: bool = False) -> list[bytes]:
-        """The agents' awareness states that moved (a cell they mark may have been
-        rewritten by ``changed``), after the update that moved them."""
+        """The agents' awareness states that moved (``changed``: a cell they mark was
+        written again, its source or the cell itself, which moves the cursor's anchor),
+        after the update that moved them."""
         marks = self.marks
         if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
             return []
@@ -184,9 +226,9 @@ class SharedDoc:
 
     def _touch(self, events: list[Any]) -> None:
         """Note the cells a person's update changed inside (a path starts at the cell's
-        index) or put in; the mirror's own changes are not noted."""
-        if not self._listening:
-            return
+        index) or put in. Subscribed only while a person's update is applied: pycrdt
+        builds the events of every transaction a deep observer sees, and the mirror's
+        own (three to an execution) would pay for it."""
         for event in events:
             if event.path:
                 ycells = [self.notebook.ycells[event.path[0]]]
@@ -203,24 +245,31 @@ class SharedDoc:
                     self.notebook.ycells[index]["execution_state"] = state
         self._running = running
 
-    def _update(self, index: int, cell: Cell, before: shared_cells.Fingerprint) -> None:
+    def _update(
+        self,
+        index: int,
+        cell: Cell,
+        now: shared_cells.Fingerprint,
+        before: shared_cells.Fingerprint,
+    ) -> bool:
+        """Write what changed in one cell; whether its source was written again."""
         ycell = self.notebook.ycells[index]
-        cell_type, source, outputs, count, metadata = shared_cells.fingerprint(cell)
+        cell_type, source, outputs, count, metadata = now
         if cell_type != before[0]:
             self.notebook.set_cell(index, cell.to_json())
-            return
+            return True
         if source != before[1]:
             self.notebook.set_cell(index, source=source)
         if metadata != before[4]:
             ycell["metadata"] = Map(copy.deepcopy(cell.metadata))
-        if cell_type != "code":
-            return
-        if count != before[3]:
-            ycell["execution_count"] = count
-        if outputs != before[2]:
-            youtputs = ycell["outputs"]
-            youtputs.clear()
-            youtputs.extend([shared_cells.youtput(output) for output in cell.outputs])
+        if cell_type == "code":
+            if count != before[3]:
+                ycell["execution_count"] = count
+            if outputs != before[2]:
+                youtputs = ycell["outputs"]
+                youtputs.clear()
+                youtputs.extend([shared_cells.youtput(output) for output in cell.outputs])
+        return source != before[1]
 
     def content(self) -> dict[str, Any]:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
@@ -291,18 +340,22 @@ class SharedDoc:
 
     def _sync(self, step: int, payload: bytes) -> Heard:
         if step == YSyncMessageType.SYNC_STEP1:
-            step2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
-            return Heard(replies=[step2 + write_message(self.ydoc.get_update(payload))])
+            if payload != EMPTY_STATE:
+                return Heard(replies=[STEP2 + write_message(self.ydoc.get_update(payload))])
+            if self._whole is None:
+                self._whole = STEP2 + write_message(self.ydoc.get_update())
+            return Heard(replies=[self._whole])
         if step not in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
         if payload == EMPTY_UPDATE:
             return Heard()
         self._touched.clear()
-        self._listening = True
+        ycells = self.notebook.ycells
+        listening = ycells.observe_deep(self._touch)
         try:
             self.ydoc.apply_update(payload)
         finally:
-            self._listening = False
+            ycells.unobserve(listening)
         self._heard = True
         relay = [create_update_message(u) for u in self._take()]
         return Heard(relay=relay, edited=bool(relay))

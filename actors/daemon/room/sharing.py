@@ -1,23 +1,28 @@
 """The Room's part for the people who watch it in JupyterLab: the shared Y document
-(shared_doc.py), made when the first person joins and kept while the room lives, so a
-browser that comes back continues the same history.
+(shared_doc.py), built on a worker thread when the first person joins (shared_build.py),
+frozen when nobody has watched for ``shared_doc_idle_secs`` and made again, with the
+same history, on the next join, so a browser that comes back continues it.
 
 A plain class that returns actions (room/actions.py). The Room calls ``mirror`` after
 every message it handled: with nobody watching that is one attribute test, so the
 agent pays nothing for the view (ADR 0004). It also holds the word to the sessions that
 subscribed to the notebook as an MCP resource (change_beacon.py): both are the
 document's watchers.
+
+While a build is under way the Room goes on serving; the people's requests (joins,
+messages) are held, in the order they came, and handed back to the Room once the
+built document has taken the Document's changes made meanwhile (``built``).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import person_edits
-from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Offload, Send
+from nbstage.actors.daemon.room import person_edits, shared_build
+from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Fail, Offload, Send, Wake
 from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.peers import Peers
@@ -31,8 +36,13 @@ from nbstage.protocol.daemon.lab import (
     from_text,
     to_text,
 )
+from nbstage.protocol.daemon.room_replies import SharedDocState, SharedDocView
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.room_followups import JournalAppended
+from nbstage.protocol.daemon_actors.room_followups import (
+    JournalAppended,
+    SharedDocBuilt,
+    SharedDocIdle,
+)
 
 log = logging.getLogger("nbstage.room")
 
@@ -47,9 +57,26 @@ class Said:
     pushes: list[Action]
 
 
+@dataclass
+class Building:
+    """A build under way: what it started from, and the people's requests held for it."""
+
+    generation: int
+    start: shared_build.Start
+    frozen: shared_build.Frozen | None
+    """What a thaw started from, kept again if it fails."""
+    held: list[tuple[Origin, JoinSharedDoc | PassSharedDocMessage]] = field(default_factory=list)
+
+
 class Sharing:
     def __init__(self) -> None:
         self.shared: SharedDoc | None = None
+        self.building: Building | None = None
+        self.frozen: shared_build.Frozen | None = None
+        self.idle_secs = 30.0
+        self.generation = 0
+        """Moves at every build and every join: an idle timer or a build of another
+        generation is stale."""
         self.beacon = ChangeBeacon()
         """The word to the daemon's watchers (sessions subscribed to the notebook as an MCP
         resource) that the document changed (change_beacon.py)."""
@@ -58,23 +85,92 @@ class Sharing:
     def watched(self) -> bool:
         return self.shared is not None and bool(self.shared.people)
 
+    def view(self) -> SharedDocView:
+        if self.building is not None:
+            return SharedDocView(SharedDocState.BUILDING)
+        if self.shared is not None:
+            return SharedDocView(SharedDocState.LIVE)
+        if self.frozen is not None:
+            return SharedDocView(SharedDocState.FROZEN, self.frozen.size)
+        return SharedDocView(SharedDocState.NONE)
+
     def people(self) -> dict[str, int]:
         """The peers watching in JupyterLab (peer id → connection)."""
         return {} if self.shared is None else self.shared.people
 
-    def join(self, origin: Origin, req: JoinSharedDoc, doc: Document, peers: Peers) -> Answer:
-        """An attached peer on this connection becomes one of the people."""
+    def join(self, origin: Origin, req: JoinSharedDoc, doc: Document, peers: Peers) -> list[Action]:
+        """An attached peer on this connection becomes one of the people; the first
+        starts a build, and every join waits while one is under way."""
         if peers.conns.get(req.peer_id) != origin.conn:
             raise NbstageError(
                 ErrorCode.NOT_A_PEER,
                 f"{req.peer_id} is not a peer of this room on this connection; attach first.",
             )
         if self.shared is None:
-            self.shared = SharedDoc(doc)
-        else:
-            self.shared.mirror(doc)
+            return self._hold(origin, req, doc)
+        self.generation += 1
+        self.shared.mirror(doc)
         hello = self.shared.join(req.peer_id, origin.conn)
-        return Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))
+        return [Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))]
+
+    def holds(self, origin: Origin, req: PassSharedDocMessage) -> bool:
+        """A person's message waits while a build is under way."""
+        if self.building is None:
+            return False
+        self.building.held.append((origin, req))
+        return True
+
+    def _hold(self, origin: Origin, req: JoinSharedDoc, doc: Document) -> list[Action]:
+        if self.building is not None:
+            self.building.held.append((origin, req))
+            return []
+        self.generation += 1
+        frozen, self.frozen = self.frozen, None
+        start = shared_build.start(doc) if frozen is None else shared_build.thaw(frozen, doc)
+        self.building = Building(self.generation, start, frozen, [(origin, req)])
+        return [Offload(SharedDocBuilt(self.generation), start.build)]
+
+    def built(
+        self, done: Any, doc: Document | None, running: frozenset[str] = frozenset()
+    ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
+        """The build came back: the document is taken and brought to ``doc`` (what the
+        Room changed during the build, in one transaction), and the held requests go
+        back to the Room, in order; a failed build refuses them. The idle timer is
+        armed, for a build nobody joins in the end."""
+        building = self.building
+        if building is None or done.token.generation != building.generation:
+            return [], []
+        self.building = None
+        if doc is None:
+            closed = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")
+            return self._refuse(building, closed), []
+        if done.error is not None:
+            log.error("the shared document could not be built: %s", done.error)
+            failed = NbstageError(ErrorCode.INTERNAL, "the shared document could not be built")
+            return self._refuse(building, failed), []
+        frozen = building.frozen
+        session, marks = (None, None) if frozen is None else (frozen.session, frozen.marks)
+        self.shared = SharedDoc(done.result, building.start, session, marks)
+        self.shared.mirror(doc, running)
+        return [self._idle_timer()], building.held
+
+    def _refuse(self, building: Building, error: NbstageError) -> list[Action]:
+        """A build that came to nothing: its held requests are refused, and a frozen
+        document it started from is kept, history and all, for the next join."""
+        self.frozen = building.frozen
+        return [Fail(origin, error) for origin, _ in building.held]
+
+    def idle(self, due: SharedDocIdle, doc: Document | None) -> None:
+        """Nobody has joined since the timer was armed: the document is frozen."""
+        shared = self.shared
+        if due.generation != self.generation or shared is None or shared.people or doc is None:
+            return
+        self.frozen = shared.freeze(doc)
+        shared.close()
+        self.shared = None
+
+    def _idle_timer(self) -> Wake:
+        return Wake(self.idle_secs, SharedDocIdle(self.generation))
 
     def heard(self, req: PassSharedDocMessage, doc: Document, edge: Any) -> Said:
         """Apply a person's message; an edit is applied to ``doc`` as journal records.
@@ -103,14 +199,16 @@ class Sharing:
         notebook_id: str,
     ) -> list[Action]:
         """Everything the Room changed since the last call, to every person still here,
-        pushed through ``edge`` as updates of the room ``notebook_id``."""
+        pushed through ``edge`` as updates of the room ``notebook_id``. The last person
+        gone arms the idle timer."""
         shared = self.shared
         if shared is None or doc is None:
             return []
         for peer_id in [p for p in shared.people if p not in peers.labels]:
             shared.leave(peer_id)
         shared.marks.keep({p: label for p, label in peers.labels.items() if p not in shared.people})
-        return _pushes(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
+        pushes = _pushes(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
+        return pushes if shared.people else [*pushes, self._idle_timer()]
 
     def worked_on(self, conn: int, cell_id: str | None, peers: Peers) -> None:
         """An agent on this connection edited or ran this cell: the people see it there."""

@@ -74,6 +74,7 @@ def described(room: Any) -> RoomDescribed:
         unsaved=unsaved,
         room_pid=os.getpid(),
         kept=room.close.kept if unsaved else None,
+        shared_doc=room.sharing.view(),
     )
 
 

@@ -1,0 +1,149 @@
+"""How the Room's shared document is made, kept idle and made again: the parts that run
+on a worker thread, off the Room's (ADR 0004, "Building off the Room's thread").
+
+Pure, no actors. ``start`` (on the Room's thread) takes what a build needs from the
+Document: a copy of the notebook as bytes and the fingerprints of the cells as that
+copy has them, so the Room may go on changing its Document while a worker builds
+(``Start.build``). The Y document comes back to the Room, which mirrors whatever changed
+meanwhile (shared_doc.py). An idle document is ``Frozen``: its encoded update,
+compressed, and a checksum per cell; ``thaw`` starts the next build from those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from jupyter_ydoc import YNotebook
+from pycrdt import Doc
+
+from nbstage.actors.daemon.notebook.cell_model import Cell
+from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import shared_cells
+from nbstage.actors.daemon.room.agent_marks import AgentMarks
+
+STALE: shared_cells.Fingerprint = ("", "", (-1, -1), -2, "")
+"""What the mirror takes a Y cell for when it cannot tell what it holds: unlike any
+cell, so the cell is written again whole."""
+
+
+@dataclass
+class Built:
+    """A Y document made on a worker thread, not yet touched by any other."""
+
+    ydoc: Doc[Any]
+    notebook: YNotebook
+    ids: list[str | None]
+    """The Y cells' ids, in order."""
+    update: bytes
+    """The whole document as one encoded update (what a new Y client is sent)."""
+
+
+@dataclass
+class Frozen:
+    """An idle shared document, kept small: made again from this on the next join,
+    with the same history (so a browser that held it goes on)."""
+
+    update: bytes
+    """The encoded update, zlib-compressed."""
+    checksums: dict[str, int]
+    """Cell id -> ``checksum`` of the cell the Y document holds."""
+    metadata: dict[str, Any]
+    session: str
+    marks: AgentMarks
+
+    @property
+    def size(self) -> int:
+        """Bytes it keeps, about: the update and 8 per checksum."""
+        return len(self.update) + 8 * len(self.checksums)
+
+
+@dataclass
+class Start:
+    """What a build starts from, taken on the Room's thread."""
+
+    seen: dict[str, shared_cells.Fingerprint]
+    """What the mirror will take the built Y cells for."""
+    revision: int
+    metadata: dict[str, Any]
+    notebook: bytes = b""
+    """The notebook as orjson bytes (a build from the Document)."""
+    frozen: bytes = b""
+    """The compressed update (a build from a frozen document)."""
+
+    def build(self) -> Built:
+        """Make the Y document: the worker thread's part, which reads nothing but this."""
+        if self.frozen:
+            return _thawed(zlib.decompress(self.frozen))
+        return _made(orjson.loads(self.notebook))
+
+
+def start(doc: Document) -> Start:
+    notebook = orjson.dumps(doc.to_json())
+    seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
+    return Start(seen, doc.revision, orjson.loads(notebook)["metadata"], notebook=notebook)
+
+
+def thaw(frozen: Frozen, doc: Document) -> Start:
+    """A build from ``frozen``: a cell whose checksum still matches the Document's is
+    taken as written; any other is written again by the mirror after the build."""
+    checksums = frozen.checksums
+    seen = {
+        cell.id: shared_cells.fingerprint(cell)
+        if checksums.get(cell.id) == checksum(cell)
+        else STALE
+        for cell in doc.cells
+    }
+    return Start(seen, doc.revision, frozen.metadata, frozen=frozen.update)
+
+
+def freeze(update: bytes, doc: Document, session: str, marks: AgentMarks) -> Frozen:
+    """``update``: the Y document, just mirrored to ``doc``."""
+    checksums = {cell.id: checksum(cell) for cell in doc.cells}
+    metadata = orjson.loads(orjson.dumps(doc.metadata))
+    return Frozen(zlib.compress(update, 1), checksums, metadata, session, marks)
+
+
+def checksum(cell: Cell) -> int:
+    """The cell as the mirror writes it (type, source, outputs, count, metadata), by
+    content: an outputs list's identity can be reused once it is freed."""
+    data = orjson.dumps(
+        (cell.cell_type, cell.source, cell.outputs, cell.execution_count, cell.metadata),
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+UNTRACKED = "nbstage: no transaction of the room's is undone on the server"
+"""The one origin the server side's undo manager tracks, which no transaction has."""
+
+
+def notebook_of(ydoc: Doc[Any]) -> YNotebook:
+    """``YNotebook`` over ``ydoc``, its undo manager tracking nothing. It tracks every
+    transaction without an origin otherwise, the mirror's included: the stack grew by
+    one item a mirror and kept every deleted output alive (343 kB more encoded, and a
+    millisecond more a mirror, every 1,000 executions). Undo is the browser's own."""
+    ynotebook = YNotebook(ydoc)
+    ynotebook.undo_manager.include_origin(UNTRACKED)
+    return ynotebook
+
+
+def _made(notebook: dict[str, Any]) -> Built:
+    ydoc: Doc[Any] = Doc()
+    ynotebook = notebook_of(ydoc)
+    ynotebook.set(notebook)
+    if not notebook["cells"]:
+        ynotebook.ycells.clear()  # set() gives a notebook without cells an empty one
+    ids: list[str | None] = [cell["id"] for cell in notebook["cells"]]
+    return Built(ydoc, ynotebook, ids, ydoc.get_update())
+
+
+def _thawed(update: bytes) -> Built:
+    ydoc: Doc[Any] = Doc()
+    ydoc.apply_update(update)
+    ynotebook = notebook_of(ydoc)
+    ids = [shared_cells.id_of(ycell) for ycell in ynotebook.ycells]
+    return Built(ydoc, ynotebook, ids, update)

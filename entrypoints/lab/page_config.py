@@ -1,0 +1,41 @@
+"""What the Lab edge changes in the page config JupyterLab hands its front end.
+
+- ``serverSideExecution``: the notebook runs a cell by asking the server, which queues
+  it in the room's kernel (execution.py), instead of sending code to a kernel.
+- The announcements plugin is disabled: it fetches JupyterLab's news feed and checks
+  for updates over the network, which a local edge has no business doing.
+
+Lab rebuilds its page config from files on disk after reading the server's
+``page_config_data``, so the disabled plugins are added by ``page_config_hook``, which
+it calls last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
+DISABLED = (ANNOUNCEMENTS,)
+DISABLED_KEY = "disabledExtensions"
+
+
+def with_our_options(page_config: dict[str, Any]) -> dict[str, Any]:
+    """The page config with our options set and our plugins turned off."""
+    disabled = list(page_config.get(DISABLED_KEY) or [])
+    disabled += [name for name in DISABLED if name not in disabled]
+    return {**page_config, DISABLED_KEY: disabled, "serverSideExecution": True}
+
+
+def install(settings: dict[str, Any]) -> None:
+    """Set the options in a Jupyter server's settings, after any hook already there."""
+    settings.setdefault("page_config_data", {})["serverSideExecution"] = True
+    earlier: Callable[[Any, dict[str, Any]], dict[str, Any]] | None
+    earlier = settings.get("page_config_hook")
+
+    def hook(handler: Any, page_config: dict[str, Any]) -> dict[str, Any]:
+        if earlier is not None:
+            page_config = earlier(handler, page_config)
+        return with_our_options(page_config)
+
+    settings["page_config_hook"] = hook

@@ -1,0 +1,123 @@
+"""Questions about code (completions, inspections): the kernel's reply decoded at the
+seam, the Kernel actor's part with the scripted backend, the Room's part with a seat in
+each state, and the Lab edge's reading of a request (tables)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from nbstage.actors.common.effects import Answer, Send
+from nbstage.actors.daemon.kernel.kernel_backend_events import QuestionAnswered, ReplyReceived
+from nbstage.actors.daemon.kernel.kernel_messages import shell_event
+from nbstage.actors.daemon.kernel.kernel_questions import KernelQuestions
+from nbstage.actors.daemon.kernel.scripted_backend import ScriptedBackend
+from nbstage.actors.daemon.room.code_questions import CodeQuestions
+from nbstage.entrypoints.lab.code_questions import asked, empty_reply
+from nbstage.protocol.common.errors import NbstageError
+from nbstage.protocol.daemon.code_questions import AskKernel, KernelAnswered, QuestionKind
+from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
+from nbstage.protocol.daemon_actors.kernel_questions import (
+    KernelQuestionAnswered,
+    KernelQuestionAsked,
+)
+
+ORIGIN = Origin(1, 7)
+
+
+def reply(msg_type: str, content: dict) -> dict:
+    return {"header": {"msg_type": msg_type}, "parent_header": {"msg_id": "q1"}, "content": content}
+
+
+def test_a_question_reply_keeps_its_content_and_a_run_reply_does_not() -> None:
+    matches = {"status": "ok", "matches": ["abs"], "cursor_start": 0, "cursor_end": 2}
+    assert shell_event(reply("complete_reply", matches)) == QuestionAnswered("q1", matches)
+    found = {"status": "ok", "found": True, "data": {"text/plain": "doc"}}
+    assert shell_event(reply("inspect_reply", found)) == QuestionAnswered("q1", found)
+    ran = shell_event(reply("execute_reply", {"status": "ok", "execution_count": 3}))
+    assert ran == ReplyReceived("q1", True, 3, None)
+
+
+def test_the_kernels_part_answers_whoever_asked_and_drops_the_rest_with_a_reason() -> None:
+    questions, backend = KernelQuestions(), ScriptedBackend()
+    content = {"code": "print(ab", "cursor_pos": 8}
+    assert (
+        questions.ask(backend, KernelQuestionAsked("1", "complete_request", content), "room")
+        is None
+    )
+    assert (
+        questions.ask(backend, KernelQuestionAsked("2", "inspect_request", content), "room") is None
+    )
+    events = [e for e in backend.drain() if isinstance(e, QuestionAnswered)]
+    sender, first = questions.answered(events[0])
+    assert sender == "room"
+    assert first.question_id == "1"
+    assert first.content["matches"] == ["print(abprint(ab"]
+    assert questions.answered(events[0]) is None, "an answer is taken once"
+    assert questions.drop_all("the kernel died") == [
+        ("room", KernelQuestionAnswered("2", None, "the kernel died"))
+    ]
+    refused = questions.ask(None, KernelQuestionAsked("3", "complete_request", content), "room")
+    assert refused == ("room", KernelQuestionAnswered("3", None, "the kernel is not up"))
+
+
+def ask(code: str = "ab", cursor: int = 2, detail: int = 0) -> AskKernel:
+    return AskKernel("nb", QuestionKind.INSPECT, code, cursor, detail)
+
+
+@pytest.mark.parametrize(
+    ("address", "state", "asks"),
+    [
+        ("kernel", KernelState.IDLE, True),
+        ("kernel", KernelState.BUSY, False),
+        ("kernel", KernelState.STARTING, False),
+        ("kernel", KernelState.RESTARTING, False),
+        ("kernel", KernelState.DEAD, False),
+        (None, KernelState.IDLE, False),
+    ],
+)
+def test_the_room_asks_only_an_idle_kernel(address, state, asks) -> None:
+    questions = CodeQuestions(SimpleNamespace(address=address, state=state))  # type: ignore[arg-type]
+    (done,) = questions.ask(ORIGIN, ask())
+    if not asks:
+        assert isinstance(done, Answer)
+        assert done.reply.asked is False
+        assert done.reply.reason
+        return
+    assert isinstance(done, Send)
+    assert done.message.request_type == "inspect_request"
+    assert done.message.content == {"code": "ab", "cursor_pos": 2, "detail_level": 0}
+    answered = KernelQuestionAnswered(done.message.question_id, {"found": True})
+    assert questions.answered(answered, "kernel") == [
+        Answer(ORIGIN, KernelAnswered(True, {"found": True}))
+    ]
+    assert questions.answered(answered, "kernel") == []
+
+
+@pytest.mark.parametrize("bad", [ask(cursor=3), ask(cursor=-1), ask(detail=2)])
+def test_a_question_out_of_shape_is_refused(bad) -> None:
+    questions = CodeQuestions(SimpleNamespace(address="k", state=KernelState.IDLE))  # type: ignore[arg-type]
+    with pytest.raises(NbstageError):
+        questions.ask(ORIGIN, bad)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ({"code": "abc", "cursor_pos": 2}, ("abc", 2, 0)),
+        ({"code": "abc"}, ("abc", 3, 0)),
+        ({"code": "abc", "cursor_pos": 99, "detail_level": 1}, ("abc", 3, 1)),
+        ({"code": "abc", "cursor_pos": True}, ("abc", 3, 0)),
+        ({"code": 5, "cursor_pos": -4}, ("", 0, 0)),
+        ("not an object", ("", 0, 0)),
+    ],
+)
+def test_the_lab_edge_reads_a_request_sanely(content, expected) -> None:
+    assert asked(content) == expected
+
+
+def test_the_empty_replies_are_valid_ones() -> None:
+    assert empty_reply(QuestionKind.COMPLETE, 4)["cursor_start"] == 4
+    assert empty_reply(QuestionKind.INSPECT, 4)["found"] is False

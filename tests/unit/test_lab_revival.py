@@ -1,0 +1,90 @@
+"""The Lab edge's revival of the daemon: when it starts one (a table), how it reads the
+socket (a real Unix socket, listening, left behind, missing), and the page config it
+hands the front end."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import orjson
+import psutil
+import pytest
+
+from nbstage.entrypoints.common.statedir import StatePaths, record_socket_dir
+from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
+from nbstage.entrypoints.lab.daemon_revival import (
+    Asker,
+    SocketState,
+    daemon_environ,
+    probe,
+    should_start,
+)
+from nbstage.entrypoints.lab.page_config import ANNOUNCEMENTS, install
+from nbstage.protocol.common.safe_files import write_private
+
+DECISIONS = [
+    (SocketState.ANSWERS, Asker.LINK_LOST, False),
+    (SocketState.ANSWERS, Asker.PAGE, False),
+    (SocketState.DEAD, Asker.LINK_LOST, True),
+    (SocketState.DEAD, Asker.PAGE, True),
+    (SocketState.ABSENT, Asker.LINK_LOST, False),
+    (SocketState.ABSENT, Asker.PAGE, True),
+    (SocketState.PENDING, Asker.LINK_LOST, False),
+    (SocketState.PENDING, Asker.PAGE, False),
+]
+
+
+@pytest.mark.parametrize(("state", "asker", "start"), DECISIONS)
+def test_when_the_edge_starts_a_daemon(state, asker, start) -> None:
+    assert should_start(state, asker) is start
+
+
+def test_a_socket_that_answers_nothing_is_dead_and_a_missing_one_absent(tmp_path: Path) -> None:
+    """A listener that takes the connection but answers no request (a SIGKILLed daemon's,
+    for a moment) is as dead as one nobody listens on. (One that answers: the e2e tests.)"""
+    root = tmp_path / "state"
+    root.mkdir(mode=0o700)
+    paths = StatePaths(root, root)
+    assert probe(paths) is SocketState.ABSENT
+    record_socket_dir(paths)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(paths.socket))
+        listener.listen()
+        assert probe(paths) is SocketState.DEAD
+    assert probe(paths) is SocketState.DEAD
+    paths.socket.unlink()
+    assert probe(paths) is SocketState.ABSENT
+
+
+def test_a_socket_whose_stamped_daemon_still_runs_is_pending(tmp_path: Path) -> None:
+    """A daemon stopping or being torn down: its process is there, its socket answers
+    nothing. Once the process is gone (or the pid is another process's), it is not."""
+    root = tmp_path / "state"
+    root.mkdir(mode=0o700)
+    paths = StatePaths(root, root)
+    record_socket_dir(paths)
+    me = psutil.Process()
+    stamp = {"pid": me.pid, "started_at": me.create_time() + 0.5}
+    write_private(root / ALIVE_FILE, orjson.dumps(stamp))
+    assert probe(paths) is SocketState.PENDING
+    stamp["started_at"] = me.create_time() - 60
+    write_private(root / ALIVE_FILE, orjson.dumps(stamp))
+    assert probe(paths) is SocketState.ABSENT
+
+
+def test_the_page_config_turns_the_announcements_off_and_runs_cells_on_the_server() -> None:
+    settings: dict = {"page_config_hook": lambda handler, config: {**config, "earlier": 1}}
+    install(settings)
+    assert settings["page_config_data"]["serverSideExecution"] is True
+    config = settings["page_config_hook"](None, {"disabledExtensions": ["some:plugin"]})
+    assert config["disabledExtensions"] == ["some:plugin", ANNOUNCEMENTS]
+    assert config["serverSideExecution"] is True
+    assert config["earlier"] == 1
+    again = settings["page_config_hook"](None, config)
+    assert again["disabledExtensions"].count(ANNOUNCEMENTS) == 1
+
+
+def test_a_daemon_the_edge_starts_does_not_inherit_labs_token() -> None:
+    environ = {"JUPYTER_TOKEN": "secret", "NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
+    assert daemon_environ(environ) == {"NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
