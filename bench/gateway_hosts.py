@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -41,17 +40,15 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
-from tests.gateway_support import Gateway, gateway_running, kill_host
+from tests.gateway_support import Gateway, gateways_running, kill_host
 from tests.support import RunningDaemon, daemon_running, run_cell
 
 ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
 LOST_BUDGET_SECS = 5.0
 
 
-@contextlib.contextmanager
-def three_gateways() -> Iterator[list[Gateway]]:
-    with contextlib.ExitStack() as stack:
-        yield [stack.enter_context(gateway_running(address=a)) for a in ADDRESSES]
+def three_gateways() -> contextlib.AbstractContextManager[list[Gateway]]:
+    return gateways_running([(address, False) for address in ADDRESSES])
 
 
 def config(gateways: list[Gateway]) -> str:
