@@ -115,11 +115,12 @@ async def keep_alive(ws: KeptAlive, policy: KeepalivePolicy = DEFAULT_KEEPALIVE)
         now = loop.time()
         step = next_step(now, ws.heard_at, pinged_at, policy)
         if isinstance(step, Lost):
-            if not await _heard_after_reading(ws, now):
+            if await _heard_after_reading(ws, now):
+                continue
+            if ws.protocol is not None:  # not closed meanwhile
                 ws.lost = f"the host answered nothing for {step.silent:.1f} s"
                 ws.protocol.stream.close()
-                return
-            continue
+            return
         if isinstance(step, SendPing):
             ws.ping()
             pinged_at = now
