@@ -30,8 +30,10 @@ log = logging.getLogger("nbstage.kernel")
 class KeepalivePolicy:
     every: float = 1.0
     """Seconds between pings."""
-    silence: float = 3.0
-    """Seconds without any frame from the host after which the connection is lost."""
+    silence: float = 4.0
+    """Seconds without any frame from the host after which the connection is lost. (3 s
+    took a gateway starting 11 kernels at once on a loaded machine for lost; 4 s still
+    tells a frozen host's rooms within issue 26's 5 s.)"""
 
 
 DEFAULT_KEEPALIVE = KeepalivePolicy()
