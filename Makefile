@@ -99,6 +99,8 @@ bench: bytecode
 	$(BIN)/python bench/many_clients.py --clients 32
 	$(BIN)/python bench/environments.py
 	$(BIN)/python bench/lab_sync.py
+	$(BIN)/python bench/gateways.py
+	$(BIN)/python bench/gateway_hosts.py --notebooks 32
 
 # docs/tools.md and docs/settings.md, from the code that declares them.
 docs: install

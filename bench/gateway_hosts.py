@@ -71,24 +71,31 @@ def notebook_on(folder: Path, index: int, host: str) -> Path:
     return path
 
 
-def start_all(daemon: RunningDaemon, paths: list[Path]) -> list[tuple[str | None, float, str]]:
-    """Each notebook's id, its release → first result seconds, and its outcome."""
+def start_all(
+    daemon: RunningDaemon, paths: list[Path], clients: list[DaemonClient]
+) -> list[tuple[str | None, float, str]]:
+    """Each notebook's id, its release → first result seconds, and its outcome. Each
+    notebook's client stays connected (in ``clients``, for the caller to close): a room with
+    no client left stops its kernel after ``keep_alive_secs``."""
     results: list[tuple[str | None, float, str]] = [(None, 0.0, "not run")] * len(paths)
     barrier = threading.Barrier(len(paths))
 
     def one(index: int) -> None:
         nid = None
+        began = time.perf_counter()
         try:
-            with daemon.client(timeout=180) as client:
-                barrier.wait(60)
-                began = time.perf_counter()
-                nid = client.request("open", path=str(paths[index]))["notebook_id"]
-                ran = run_cell(client, nid, "1+1", wait_secs=150)
-                took = time.perf_counter() - began
-                ok = ran["status"] == "done" and ran["outputs"][0]["data"]["text/plain"] == "2"
-                results[index] = (nid, took, "served" if ok else f"not served: {ran}")
+            client = daemon.client(timeout=180)
+            clients.append(client)
+            barrier.wait(60)
+            began = time.perf_counter()
+            nid = client.request("open", path=str(paths[index]))["notebook_id"]
+            ran = run_cell(client, nid, "1+1", wait_secs=150)
+            took = time.perf_counter() - began
+            ok = ran["status"] == "done" and ran["outputs"][0]["data"]["text/plain"] == "2"
+            results[index] = (nid, took, "served" if ok else f"not served: {ran}")
         except Exception as exc:
-            results[index] = (nid, 0.0, f"not served: {type(exc).__name__}: {exc}")
+            took = time.perf_counter() - began
+            results[index] = (nid, took, f"not served: {type(exc).__name__}: {exc}")
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(paths))]
     for thread in threads:
@@ -150,7 +157,8 @@ def lose(
 def print_failures(log: Path) -> None:
     """The daemon's log lines that say why a start failed."""
     for line in log.read_text().splitlines():
-        if '"level":"error"' in line or "start failed" in line:
+        said = ('"level":"error"', "start failed", "channels to kernel host", "died")
+        if any(word in line for word in said):
             print(f"  log: {line[:400]}")
 
 
@@ -167,14 +175,15 @@ def main() -> None:
         wish = [hosts[i % len(hosts)] for i in range(args.notebooks)]
         paths = [notebook_on(work, i, wish[i]) for i in range(args.notebooks)]
         frozen = gateways[1]
+        clients: list[DaemonClient] = []
         try:
             with daemon_running(state) as daemon:
-                results = start_all(daemon, paths)
+                results = start_all(daemon, paths, clients)
                 served = [took for _, took, outcome in results if outcome == "served"]
                 print(f"notebooks served: {len(served)}/{args.notebooks}")
-                for _, _, outcome in results:
+                for _, took, outcome in results:
                     if outcome != "served":
-                        print(f"  {outcome[:300]}")
+                        print(f"  after {took:.2f} s: {outcome[:300]}")
                 if len(served) < args.notebooks:
                     print_failures(state / "logs" / "daemon.log")
                 if served:
@@ -204,6 +213,8 @@ def main() -> None:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(frozen.process.pid, signal.SIGCONT)
+            for client in clients:
+                client.close()
     for how, host, told, named, count in report:
         verdict = (
             "met" if len(told) == count and told and told[-1] <= LOST_BUDGET_SECS else "NOT met"

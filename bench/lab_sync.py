@@ -287,16 +287,37 @@ def y_memory(path: str) -> tuple[int, int]:
     return grown, idle
 
 
-async def executes(ours: Nbstage, runs: int) -> tuple[list, list]:
+async def executes(ours: Nbstage, runs: int, apart: bool = False) -> tuple[list, list]:
+    """``apart``: the Y client runs in a process of its own, as a browser does, rather
+    than on this bench's loop, where applying its updates delays the agent's answers."""
+    tag = "-apart" if apart else ""
+    alone, watched = f"alone{tag}.ipynb", f"watched{tag}.ipynb"
     ids = {}
-    for name in ("alone.ipynb", "watched.ipynb"):
+    for name in (alone, watched):
         write_notebook(ours.root / name, 0)
         nid = (await ours.ask("open", path=str(ours.root / name)))["notebook_id"]
         made = await ours.ask("create_cell", notebook_id=nid, source="1+1")
         ids[name] = (nid, made["cell_id"])
-    person = await YClient.join(ours.base, ours.token, "watched.ipynb")
-    await person.until(lambda: person.count() == 1)
-    samples: dict[str, list[float]] = {"alone.ipynb": [], "watched.ipynb": []}
+    if apart:
+        watcher = await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--watch",
+            ours.base,
+            ours.token,
+            watched,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert watcher.stdout is not None
+        await watcher.stdout.readline()
+    else:
+        person = await YClient.join(ours.base, ours.token, watched)
+        await person.until(lambda: person.count() == 1)
+    room = await ours.ask("describe_room", notebook_id=ids[watched][0])
+    people = [peer for peer in room["peers"] if peer["kind"] == "person"]
+    print(f"   ({len(people)} person watching {watched})")
+    samples: dict[str, list[float]] = {alone: [], watched: []}
 
     async def run(name: str) -> None:
         nid, cell_id = ids[name]
@@ -308,8 +329,23 @@ async def executes(ours: Nbstage, runs: int) -> tuple[list, list]:
     for i in range(runs):
         for name in sorted(samples, reverse=bool(i % 2)):
             samples[name].append(await timed(lambda name=name: run(name)))
+    if apart:
+        assert watcher.stdin is not None
+        watcher.stdin.close()
+        await watcher.wait()
+    else:
+        await person.close()
+    return samples[alone], samples[watched]
+
+
+async def watch(base: str, token: str, name: str) -> None:
+    """A Y client that keeps in step with ``name`` until its stdin closes; a line on
+    stdout once it holds the notebook."""
+    person = await YClient.join(base, token, name)
+    await person.until(lambda: person.count() >= 1)
+    print("synced", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await person.close()
-    return samples["alone.ipynb"], samples["watched.ipynb"]
 
 
 CASES = ("new-cell", "big-new-cell", "keystroke", "open", "memory", "execute")
@@ -371,6 +407,10 @@ async def case_execute(ours: Nbstage, stock: StockLab | None, runs: int) -> None
     diff = (statistics.median(watched) - statistics.median(alone)) * 1000
     print(f"5. execute 1+1, no one watching: {stats(alone)}")
     print(f"   one Y client connected: {stats(watched)} (difference {diff:+.2f} ms)")
+    alone, watched = await executes(ours, runs, apart=True)
+    diff = (statistics.median(watched) - statistics.median(alone)) * 1000
+    print(f"   again, the Y client in a process of its own: no one watching {stats(alone)}")
+    print(f"   one Y client connected: {stats(watched)} (difference {diff:+.2f} ms)")
 
 
 CASE_RUNS = {
@@ -388,8 +428,11 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--only", choices=CASES, help="run this case alone")
     parser.add_argument("--y-memory", help=argparse.SUPPRESS)
+    parser.add_argument("--watch", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.y_memory:
         print(*y_memory(args.y_memory))
+    elif args.watch:
+        asyncio.run(watch(*args.watch))
     else:
         asyncio.run(main(args.runs, args.only))

@@ -29,6 +29,7 @@ from tests.support import wait_until
 START_SECS = 90.0
 """How long a gateway may take to answer after it is started (its imports are slow on a
 busy machine)."""
+KERNEL_INFO_SECS = 10
 
 
 @dataclass
@@ -137,6 +138,11 @@ def _launch(tmp: Path, address: str, tls: bool) -> Gateway:
         "--KernelGatewayApp.port_retries=0",
         "--JupyterWebsocketPersonality.list_kernels=True",
         f"--KernelGatewayApp.auth_token={token}",
+        # A channels websocket opens once the kernel answers one kernel_info request;
+        # under load that request is sometimes never answered, and the gateway then
+        # waits this long (60 s by default, as long as nbstage's bound) before it
+        # opens the websocket all the same.
+        f"--MappingKernelManager.kernel_info_timeout={KERNEL_INFO_SECS}",
         *tls_args,
     ]
     with open(f"{tmp}/gateway.log", "wb") as log:

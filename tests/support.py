@@ -326,3 +326,14 @@ def session_manager_pid(daemon: RunningDaemon, label: str) -> int:
         return pid if pid is not None and not pid_gone(pid) else None
 
     return wait_until(live_pid, 20, f"a live session manager for {label}")
+
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artifacts"
+"""What a test keeps for a person to look at after the run (screenshots); not in git."""
+
+
+def artifact(name: str) -> Path:
+    """Where a test keeps the artifact ``name``: in ``build/test-artifacts/``, which
+    outlives the run's temp dir."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS / name

@@ -25,7 +25,7 @@ import orjson
 from nbstage.protocol.common.mime_types import is_json_mime
 from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.replies import CellShown, CellsShown, ExecutionReported
-from nbstage.protocol.daemon_actors.kernels import OutputsDropped
+from nbstage.protocol.daemon_actors.kernel_facts import OutputsDropped
 
 NOTICE_STREAM: Final = "stderr"
 """The stream a drop notice is written to, between the kept start and end."""

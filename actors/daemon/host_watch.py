@@ -22,7 +22,7 @@ from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import HostsListed, HostView
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 log = logging.getLogger("nbstage.daemon")

@@ -14,7 +14,7 @@ from nbstage.protocol.daemon.replies import (
     RoomsListed,
     RoomView,
 )
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 
 
 def room_view(notebook_id: str, entry: RoomEntry) -> RoomView:

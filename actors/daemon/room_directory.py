@@ -18,7 +18,7 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.requests import AttachNotebook, OpenNotebook
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.rooms import ClaimPath, CloseReason, PathRefused, RoomStatus
 
 

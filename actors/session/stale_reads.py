@@ -43,7 +43,7 @@ from nbstage.protocol.daemon.requests import (
     ReplaceRegex,
     SetCell,
 )
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.mcp.tool_results import tool_error
 
 MAX_LISTINGS = 16

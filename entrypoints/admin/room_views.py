@@ -25,7 +25,7 @@ from nbstage.protocol.daemon.replies import (
     RoomsListed,
 )
 from nbstage.protocol.daemon.requests import DescribeRoom, GetActorTree, ListRooms
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
 
 
 def run_rooms(admin: Admin, args: list[str]) -> Outcome:
@@ -73,6 +73,10 @@ def run_room(admin: Admin, args: list[str]) -> Outcome:
         ("latch", f"{attached}, generation {room.latch.generation}", "head"),
         ("keep-alive", keep_alive_text(room.keep_alive), "head"),
     ]
+    shared = room.shared_doc
+    if shared is not None and shared.state != "none":
+        kept = f", {shared.frozen_bytes / 1024:.0f} kB" if shared.frozen_bytes else ""
+        pairs.append(("shared doc", f"{shared.state}{kept}", "head"))
     pairs += peer_pairs(room)
     pairs += [("  live", execution_id, "head") for execution_id in executions.live]
     if room.environment is not None:

@@ -18,7 +18,7 @@ from nbstage.entrypoints.harness.clients import McpClient
 from nbstage.entrypoints.harness.procs import FaultError, alive, sigkill, wait_gone
 from nbstage.protocol.daemon.replies import ClientsListed, RoomsListed, RoomView
 from nbstage.protocol.daemon.requests import ListClients, ListRooms
-from nbstage.protocol.daemon_actors.kernels import KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 
 if TYPE_CHECKING:
     from nbstage.entrypoints.harness.run import Run

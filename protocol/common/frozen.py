@@ -21,11 +21,17 @@ What the shared methods do is what dataclasses' would:
 - assigning or deleting a field raises ``dataclasses.FrozenInstanceError``.
 
 A method written in the class body is kept, as dataclasses keeps it.
+
+A class without a docstring gets dataclasses' own, ``Name(field: type, ...)``, made when
+it is first read rather than when the class is: dataclasses builds it with
+``inspect.signature``, a tenth of the time it takes to define a class, and no process
+reads these docs as it starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
 from collections.abc import Callable
 from functools import cache
@@ -110,6 +116,19 @@ def _share_methods(made: type[Any], body: dict[str, Any]) -> None:
     cls.__delattr__ = _delattr
 
 
+class _GeneratedDoc:
+    """A class's ``__doc__`` as dataclasses would write it, made when first read (a
+    descriptor in a class's ``__doc__`` is called for ``cls.__doc__`` too)."""
+
+    def __get__(self, instance: object, owner: type) -> str:
+        doc = owner.__name__ + str(inspect.signature(owner)).replace(" -> None", "")
+        owner.__doc__ = doc
+        return doc
+
+
+_PLACEHOLDER_DOC = "made when read: _GeneratedDoc"
+
+
 @typing.dataclass_transform(
     frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field)
 )
@@ -119,7 +138,12 @@ def frozen(cls: type[T] | None = None, /, **options: Any) -> Any:
 
     def make(cls: type[T]) -> type[T]:
         body = dict(cls.__dict__)
+        undocumented = not cls.__doc__
+        if undocumented:
+            cls.__doc__ = _PLACEHOLDER_DOC
         made = dataclasses.dataclass(cls, frozen=True, slots=True, eq=False, repr=False, **options)
+        if undocumented:
+            made.__doc__ = _GeneratedDoc()  # type: ignore[assignment]
         _share_methods(made, body)
         return made
 

@@ -7,7 +7,9 @@ source it generates: about two thirds of the time it takes to import the protoco
 into files beside the bytecode (``write``), and once
 ``install`` has run, ``dataclasses`` takes the code from that file for any source it
 holds; other source is compiled as it always is. Entries go as they are used, and
-``forget`` drops the rest once a process has started.
+``forget`` drops the rest once a process has started. A source met again (two classes
+with the same fields make the same ``__init__``) takes the code already loaded: a table
+holds each source once.
 
 There is one file for each module that defines dataclasses, read when that module first
 defines one, so a process holds only what it uses. Each is a marshal of ``{source:
@@ -32,6 +34,8 @@ PACKAGES = ("nbstage.protocol", "nbstage.actors", "nbstage.entrypoints")
 
 _tables: dict[str, dict[str, bytes]] = {}
 """By module: the code of each method source that module's dataclasses need."""
+_loaded: dict[str, CodeType] = {}
+"""Every source whose code this process has loaded or compiled, until ``forget``."""
 _compiled: dict[str, dict[str, bytes]] | None = None
 """While ``write`` runs: by module, every source compiled, with its code."""
 _cache = CACHE
@@ -63,11 +67,14 @@ def _exec(
     if isinstance(source, str):
         module = (globals or {}).get("__name__", "")
         stored = _table_of(module).pop(source, None)
-        code = (
-            marshal.loads(stored)
-            if stored is not None
-            else compile(source, "<string>", "exec", dont_inherit=True)
-        )
+        code = _loaded.get(source)
+        if code is None:
+            code = (
+                marshal.loads(stored)
+                if stored is not None
+                else compile(source, "<string>", "exec", dont_inherit=True)
+            )
+            _loaded[source] = code
         if _compiled is not None:
             _compiled.setdefault(module, {})[source] = marshal.dumps(code)
         source = code
@@ -83,6 +90,7 @@ def install(cache: Path = CACHE) -> None:
 def forget() -> None:
     """Start-up is over: drop what was not used."""
     _tables.clear()
+    _loaded.clear()
 
 
 def write(cache: Path = CACHE, packages: tuple[str, ...] = PACKAGES) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
@@ -124,6 +123,8 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     except FileNotFoundError:
         pass
     else:
+        import tomllib  # here: most state dirs have no config.toml, and every process loads this
+
         values.update(tomllib.loads(text.decode("utf-8")))
     hosts = decode_kernel_hosts(values.pop("kernel_hosts", []), state_dir)
     for name, var in _ENV_NAMES.items():

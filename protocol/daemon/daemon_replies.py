@@ -9,7 +9,7 @@ from typing import Any
 
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
 
 
 @frozen

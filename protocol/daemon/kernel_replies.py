@@ -9,7 +9,7 @@ from typing import Any
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon.dependency_modes import ApplyDependencies
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, ExecutionStatus
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, ExecutionStatus
 
 
 @frozen

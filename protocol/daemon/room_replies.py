@@ -8,7 +8,7 @@ from enum import StrEnum
 from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon.daemon_replies import KeptRoom, PeerView
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
 
 
 @frozen

@@ -10,35 +10,16 @@ from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
-from nbstage.protocol.common.codec import OMIT_WHEN_NONE
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.settings import OUTPUT_LIMIT_BYTES
 from nbstage.protocol.daemon_actors.edge import Origin
-
-
-class KernelState(StrEnum):
-    NONE = "none"
-    STARTING = "starting"
-    IDLE = "idle"
-    BUSY = "busy"
-    RESTARTING = "restarting"
-    DEAD = "dead"
-    UNKNOWN = "unknown"
-    """Only a session whose daemon is unreachable says this, of its own notebooks."""
-
-
-class ExecutionStatus(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    ERROR = "error"
-    CANCELLED = "cancelled"
-
-    @property
-    def finished(self) -> bool:
-        return self in (ExecutionStatus.DONE, ExecutionStatus.ERROR, ExecutionStatus.CANCELLED)
+from nbstage.protocol.daemon_actors.kernel_facts import (
+    EnvironmentView,
+    ExecutionStatus,
+    OutputsDropped,
+)
 
 
 @frozen
@@ -65,43 +46,11 @@ class EnvironmentWanted:
     not among them runs its kernel in the pool (actors/daemon/environment/projects.py)."""
 
 
-def _optional() -> Any:
-    return field(default=None, metadata=OMIT_WHEN_NONE)
-
-
-class EnvSource(StrEnum):
-    """Where a kernel's Python comes from (actors/daemon/kernel/kernel_environment.py decides)."""
-
-    INLINE = "inline"
-    PROJECT = "project"
-    POOL = "pool"
-    HOST = "host"
-    """A kernel host's own (the gateway's kernelspec; docs/adr/0007-kernel-hosts.md)."""
-
-
 class KernelBackendKind(StrEnum):
     JUPYTER = "jupyter"
     """A real kernel process."""
     SCRIPTED = "scripted"
     """In memory, for tests of the Room (actors/daemon/kernel/scripted_backend.py)."""
-
-
-@frozen
-class EnvironmentView:
-    """Where a kernel's Python comes from, as tools and the admin console show it."""
-
-    source: EnvSource
-    fingerprint: str | None = _optional()
-    """The inline environment's dependency fingerprint, or the project's."""
-    project: str | None = _optional()
-    """The project's folder. With source "pool": a project that was found but not used,
-    waiting for approval (with its fingerprint) or refused (``problem`` says why)."""
-    path: str | None = _optional()
-    """The environment's folder, when nbstage made it."""
-    problem: str | None = _optional()
-    """Why the kernel runs somewhere other than where it was asked to (a failed build)."""
-    host: str | None = _optional()
-    """The kernel host the kernel runs on (source "host"); none: the daemon's machine."""
 
 
 @frozen
@@ -158,19 +107,6 @@ class RunCode:
 @frozen
 class ExecutionStarted:
     execution_id: str
-
-
-@frozen
-class OutputsDropped:
-    """How much output was dropped between what a cell keeps from its start and its end
-    (actors/common/output_bounds.py)."""
-
-    size: int = 0
-    """Bytes: streams' UTF-8 text, other outputs' JSON."""
-    lines: int = 0
-    """Newlines in the dropped stream text."""
-    outputs: int = 0
-    """Whole outputs other than streams."""
 
 
 @frozen

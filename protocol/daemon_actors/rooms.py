@@ -10,12 +10,8 @@ from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.replies import KeptRoom
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import (
-    EnvironmentView,
-    KernelBackendKind,
-    KernelspecInfo,
-    KernelState,
-)
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
+from nbstage.protocol.daemon_actors.kernels import KernelBackendKind, KernelspecInfo
 
 
 class RoomSource(StrEnum):

@@ -20,12 +20,11 @@ import pytest
 from nbstage.protocol.session.lab_wanted import notebook_url
 from tests.e2e.test_kernels import wait_for_file
 from tests.lab_support import RunningLab, WsPerson
-from tests.support import McpClientSession, call_ok, wait_until
+from tests.support import McpClientSession, artifact, call_ok, wait_until
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 INSTALL = "apt-get install chromium chromium-driver (as root; `make test` does it where it can)"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason=INSTALL)
 
@@ -127,8 +126,7 @@ def test_the_person_watches_the_agent_and_the_agent_reads_the_person(
             30,
             "the agent in Lab's collaborators panel",
         )
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(ARTIFACTS / "lab-agent-cell.png"))
+        browser.save_screenshot(str(artifact("lab-agent-cell.png")))
 
         # The first line is printed, and the rest only once the test has seen it in Lab.
         # (No line's text is in the source, which Lab shows in the same cell.)

@@ -2,7 +2,7 @@
 driven by selenium. A host page of our own (tests/mcp_app_host.html) speaks the host side
 of the extension's postMessage protocol; the page it shows is the ui:// resource read
 through `nbstage mcp`, and the results it is handed come from real cells run through the
-official SDK client. The screenshot is kept in the test's tmp dir."""
+official SDK client. The screenshot is kept in build/test-artifacts/."""
 
 from __future__ import annotations
 
@@ -20,7 +20,15 @@ import pytest
 
 from nbstage.protocol.mcp import mcp_apps
 from tests.images import jpeg_bytes
-from tests.support import RunningDaemon, call_ok, mcp_client, run_bounded, texts_of, wait_until
+from tests.support import (
+    RunningDaemon,
+    artifact,
+    call_ok,
+    mcp_client,
+    run_bounded,
+    texts_of,
+    wait_until,
+)
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -275,8 +283,9 @@ def test_the_page_draws_real_outputs_and_fetches_a_capped_one_through_the_host(
             assert host.page("return document.querySelectorAll('section.cell').length") == 4
             assert host.page("return document.querySelectorAll('img.figure').length") == 1
             browser.switch_to.default_content()
-            browser.save_screenshot(str(tmp_path / "mcp-app.png"))
-            assert (tmp_path / "mcp-app.png").stat().st_size > 10_000
+            screenshot = artifact("mcp-app.png")
+            browser.save_screenshot(str(screenshot))
+            assert screenshot.stat().st_size > 10_000
 
             long = await run(client, LONG)
             host.show({}, long)

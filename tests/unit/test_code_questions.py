@@ -18,11 +18,11 @@ from nbstage.entrypoints.lab.code_questions import asked, empty_reply
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon.code_questions import AskKernel, KernelAnswered, QuestionKind
 from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.kernel_questions import (
     KernelQuestionAnswered,
     KernelQuestionAsked,
 )
-from nbstage.protocol.daemon_actors.kernels import KernelState
 
 ORIGIN = Origin(1, 7)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import math
 import pickle
 from collections.abc import Callable
@@ -176,3 +177,21 @@ def test_no_method_but_init_is_generated(monkeypatch: pytest.MonkeyPatch) -> Non
     assert Counted.__eq__ is frozen_module._eq
     assert Counted.__hash__ is frozen_module._hash
     assert Counted.__repr__ is frozen_module._repr
+
+
+def test_the_generated_doc_is_made_when_read_not_when_the_class_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("signature taken while the class was defined")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(inspect, "signature", refuse)
+
+        @frozen
+        class Quiet:
+            name: str
+            count: int = 0
+
+    assert Quiet.__doc__ == "Quiet(name: 'str', count: 'int' = 0)"
+    assert Quiet("a").__doc__ == Quiet.__doc__

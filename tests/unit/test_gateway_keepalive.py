@@ -20,6 +20,7 @@ from nbstage.actors.daemon.kernel.gateway_keepalive import (
     Lost,
     SendPing,
     Wait,
+    _heard_after_reading,
     connect,
     keep_alive,
     next_step,
@@ -173,3 +174,27 @@ def test_a_host_that_answers_pings_stays_connected() -> None:
         return echoed
 
     assert asyncio.run(run()) == "still here"
+
+
+class Heard:
+    """What ``_heard_after_reading`` looks at: when the host was last heard."""
+
+    def __init__(self) -> None:
+        self.heard_at = 1.0
+
+
+@pytest.mark.parametrize(
+    ("arrives", "expected"),
+    [
+        pytest.param(True, True, id="a pong already read in: not lost"),
+        pytest.param(False, False, id="nothing came: lost"),
+    ],
+)
+def test_frames_already_in_are_read_before_giving_up(arrives: bool, expected: bool) -> None:
+    async def run() -> bool:
+        ws = Heard()
+        if arrives:
+            asyncio.get_running_loop().call_soon(setattr, ws, "heard_at", 9.0)
+        return await _heard_after_reading(ws, since=5.0)  # type: ignore[arg-type]
+
+    assert asyncio.run(run()) is expected

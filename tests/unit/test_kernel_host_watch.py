@@ -15,7 +15,7 @@ from nbstage.actors.daemon.room_directory import RoomDirectory
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.daemon_followups import HostProbed, HostsCheckDue
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource, KernelState
 from nbstage.protocol.daemon_actors.rooms import HostsSeen, RoomStatus
 
 A = KernelHost("a", "http://a:1", "t", max_kernels=2)

@@ -32,7 +32,7 @@ from nbstage.actors.daemon.room.lifetime import (
     peer_left,
 )
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import ExecutionStatus
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus
 from nbstage.protocol.daemon_actors.rooms import CloseReason
 
 # --- lifetime: one step -------------------------------------------------------------------

@@ -17,7 +17,7 @@ from nbstage.actors.daemon.room.executions import (
     lost_message,
     stored_execution,
 )
-from nbstage.protocol.daemon_actors.kernels import ExecutionStatus
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus
 from nbstage.protocol.daemon_actors.rooms import DaemonRun, EarlierDaemon
 
 NOW = DaemonRun(200, 2000.5)

@@ -126,3 +126,36 @@ def test_modules_of_a_subpackage_are_cached_too(package: Path) -> None:
     )
     tag = sys.implementation.cache_tag
     assert (cache / f"cached.inner.deeper.{tag}.marshal").exists()
+
+
+def test_classes_whose_methods_share_a_source_all_take_them_from_the_cache(
+    package: Path,
+) -> None:
+    """A table holds each source once; a second class with the same fields (the same
+    ``__init__``, the same frozen refusals) takes the code the first one loaded."""
+    twins = MODULE + "\n\n" + MODULE.split("\n\n\n")[1].replace("class Asked", "class Twin")
+    (package / "cached" / "messages.py").write_text(twins)
+    cache = package / "cache"
+    run_python(
+        f"""
+        from pathlib import Path
+        from nbstage.protocol.common import method_cache
+
+        method_cache.write(Path({str(cache)!r}), ("cached",))
+        """,
+        package,
+    )
+    out = run_python(
+        f"""
+        from pathlib import Path
+        from nbstage.protocol.common import method_cache
+
+        method_cache.install(Path({str(cache)!r}))
+        method_cache.compile = None  # a call would fail
+        from cached.messages import Asked, Twin
+
+        print(Twin("x", 2).count, Twin("x") != Asked("x"))
+        """,
+        package,
+    )
+    assert out == "2 True"

@@ -24,7 +24,7 @@ from nbstage.protocol.daemon.replies import (
     ExecutionReported,
     ExecutionView,
 )
-from nbstage.protocol.daemon_actors.kernels import ExecutionStatus, OutputsDropped
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, OutputsDropped
 
 LIMIT = 4096
 HALF = LIMIT // 2

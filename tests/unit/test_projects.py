@@ -12,7 +12,8 @@ from nbstage.actors.daemon.environment import projects
 from nbstage.actors.daemon.environment.projects import ProjectFound, ProjectRefused, find_project
 from nbstage.actors.daemon.kernel import kernel_environment as environment
 from nbstage.actors.daemon.kernel.kernel_environment import pool_view, project_around
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvironmentWanted, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
 
 ME = os.geteuid()
 OTHER = 54_321

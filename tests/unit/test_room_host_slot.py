@@ -24,9 +24,8 @@ from nbstage.protocol.daemon_actors.host_grants import (
     KernelPlaced,
     PlaceKernel,
 )
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 from nbstage.protocol.daemon_actors.kernels import (
-    EnvironmentView,
-    EnvSource,
     KernelDied,
     KernelReady,
     ShutdownKernel,

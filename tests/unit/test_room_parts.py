@@ -52,12 +52,8 @@ from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.replies import RestartCompleted
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import (
-    ExecutionStatus,
-    KernelState,
-    RunCode,
-    ShutdownKernel,
-)
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, KernelState
+from nbstage.protocol.daemon_actors.kernels import RunCode, ShutdownKernel
 from nbstage.protocol.daemon_actors.room_followups import (
     DependenciesPrepared,
     DependenciesRecorded,

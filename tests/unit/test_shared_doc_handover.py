@@ -275,3 +275,41 @@ def test_a_cell_running_when_the_document_froze_is_shown_as_it_runs_after() -> N
     room.sharing.built(done, room.doc, frozenset({second}))
     states = [c.get("execution_state") for c in room.sharing.shared.notebook.ycells.to_py()]
     assert states == ["idle", "running"]
+
+
+def test_a_build_that_comes_back_to_a_closed_room_refuses_what_it_held() -> None:
+    room = Room(_doc("a"))
+    [build] = room.join(conn=5)
+    room.doc = None  # type: ignore[assignment]
+    todo = room.built(build, build.work())
+    assert [type(action) for action in todo] == [Fail]
+    assert room.sharing.shared is None
+
+
+def test_the_rooms_own_changes_are_not_kept_for_undo() -> None:
+    """Outputs written again and again leave no undo stack, and the deleted ones are
+    not kept in the document."""
+    room = Room(_doc("print(i)"))
+    _live_with_a_browser(room)
+    shared = room.sharing.shared
+    assert shared is not None
+    cell_id = room.doc.cells[0].id
+    big = "x" * 10_000
+    for i in range(50):
+        room.doc.set_outputs(cell_id, [{**STREAM, "text": f"{i} {big}\n"}], i)
+        room.sharing.mirror(room.doc, room.peers, frozenset(), None, "nb")
+    assert shared.notebook.undo_manager.undo_stack == []
+    assert len(shared.ydoc.get_update()) < 3 * len(big)
+
+
+def test_a_failed_thaw_keeps_the_frozen_document_and_its_history() -> None:
+    room = Room(_doc("a"))
+    _, peer_id = _live_with_a_browser(room)
+    session = room.sharing.shared.session
+    room.sharing.idle(_everyone_leaves(room, peer_id), room.doc)
+    [thaw] = room.join(conn=8)
+    room.built(thaw, error=RuntimeError("no"))
+    assert room.sharing.view().state is SharedDocState.FROZEN
+    [again] = room.join(conn=9)
+    [_, answer] = room.built(again, again.work())
+    assert answer.reply.session == session

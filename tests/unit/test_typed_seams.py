@@ -14,7 +14,7 @@ from nbstage.protocol.daemon.dependency_modes import (
     ApplyDependencies,
 )
 from nbstage.protocol.daemon.replies import DependenciesApplied
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelState
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource, KernelState
 from nbstage.protocol.daemon_actors.rooms import RoomStatus
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tools import RECONNECT, TOOLS_BY_NAME

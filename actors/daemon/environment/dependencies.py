@@ -22,7 +22,8 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.words import plural
 from nbstage.protocol.daemon.dependency_modes import DependencyEdit, DependencyPlan, Removal
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
-from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvSource
+from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
 
 __all__ = ["DependencyEdit", "DependencyPlan", "EnvSource", "Removal"]
 

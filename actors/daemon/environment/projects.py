@@ -29,7 +29,7 @@ import orjson
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 
 APPROVE_CALL = 'manage_dependencies(trust=true, apply="restart")'
 """The call that approves the project waiting for it and restarts the kernel into it."""

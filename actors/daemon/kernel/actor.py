@@ -39,6 +39,7 @@ from nbstage.actors.daemon.kernel.kernel_questions import KernelQuestions
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon_actors.edge import KernelProcessStarted
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, KernelState
 from nbstage.protocol.daemon_actors.kernel_followups import (
     Launched,
     Relaunched,
@@ -50,7 +51,6 @@ from nbstage.protocol.daemon_actors.kernels import (
     ExecutionFinished,
     ExecutionsCancelled,
     ExecutionStarted,
-    ExecutionStatus,
     InterruptKernelNow,
     KernelDied,
     KernelFailed,
@@ -58,7 +58,6 @@ from nbstage.protocol.daemon_actors.kernels import (
     KernelIoReady,
     KernelReady,
     KernelRestarted,
-    KernelState,
     KernelStopped,
     RestartKernelNow,
     RunCode,

@@ -20,7 +20,7 @@ import uuid
 from collections import deque
 from collections.abc import Coroutine, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -36,7 +36,7 @@ from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 
 log = logging.getLogger("nbstage.kernel")
 
@@ -48,6 +48,8 @@ at once, even while it starts other kernels, whereas it answers the start only o
 kernel is up (``START_SECS``): so a host that takes connections and answers nothing is
 told apart from a slow kernel within this bound. (2 s, the health probe's bound, was
 tried first: a gateway starting 11 kernels at once on a busy 2-core machine was slower.)"""
+
+T = TypeVar("T")
 
 
 @frozen
@@ -90,9 +92,11 @@ class GatewayBackend:
         runs in the gateway's own.)"""
         try:
             self._answering()
-            self.kernel_id = self._io.call(self._client.start_kernel(self.kernel_name), START_SECS)
+            self.kernel_id = self._bounded(
+                self._client.start_kernel(self.kernel_name), START_SECS, "starting a kernel"
+            )
             log.info("kernel %s started on host %s", self.kernel_id, self.host.name)
-            self._io.call(self._open(), START_SECS)
+            self._bounded(self._open(), START_SECS, "opening the kernel's channels")
         except BaseException:
             self.shutdown()
             raise
@@ -101,21 +105,15 @@ class GatewayBackend:
     def _answering(self) -> None:
         """Blocking: the host answers ``GET /api`` with this token, or GatewayError says how
         it did not (the token refused, the certificate untrusted, no answer in time)."""
-        try:
-            self._io.call(self._client.version(), ANSWER_SECS)
-        except TimeoutError:
-            raise GatewayError(
-                f"kernel host {self.host.name!r} ({self.host.url}): no answer in "
-                f"{ANSWER_SECS:g} s, so no kernel was started there"
-            ) from None
+        self._bounded(self._client.version(), ANSWER_SECS, "GET /api, before a kernel start,")
 
     def restart(self) -> str:
         """Restart the kernel on the host and open fresh channels; returns the new
         kernel_info request's msg_id."""
         assert self.kernel_id is not None
         self._io.call(self._close_channels(), CALL_SECS)
-        self._io.call(self._client.restart(self.kernel_id), START_SECS)
-        self._io.call(self._open(), START_SECS)
+        self._bounded(self._client.restart(self.kernel_id), START_SECS, "restarting")
+        self._bounded(self._open(), START_SECS, "opening the kernel's channels")
         for _ in self.drain():
             pass
         return self.request_info()
@@ -128,7 +126,7 @@ class GatewayBackend:
             if not self._io.loop.is_closed():
                 self._io.call(self._close_channels(), CALL_SECS)
                 if self.kernel_id is not None:
-                    self._io.call(self._client.shutdown(self.kernel_id), CALL_SECS)
+                    self._bounded(self._client.shutdown(self.kernel_id), CALL_SECS, "shutting down")
         except (GatewayError, TimeoutError) as exc:
             log.warning("kernel %s on host %s: %s", self.kernel_id, self.host.name, exc)
         finally:
@@ -136,6 +134,17 @@ class GatewayBackend:
             self._io.stop()
             os.close(self._wake_read)
             os.close(self._wake_write)
+
+    def _bounded(self, work: Coroutine[Any, Any, T], bound: float, what: str) -> T:
+        """``work`` on the loop, waited for at most ``bound`` seconds; a wait that runs out
+        is a GatewayError naming the host and the step."""
+        try:
+            return self._io.call(work, bound)
+        except TimeoutError:
+            raise GatewayError(
+                f"kernel host {self.host.name!r} ({self.host.url}): {what} got no answer "
+                f"in {bound:g} s"
+            ) from None
 
     # --- on the loop thread ---------------------------------------------------------------
 
@@ -150,6 +159,8 @@ class GatewayBackend:
 
     async def _close_channels(self) -> None:
         ws, self._ws = self._ws, None
+        for task in list(self._tasks):
+            task.cancel()
         if ws is not None:
             ws.close()
 

@@ -28,7 +28,8 @@ from nbstage.actors.daemon.kernel.kernel_files import pipe_socket
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.actors.daemon.kernel.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvSource, KernelspecInfo
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 
 
 def _dates_as_sent(value: Any) -> Any:

@@ -23,7 +23,8 @@ from nbstage.actors.daemon.environment.projects import (
     project_fingerprint,
 )
 from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView, EnvironmentWanted, EnvSource
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
+from nbstage.protocol.daemon_actors.kernels import EnvironmentWanted
 
 log = logging.getLogger("nbstage.kernel")
 

@@ -42,6 +42,11 @@ class AgentMarks:
         """A mark changed since the last ``states``."""
 
     def worked_on(self, peer_id: str, label: str, cell_id: str | None) -> None:
+        """The agent's mark goes to this cell; on the cell it marks already, nothing
+        changes (a mirror that writes the cell's source again says so itself)."""
+        mark = self.marks.get(peer_id)
+        if mark is not None and mark.cell_id == cell_id:
+            return
         mark = self.marks.setdefault(peer_id, Mark(client_id(peer_id), label))
         mark.cell_id = cell_id
         self.dirty = True

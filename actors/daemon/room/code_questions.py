@@ -22,11 +22,11 @@ from nbstage.protocol.daemon.code_questions import (
     question_content,
 )
 from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.kernel_questions import (
     KernelQuestionAnswered,
     KernelQuestionAsked,
 )
-from nbstage.protocol.daemon_actors.kernels import KernelState
 
 NOT_ASKED = {
     KernelState.NONE: "no kernel is running for this notebook; run a cell to start one",

@@ -41,7 +41,7 @@ from nbstage.protocol.daemon.replies import (
 )
 from nbstage.protocol.daemon.requests import ApplyDependencies, ManageDependencies
 from nbstage.protocol.daemon_actors.edge import Origin, RequestProgressed
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView
 from nbstage.protocol.daemon_actors.room_followups import (
     DependenciesPrepared,
     DependenciesRecorded,

@@ -20,7 +20,7 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon.replies import DependenciesManaged
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import EnvironmentView
+from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView
 
 log = logging.getLogger("nbstage.room")
 

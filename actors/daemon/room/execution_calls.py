@@ -34,12 +34,8 @@ from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.replies import ExecutionReported, ExecutionView
 from nbstage.protocol.daemon.requests import ExecuteCell, GetExecution
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import (
-    ExecutionsCancelled,
-    ExecutionStatus,
-    OutputsArrived,
-    RunCode,
-)
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus
+from nbstage.protocol.daemon_actors.kernels import ExecutionsCancelled, OutputsArrived, RunCode
 from nbstage.protocol.daemon_actors.room_followups import (
     ExecutionRecorded,
     LiveExecutionRecorded,

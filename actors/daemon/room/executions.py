@@ -18,7 +18,7 @@ from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.settings import OUTPUT_LIMIT_BYTES
 from nbstage.protocol.daemon.replies import ExecutionView
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.kernels import ExecutionStatus, OutputsDropped
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, OutputsDropped
 from nbstage.protocol.daemon_actors.rooms import DaemonRun, EarlierDaemon
 
 REMEMBERED_EXECUTIONS = 256

@@ -43,16 +43,15 @@ from nbstage.protocol.daemon_actors.edge import (
     RoomEventOccurred,
 )
 from nbstage.protocol.daemon_actors.host_grants import KernelHostReleased, KernelPlaced
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus, KernelState
 from nbstage.protocol.daemon_actors.kernels import (
     ExecutionFinished,
     ExecutionStarted,
-    ExecutionStatus,
     InterruptKernelNow,
     KernelDied,
     KernelFailed,
     KernelReady,
     KernelRestarted,
-    KernelState,
     KernelStopped,
     RestartKernelNow,
     ShutdownKernel,

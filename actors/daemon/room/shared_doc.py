@@ -5,7 +5,8 @@ A plain part, no actors: the Room hands it its Document after every change
 (``mirror``) and every y-websocket message a person sent (``receive``); it returns
 the messages to send, as bytes, and who gets them. The Document stays the truth: a
 person's edit reaches it as journal records (``person_edits.py``), and the mirror
-that follows writes back anything the Room did not take (outputs, say).
+that follows writes back anything the Room did not take (outputs, say). The Y
+document it takes was built by shared_build.py, on a worker thread when the Room asks.
 ADR 0004 has the design.
 """
 
@@ -92,7 +93,6 @@ class SharedDoc:
         from a frozen one, whose cells the mirror must look at)."""
         self._touched: set[str] = set()
         """The ids of the cells the last person's update changed inside."""
-        self._listening = False
         self._updates: list[bytes] = []
         self._whole: bytes | None = STEP2 + write_message(built.update)
         """The answer to a new Y client's sync step 1 (an empty state vector): the whole
@@ -104,7 +104,6 @@ class SharedDoc:
         self._watches = [
             (self.ydoc, self.ydoc.observe(self._updated)),
             (ycells, ycells.observe(self._track)),
-            (ycells, ycells.observe_deep(self._touch)),
         ]
 
     @classmethod
@@ -124,15 +123,12 @@ class SharedDoc:
         document made again from it starts with no cell running, as a built one does);
         ``close`` follows."""
         self.mirror(doc)
-        update = self._whole_update()
+        update = self.ydoc.get_update()
         return shared_build.freeze(update, doc, self.session, self.marks)
 
     def _updated(self, event: Any) -> None:
         self._updates.append(event.update)
         self._whole = None
-
-    def _whole_update(self) -> bytes:
-        return self.ydoc.get_update()
 
     # --- the Room's side --------------------------------------------------------------
 
@@ -152,18 +148,26 @@ class SharedDoc:
             if doc.metadata != self._metadata:
                 self._set_metadata(doc.metadata)
             inserted = self._restructure(doc)
+            rewritten = set(inserted)
             for index, cell in enumerate(doc.cells):
                 before = self._seen.get(cell.id) or shared_cells.unknown(cell)
-                if cell.id not in inserted and before != seen[cell.id]:
-                    self._update(index, cell, before)
+                now = seen[cell.id]
+                if (
+                    cell.id not in inserted
+                    and before != now
+                    and self._update(index, cell, now, before)
+                ):
+                    rewritten.add(cell.id)
             self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
         self._settle(doc, running, seen)
         updates = [create_update_message(u) for u in self._take()]
-        return updates + self._marked(bool(updates))
+        marked = {mark.cell_id for mark in self.marks.marks.values()}
+        return updates + self._marked(not rewritten.isdisjoint(marked))
 
     def _marked(self, changed: bool, renew: bool = False) -> list[bytes]:
-        """The agents' awareness states that moved (a cell they mark may have been
-        rewritten by ``changed``), after the update that moved them."""
+        """The agents' awareness states that moved (``changed``: a cell they mark was
+        written again, its source or the cell itself, which moves the cursor's anchor),
+        after the update that moved them."""
         marks = self.marks
         if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
             return []
@@ -222,9 +226,9 @@ class SharedDoc:
 
     def _touch(self, events: list[Any]) -> None:
         """Note the cells a person's update changed inside (a path starts at the cell's
-        index) or put in; the mirror's own changes are not noted."""
-        if not self._listening:
-            return
+        index) or put in. Subscribed only while a person's update is applied: pycrdt
+        builds the events of every transaction a deep observer sees, and the mirror's
+        own (three to an execution) would pay for it."""
         for event in events:
             if event.path:
                 ycells = [self.notebook.ycells[event.path[0]]]
@@ -241,24 +245,31 @@ class SharedDoc:
                     self.notebook.ycells[index]["execution_state"] = state
         self._running = running
 
-    def _update(self, index: int, cell: Cell, before: shared_cells.Fingerprint) -> None:
+    def _update(
+        self,
+        index: int,
+        cell: Cell,
+        now: shared_cells.Fingerprint,
+        before: shared_cells.Fingerprint,
+    ) -> bool:
+        """Write what changed in one cell; whether its source was written again."""
         ycell = self.notebook.ycells[index]
-        cell_type, source, outputs, count, metadata = shared_cells.fingerprint(cell)
+        cell_type, source, outputs, count, metadata = now
         if cell_type != before[0]:
             self.notebook.set_cell(index, cell.to_json())
-            return
+            return True
         if source != before[1]:
             self.notebook.set_cell(index, source=source)
         if metadata != before[4]:
             ycell["metadata"] = Map(copy.deepcopy(cell.metadata))
-        if cell_type != "code":
-            return
-        if count != before[3]:
-            ycell["execution_count"] = count
-        if outputs != before[2]:
-            youtputs = ycell["outputs"]
-            youtputs.clear()
-            youtputs.extend([shared_cells.youtput(output) for output in cell.outputs])
+        if cell_type == "code":
+            if count != before[3]:
+                ycell["execution_count"] = count
+            if outputs != before[2]:
+                youtputs = ycell["outputs"]
+                youtputs.clear()
+                youtputs.extend([shared_cells.youtput(output) for output in cell.outputs])
+        return source != before[1]
 
     def content(self) -> dict[str, Any]:
         """The notebook as the Y document holds it (nbformat, cells with their ids)."""
@@ -332,18 +343,19 @@ class SharedDoc:
             if payload != EMPTY_STATE:
                 return Heard(replies=[STEP2 + write_message(self.ydoc.get_update(payload))])
             if self._whole is None:
-                self._whole = STEP2 + write_message(self._whole_update())
+                self._whole = STEP2 + write_message(self.ydoc.get_update())
             return Heard(replies=[self._whole])
         if step not in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
         if payload == EMPTY_UPDATE:
             return Heard()
         self._touched.clear()
-        self._listening = True
+        ycells = self.notebook.ycells
+        listening = ycells.observe_deep(self._touch)
         try:
             self.ydoc.apply_update(payload)
         finally:
-            self._listening = False
+            ycells.unobserve(listening)
         self._heard = True
         relay = [create_update_message(u) for u in self._take()]
         return Heard(relay=relay, edited=bool(relay))

@@ -63,8 +63,8 @@ class Building:
 
     generation: int
     start: shared_build.Start
-    session: str | None
-    marks: Any
+    frozen: shared_build.Frozen | None
+    """What a thaw started from, kept again if it fails."""
     held: list[tuple[Origin, JoinSharedDoc | PassSharedDocMessage]] = field(default_factory=list)
 
 
@@ -126,15 +126,12 @@ class Sharing:
             return []
         self.generation += 1
         frozen, self.frozen = self.frozen, None
-        if frozen is None:
-            start, session, marks = shared_build.start(doc), None, None
-        else:
-            start, session, marks = shared_build.thaw(frozen, doc), frozen.session, frozen.marks
-        self.building = Building(self.generation, start, session, marks, [(origin, req)])
+        start = shared_build.start(doc) if frozen is None else shared_build.thaw(frozen, doc)
+        self.building = Building(self.generation, start, frozen, [(origin, req)])
         return [Offload(SharedDocBuilt(self.generation), start.build)]
 
     def built(
-        self, done: Any, doc: Document, running: frozenset[str] = frozenset()
+        self, done: Any, doc: Document | None, running: frozenset[str] = frozenset()
     ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
         """The build came back: the document is taken and brought to ``doc`` (what the
         Room changed during the build, in one transaction), and the held requests go
@@ -144,13 +141,24 @@ class Sharing:
         if building is None or done.token.generation != building.generation:
             return [], []
         self.building = None
+        if doc is None:
+            closed = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")
+            return self._refuse(building, closed), []
         if done.error is not None:
             log.error("the shared document could not be built: %s", done.error)
-            error = NbstageError(ErrorCode.INTERNAL, "the shared document could not be built")
-            return [Fail(origin, error) for origin, _ in building.held], []
-        self.shared = SharedDoc(done.result, building.start, building.session, building.marks)
+            failed = NbstageError(ErrorCode.INTERNAL, "the shared document could not be built")
+            return self._refuse(building, failed), []
+        frozen = building.frozen
+        session, marks = (None, None) if frozen is None else (frozen.session, frozen.marks)
+        self.shared = SharedDoc(done.result, building.start, session, marks)
         self.shared.mirror(doc, running)
         return [self._idle_timer()], building.held
+
+    def _refuse(self, building: Building, error: NbstageError) -> list[Action]:
+        """A build that came to nothing: its held requests are refused, and a frozen
+        document it started from is kept, history and all, for the next join."""
+        self.frozen = building.frozen
+        return [Fail(origin, error) for origin, _ in building.held]
 
     def idle(self, due: SharedDocIdle, doc: Document | None) -> None:
         """Nobody has joined since the timer was armed: the document is frozen."""
