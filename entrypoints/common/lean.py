@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 import types
 from typing import Any
 
@@ -95,10 +96,17 @@ def thespian_without_extras() -> None:
     _import_with_stand_ins("thespian.system.simpleSystemBase", _THESPIAN_EXTRAS)
 
 
+_JSONSCHEMA_IMPORT = threading.Lock()
+"""Held while jsonschema comes in: the daemon's rooms open notebooks on several worker
+threads at once, and a second caller must neither look for ``rfc3987_syntax`` while its
+stand-in is in ``sys.modules`` nor take a jsonschema that is half imported."""
+
+
 def jsonschema_without_iri_grammar() -> None:
     """Import jsonschema with ``rfc3987_syntax`` deferred to its first use. It must run
     before anything imports jsonschema (nbformat does); without that module it does
-    nothing."""
-    if "jsonschema" in sys.modules or importlib.util.find_spec("rfc3987_syntax") is None:
-        return
-    _import_with_stand_ins("jsonschema", {"rfc3987_syntax": ("is_valid_syntax",)})
+    nothing. Safe to call from many threads at once."""
+    with _JSONSCHEMA_IMPORT:
+        if "jsonschema" in sys.modules or importlib.util.find_spec("rfc3987_syntax") is None:
+            return
+        _import_with_stand_ins("jsonschema", {"rfc3987_syntax": ("is_valid_syntax",)})

@@ -197,3 +197,46 @@ def test_the_daemon_launches_its_spare_and_listens_before_it_imports_jsonschema(
             """
         )
     assert out.split() == ["spare", "listening"]
+
+
+def test_two_threads_bringing_jsonschema_in_at_once_both_get_it_whole() -> None:
+    """Rooms open notebooks on several workers at once. A second thread asks while the
+    first has put the grammar module's stand-in in place and is about to import
+    jsonschema (held there until the second has had half a second to go wrong): it does
+    not look for the grammar module while the stand-in is in sys.modules (importlib
+    refuses that: its ``__spec__`` is None), and gets jsonschema whole."""
+    out = run_python(
+        """
+        import importlib.abc, sys, threading
+        from nbstage.entrypoints.common.lean import jsonschema_without_iri_grammar
+
+        inside, second_done = threading.Event(), threading.Event()
+        outcome = {}
+
+        class HoldInsideTheImport(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "jsonschema" and not inside.is_set():
+                    inside.set()
+                    second_done.wait(0.5)
+                return None
+
+        def second():
+            inside.wait()
+            try:
+                jsonschema_without_iri_grammar()
+                import jsonschema
+
+                outcome["second"] = hasattr(jsonschema, "Draft7Validator")
+            except Exception as exc:
+                outcome["second"] = repr(exc)
+            second_done.set()
+
+        sys.meta_path.insert(0, HoldInsideTheImport())
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        jsonschema_without_iri_grammar()
+        waiting.join()
+        print(inside.is_set(), outcome["second"], "rfc3987_syntax" in sys.modules)
+        """
+    )
+    assert out.split() == ["True", "True", "False"]
