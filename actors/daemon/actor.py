@@ -4,7 +4,8 @@ It is the only place the registry's bindings change and the only place rooms are
 created or removed. Room requests do not pass through here: the edge learns each
 room's address (RoomResident) and talks to rooms directly. Its parts keep the state:
 the room directory (room_directory.py), who waits for closings (close_waits.py) and
-admissions under way (admitting.py); admission.py and reaper.py decide.
+admissions under way (admitting.py); admission.py and reaper.py decide. The rooms that
+go (room_departures.py) are handled beside it, through the Daemon.
 """
 
 from __future__ import annotations
@@ -14,28 +15,26 @@ import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
+from thespian.actors import ActorAddress, ChildActorExited
 
 from nbstage.actors.common.base import NbActor, finished, request, wakeup
-from nbstage.actors.daemon import admitting, room_answers, room_start
+from nbstage.actors.daemon import admitting, room_answers, room_departures, room_start
 from nbstage.actors.daemon.admission import StartNewRoom
-from nbstage.actors.daemon.close_waits import CloseWaits, Stopping, evictions, kept_room
+from nbstage.actors.daemon.close_waits import CloseWaits, Stopping
 from nbstage.actors.daemon.environment import environments
 from nbstage.actors.daemon.environment_sweep import LANE, sweep_outcome, sweep_work
 from nbstage.actors.daemon.host_grants import HostGrants
 from nbstage.actors.daemon.host_watch import HostWatch
-from nbstage.actors.daemon.reaper import AfterClose, after_close
 from nbstage.actors.daemon.registry import Registry, binding_recorded
 from nbstage.actors.daemon.room import Room
 from nbstage.actors.daemon.room_directory import RoomDirectory, RoomEntry, claim_refused
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon import requests as asks
-from nbstage.protocol.daemon.replies import KeptRoom
 from nbstage.protocol.daemon_actors import daemon_followups as due
 from nbstage.protocol.daemon_actors import host_grants as slots
 from nbstage.protocol.daemon_actors import rooms as msgs
@@ -44,7 +43,6 @@ from nbstage.protocol.daemon_actors.edge import (
     EventKind,
     Origin,
     RoomEventOccurred,
-    RoomGone,
     RoomResident,
 )
 from nbstage.protocol.daemon_actors.rooms import CloseReason
@@ -73,18 +71,18 @@ class Daemon(NbActor):
             msgs.StartDaemon: self._on_start_daemon,
             msgs.StopDaemon: self._on_stop_daemon,
             msgs.RoomStarted: self._on_room_started,
-            msgs.RoomStartFailed: self._on_room_start_failed,
+            msgs.RoomStartFailed: partial(room_departures.room_start_failed, self),
             msgs.RoomStatus: self._on_room_status,
-            msgs.RoomClosed: self._on_room_closed,
+            msgs.RoomClosed: partial(room_departures.room_closed, self),
             msgs.ClaimPath: self._on_claim_path,
             msgs.PathBound: self._on_path_bound,
             msgs.PathReleased: lambda m, s: rooms.release(m.notebook_id, m.path),
-            ChildActorExited: self._on_child_actor_exited,
+            ChildActorExited: partial(room_departures.child_actor_exited, self),
             ClientRequest: lambda m, s: self._held_or_served(m.origin, m.body),
             request(asks.OpenNotebook): self._admission,
             request(asks.AttachNotebook): self._admission,
             request(asks.CreateNotebook): self._admission,
-            request(asks.EvictRoom): self._evict,
+            request(asks.EvictRoom): partial(room_departures.evict, self),
             request(asks.RunReaper): self._run_reaper,
             request(asks.CollectEnvironments): lambda o, r: self._sweep_environments(
                 o, max(0.0, r.older_than_secs)
@@ -293,66 +291,5 @@ class Daemon(NbActor):
             event = RoomEventOccurred(EventKind.CREATED, msg.notebook_id, {"path": entry.path})
             self.send(self.edge, event)
 
-    def _on_room_start_failed(self, msg: msgs.RoomStartFailed, sender: ActorAddress) -> None:
-        log.info("room %s failed to start: %s", msg.notebook_id, msg.message)
-        entry = self._forget_room(msg.notebook_id)
-        # An eviction asked while the room was starting waits for a RoomClosed that the
-        # exit below cuts short: the room is gone, with nothing of it left to save.
-        self._tell(evictions(msg.notebook_id, entry, saved=True))
-        self.send(sender, ActorExitRequest())
-
     def _close_room(self, notebook_id: str, reason: CloseReason) -> None:
         self.send(self.rooms.close(notebook_id, reason), msgs.CloseRoom(reason))
-
-    def _evict(self, origin: Origin, req: asks.EvictRoom) -> None:
-        if self.rooms.evict(req.notebook_id, origin):
-            self._close_room(req.notebook_id, CloseReason.EVICTED)
-
-    def _on_room_closed(self, msg: msgs.RoomClosed, sender: ActorAddress) -> None:
-        entry, nid = self.rooms.get(msg.notebook_id), msg.notebook_id
-        if entry is not None:
-            reason = entry.close_reason
-            stopping = self.waits.stopping is not None
-            if after_close(reason, msg.saved, stopping) is AfterClose.KEEP:
-                self._keep_room(nid, kept_room(nid, reason, msg.problem))
-                return
-            if not msg.saved:
-                log.error("room %s removed (%s) unsaved: %s", nid, reason, msg.problem)
-            else:
-                log.info("room %s closed (%s)", nid, reason)
-        self._forget_room(nid)
-        self._tell(self.waits.closed(nid, entry, msg.saved))
-        self.send(sender, ActorExitRequest())
-        self._finish_stop_if_done()
-
-    def _keep_room(self, notebook_id: str, kept: KeptRoom) -> None:
-        """The barrier failed, so the room stays with its edits; admissions held for it go on."""
-        entry = self.rooms.keep(notebook_id)
-        self.send(entry.address, msgs.ReopenRoom(kept))
-        self._tell(self.waits.settled(notebook_id, kept))
-        self._replay_deferred(entry)
-
-    def _on_child_actor_exited(self, msg: ChildActorExited, sender: ActorAddress) -> None:
-        notebook_id = self.rooms.named_by(msg.childAddress)
-        if notebook_id is not None:
-            log.warning("room %s exited unexpectedly", notebook_id)
-            self._forget_room(notebook_id)
-            self._tell(self.waits.exited(notebook_id))
-            self._finish_stop_if_done()
-
-    def _replay_deferred(self, entry: RoomEntry) -> None:
-        deferred, entry.deferred = entry.deferred, []
-        for origin, body in deferred:
-            self._held_or_served(origin, body)
-
-    def _forget_room(self, notebook_id: str) -> RoomEntry | None:
-        entry = self.rooms.forget(notebook_id)
-        self.slots.forget(notebook_id)
-        if entry is None:
-            return None
-        self.send(self.edge, RoomGone(notebook_id))
-        if not entry.starting:
-            removed = RoomEventOccurred(EventKind.REMOVED, notebook_id, {"path": entry.path})
-            self.send(self.edge, removed)
-        self._replay_deferred(entry)
-        return entry

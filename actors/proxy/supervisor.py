@@ -9,6 +9,9 @@ dies it restarts it (restart_policy.py decides when), retries the calls that wer
 flight once, and hands the new child the restart target (restart_target.py) so the
 notebook is rejoined.
 
+The tools/call traffic (call_forwarding.py) and a child that goes away (child_restarts.py)
+are handlers beside it that act through the supervisor.
+
 The child is a process the edge starts, talks to and watches on this actor's behalf
 (StartSessionChild, ToSessionChild, StopSessionChild); what the child says comes back
 as FromSessionChild, tagged with its generation, so a replaced child is never heard.
@@ -17,29 +20,34 @@ as FromSessionChild, tagged with its generation, so a replaced child is never he
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from thespian.actors import ActorAddress
 
 from nbstage.actors.common.base import Key, NbActor, wakeup
-from nbstage.actors.proxy import restart_notices, restart_policy, restart_target
+from nbstage.actors.proxy import (
+    call_forwarding,
+    child_restarts,
+    restart_notices,
+    restart_policy,
+    restart_target,
+)
 from nbstage.actors.proxy.child_slot import ChildSlot, session_config
 from nbstage.actors.proxy.listen_streams import ListenStreams
 from nbstage.actors.proxy.resource_calls import ResourceDesk, SupervisorOutbox
-from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key, requeue
+from nbstage.actors.proxy.tool_calls import PendingCall, id_key
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
-from nbstage.protocol.daemon.notices import Notice, with_notices
+from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.mcp import jsonrpc, mcp_apps
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
 from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD, Change
-from nbstage.protocol.mcp.tool_names import ToolName
-from nbstage.protocol.mcp.tool_results import progress_notification, tool_error, tool_result
-from nbstage.protocol.mcp.versions import decorate_result, is_modern_version
+from nbstage.protocol.mcp.tool_results import tool_error
+from nbstage.protocol.mcp.versions import decorate_result
 from nbstage.protocol.session.resource_messages import (
     ResourceAnswered,
     ResourceListChanged,
@@ -48,7 +56,6 @@ from nbstage.protocol.session.resource_messages import (
     ResourceWaitExpired,
 )
 from nbstage.protocol.session.supervision import (
-    HANDOFF_EXIT_CODE,
     ActiveSessionChanged,
     ChildProcessDied,
     FromSessionChild,
@@ -56,7 +63,6 @@ from nbstage.protocol.session.supervision import (
     McpMessageToSend,
     McpRequestAdmitted,
     McpRequestCancelled,
-    McpResultToSend,
     RestartTargetChanged,
     SessionManagerReady,
     StartSessionChild,
@@ -68,7 +74,6 @@ from nbstage.protocol.session.supervision import (
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallProgressed,
-    ToolCallRequested,
     ToolListChanged,
     ToSessionChild,
 )
@@ -80,9 +85,6 @@ from nbstage.protocol.session.supervisor_followups import (
 )
 
 log = logging.getLogger("nbstage.supervisor")
-
-PROGRESS_EVERY = timedelta(seconds=4)
-CALL_WAIT_LIMIT = timedelta(seconds=30)
 
 
 def from_child(kind: type) -> Key:
@@ -102,7 +104,7 @@ class ProxySupervisor(NbActor):
         self.target = restart_target.RestartTarget()
         self.calls: dict[str, PendingCall] = {}
         self.tools = ToolList()
-        outbox = SupervisorOutbox(self, CALL_WAIT_LIMIT)
+        outbox = SupervisorOutbox(self, call_forwarding.CALL_WAIT_LIMIT)
         self.listens = ListenStreams(outbox)
         self.resources = ResourceDesk(outbox, self.listens)
         self.banner: tuple[Notice, ...] = ()
@@ -117,17 +119,17 @@ class ProxySupervisor(NbActor):
             McpRequestAdmitted: self._admitted,
             McpRequestCancelled: lambda msg, sender: self._cancel(msg.request_id),
             FromSessionChild: self._from_child,
-            ChildProcessDied: self._child_died,
+            ChildProcessDied: partial(child_restarts.child_died, self),
             from_child(SessionManagerReady): self._child_ready,
             from_child(ActiveSessionChanged): self._active_changed,
             from_child(RestartTargetChanged): self._restart_target_changed,
-            from_child(ToolCallProgressed): self._call_progressed,
-            from_child(ToolCallFinished): self._call_finished,
-            from_child(HandoffRequested): self._handoff_requested,
+            from_child(ToolCallProgressed): partial(call_forwarding.call_progressed, self),
+            from_child(ToolCallFinished): partial(call_forwarding.call_finished, self),
+            from_child(HandoffRequested): partial(child_restarts.handoff_requested, self),
             wakeup(DrainOver): self._drain_over,
-            wakeup(RestartDue): self._restart_due,
-            wakeup(ProgressDue): self._progress_due,
-            wakeup(CallWaitExpired): self._call_wait_expired,
+            wakeup(RestartDue): partial(child_restarts.restart_due, self),
+            wakeup(ProgressDue): partial(call_forwarding.progress_due, self),
+            wakeup(CallWaitExpired): partial(call_forwarding.call_wait_expired, self),
             from_child(ResourceAnswered): self.resources.answered,
             from_child(ResourceRefused): self.resources.refused,
             from_child(ResourceListChanged): self.resources.list_changed,
@@ -162,7 +164,7 @@ class ProxySupervisor(NbActor):
         self.stopped = True
         for call_id, call in list(self.calls.items()):
             del self.calls[call_id]
-            self._reply(call_id, call, tool_error(restart_notices.STOPPED_FIRST))
+            call_forwarding.reply(self, call_id, call, tool_error(restart_notices.STOPPED_FIRST))
         self.listens.close_all()
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
@@ -193,46 +195,10 @@ class ProxySupervisor(NbActor):
         elif request.method == LISTEN_METHOD:
             self.listens.opened(id_key(request.id), request, msg.version)
         else:
-            self._tool_call(request, msg)
+            call_forwarding.tool_call(self, request, msg)
 
     def _decorate(self, result: dict[str, Any], version: str, method: str) -> dict[str, Any]:
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
-
-    def _tool_call(self, request: jsonrpc.Request, dispatch: McpRequestAdmitted) -> None:
-        call = admit(
-            request, self.entrypoint, dispatch.version, dispatch.progress_token, dispatch.apps
-        )
-        if isinstance(call, jsonrpc.ErrorResponse):
-            self._send_mcp(call)
-            return
-        if isinstance(call, str):
-            result = self._decorate(tool_error(call), dispatch.version, "tools/call")
-            self._send_mcp(jsonrpc.Response(request.id, result))
-            return
-        call_id = id_key(request.id)
-        if self.config.no_daemon is not None:
-            self._reply(call_id, call, tool_error(self.config.no_daemon))
-            return
-        if call.name is ToolName.RECONNECT:
-            self._reconnect(call_id, call)
-            return
-        if restart_policy.circuit_is_open(self.restart, time.monotonic()):
-            self._reply(call_id, call, tool_error(self._circuit_message()))
-            return
-        self.calls[call_id] = call
-        if call.progress_token is not None:
-            self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(call_id))
-        self._forward(call_id, call)
-
-    def _forward(self, call_id: str, call: PendingCall) -> None:
-        if not self.slot.ready:
-            self.wakeupAfter(CALL_WAIT_LIMIT, payload=CallWaitExpired(call_id))
-            return
-        call.attempts += 1
-        call.sent_to = self.slot.generation
-        self._to_child(
-            ToolCallRequested(call_id, call.name, call.arguments, call.key, call.for_app)
-        )
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)
@@ -267,38 +233,6 @@ class ProxySupervisor(NbActor):
     def _restart_target_changed(self, msg: RestartTargetChanged) -> None:
         self.target = restart_target.after_change(self.target, msg)
 
-    def _progress(self, call: PendingCall, message: str) -> None:
-        call.progress_sent += 1
-        notification = progress_notification(
-            call.progress_token, call.progress_sent, message=message
-        )
-        self._send_mcp(notification)
-
-    def _call_progressed(self, msg: ToolCallProgressed) -> None:
-        call = self.calls.get(msg.call_id)
-        if (
-            call is not None
-            and call.progress_token is not None
-            and call.sent_to == self.slot.generation
-        ):
-            self._progress(call, msg.message)
-
-    def _call_finished(self, msg: ToolCallFinished) -> None:
-        call = self.calls.get(msg.call_id)
-        if call is None or call.sent_to != self.slot.generation:
-            return
-        del self.calls[msg.call_id]
-        if not self.banner and not is_modern_version(call.version):
-            self.send(self.edge, McpResultToSend(call.request_id, msg.result_json))
-        else:
-            self._reply(msg.call_id, call, msg.result())
-
-    def _reply(self, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
-        result = with_notices(result, self.banner)
-        self.banner = ()
-        decorated = self._decorate(result, call.version, "tools/call")
-        self._send_mcp(jsonrpc.Response(call.request_id, decorated))
-
     # --- the child ------------------------------------------------------------------------
 
     def _start_child(self, configure: bool = True) -> None:
@@ -321,7 +255,7 @@ class ProxySupervisor(NbActor):
         self.resources.child_ready()
         for call_id, call in list(self.calls.items()):
             if call.sent_to is None:
-                self._forward(call_id, call)
+                call_forwarding.forward(self, call_id, call)
 
     def _refresh_tools(self, live: list[dict[str, Any]]) -> None:
         recache, changed = self.tools.adopt(live)
@@ -331,100 +265,6 @@ class ProxySupervisor(NbActor):
             self.send(self.edge, ToolListChanged())
             self.listens.changed(Change.TOOLS)
 
-    def _child_lost(self, generation: int, why: str) -> None:
-        if generation != self.slot.generation or self.slot.live is None:
-            return
-        log.warning("session manager generation %d lost: %s", generation, why)
-        was_serving = self.slot.ready
-        self.slot.live = None
-        self.slot.ready = False
-        self._requeue_or_fail_calls()
-        self.restart, decision = restart_policy.child_crashed(self.restart, time.monotonic())
-        if was_serving and isinstance(decision, restart_policy.RestartAfter):
-            # The successor's process starts now and waits out the backoff unconfigured, so
-            # Python's start-up overlaps the backoff. A child that never served waits first.
-            self._start_child(configure=False)
-            self.slot.warming = True
-        self._plan_restart(decision, restart_notices.RESTARTED)
-
-    def _requeue_or_fail_calls(self) -> None:
-        self.resources.child_lost()
-        for call_id in requeue(self.calls):
-            call = self.calls.pop(call_id)
-            self._reply(call_id, call, tool_error(restart_notices.CRASHED_TWICE))
-
-    def _plan_restart(
-        self,
-        decision: restart_policy.Decision,
-        banner: Notice,
-        when_rejoining: Notice | None = None,
-    ) -> None:
-        self.banner = restart_notices.banner(banner, when_rejoining, bool(self.target.value))
-        match decision:
-            case restart_policy.RestartAfter(delay):
-                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.slot.generation))
-            case restart_policy.OpenCircuit(until):
-                for call_id, call in list(self.calls.items()):
-                    del self.calls[call_id]
-                    self._reply(call_id, call, tool_error(self._circuit_message()))
-                delay = max(0.0, until - time.monotonic())
-                self.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(self.slot.generation))
-
-    def _circuit_message(self) -> str:
-        return restart_notices.circuit_message(self.restart, time.monotonic())
-
-    def _child_died(self, msg: ChildProcessDied, sender: ActorAddress) -> None:
-        if msg.generation != self.slot.live:
-            return
-        if msg.exit_code == HANDOFF_EXIT_CODE:
-            self._hand_off(restart_notices.HANDED_OFF)
-        else:
-            self._child_lost(msg.generation, f"process {msg.pid} exited ({msg.exit_code})")
-
-    def _handoff_requested(self, msg: HandoffRequested) -> None:
-        upgraded = restart_notices.daemon_upgraded(msg.from_version, msg.to_version)
-        self._hand_off(upgraded, restart_notices.KERNEL_RENEWED_BY_UPGRADE)
-
-    def _hand_off(self, banner: Notice, when_rejoining: Notice | None = None) -> None:
-        self._stop_child()
-        self.slot.ready = False
-        self._requeue_or_fail_calls()
-        self.restart, decision = restart_policy.handoff(self.restart)
-        self._plan_restart(decision, banner, when_rejoining)
-
-    def _reconnect(self, call_id: str, call: PendingCall) -> None:
-        self._stop_child()
-        self.slot.ready = False
-        self._requeue_or_fail_calls()
-        self.restart, _ = restart_policy.reconnect(self.restart)
-        self._start_child()
-        structured = {"restarted": True, "restarts": self.restart.restarts}
-        self._reply(call_id, call, tool_result(structured, text="Session server restarted."))
-
     def _drain_over(self, over: DrainOver) -> None:
         if not self.stopped:
             self._stop()
-
-    def _restart_due(self, due: RestartDue) -> None:
-        if self.stopped or due.generation != self.slot.generation:
-            return
-        if self.slot.live is None:
-            self._start_child()
-        elif not self.slot.configured:
-            self.slot.warming = False
-            self._configure_child()
-
-    def _progress_due(self, due: ProgressDue) -> None:
-        call = self.calls.get(due.call_id)
-        if self.stopped or call is None:
-            return
-        elapsed = time.monotonic() - call.started
-        self._progress(call, f"{call.name} still running after {elapsed:.0f} s")
-        self.wakeupAfter(PROGRESS_EVERY, payload=ProgressDue(due.call_id))
-
-    def _call_wait_expired(self, expired: CallWaitExpired) -> None:
-        call = self.calls.get(expired.call_id)
-        if self.stopped or call is None or call.sent_to is not None:
-            return
-        del self.calls[expired.call_id]
-        self._reply(expired.call_id, call, tool_error(restart_notices.NOT_BACK_IN_TIME))

@@ -14,6 +14,9 @@ Starting, restarting and shutting the kernel down block for tens or hundreds of
 milliseconds, so they run on the edge's worker threads (``NbActor.offload``), one at
 a time in this kernel's lane. While one runs the backend is in the worker's hands:
 the actor does not touch it until the work reports back.
+
+The run queue (run_queue.py) and the way out (stopping.py) are handlers beside it that
+act through the Kernel.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import os
 import time
 from collections import deque
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorExitRequest
 
 from nbstage.actors.common.base import NbActor, finished, wakeup
-from nbstage.actors.common.output_bounds import KeptOutputs
+from nbstage.actors.daemon.kernel import run_queue, stopping
 from nbstage.actors.daemon.kernel.backend_start import launch
 from nbstage.actors.daemon.kernel.current_run import Run
 from nbstage.actors.daemon.kernel.kernel_backend_events import (
@@ -48,9 +52,6 @@ from nbstage.protocol.daemon_actors.kernel_followups import (
 )
 from nbstage.protocol.daemon_actors.kernel_questions import KernelQuestionAsked
 from nbstage.protocol.daemon_actors.kernels import (
-    ExecutionFinished,
-    ExecutionsCancelled,
-    ExecutionStarted,
     InterruptKernelNow,
     KernelDied,
     KernelFailed,
@@ -58,7 +59,6 @@ from nbstage.protocol.daemon_actors.kernels import (
     KernelIoReady,
     KernelReady,
     KernelRestarted,
-    KernelStopped,
     RestartKernelNow,
     RunCode,
     ShutdownKernel,
@@ -104,21 +104,21 @@ class Kernel(NbActor):
         return {
             KernelIoReady: self._on_kernel_io_ready,
             StartKernel: self._on_start_kernel,
-            RunCode: self._on_run_code,
+            RunCode: partial(run_queue.run_code, self),
             KernelQuestionAsked: self._on_question,
             InterruptKernelNow: self._on_interrupt_kernel_now,
             RestartKernelNow: self._on_restart_kernel_now,
-            ShutdownKernel: self._on_shutdown_kernel,
-            ActorExitRequest: self._on_actor_exit,
+            ShutdownKernel: partial(stopping.shutdown_kernel, self),
+            ActorExitRequest: partial(stopping.actor_exit, self),
             wakeup(Tick): self._tick,
             finished(Launched): self._launched,
             finished(Relaunched): self._relaunched,
-            finished(StoppedForGood): self._stopped_for_good,
+            finished(StoppedForGood): partial(stopping.stopped_for_good, self),
         }
 
     # --- ticks ----------------------------------------------------------------------------
 
-    def _tick_soon(self) -> None:
+    def tick_soon(self) -> None:
         """Start a new tick chain at the pace the current state needs."""
         self.tick_generation += 1
         busy = self.state in (KernelState.STARTING, KernelState.RESTARTING) or self.run is not None
@@ -132,7 +132,7 @@ class Kernel(NbActor):
             return
         self._pump_safely()
         if self.state is not KernelState.DEAD:
-            self._tick_soon()
+            self.tick_soon()
 
     def _on_kernel_io_ready(self, msg: KernelIoReady, sender: ActorAddress) -> None:
         if self.backend_busy:
@@ -157,7 +157,7 @@ class Kernel(NbActor):
         if starting and time.monotonic() - self.info_sent_at > INFO_RETRY_SECS:
             self._asked_info(self.backend.request_info())
         if self.run is not None:
-            self._finish_or_flush()
+            run_queue.finish_or_flush(self)
         if not self.backend.is_alive():
             self._died()
 
@@ -178,27 +178,23 @@ class Kernel(NbActor):
             self.state = KernelState.DEAD
             message = f"kernel failed to start: {done.error}"
             self.send(self.room, KernelFailed(ErrorCode.INTERNAL, message))
-            self._stop_if_asked()
+            stopping.stop_if_asked(self)
             return
         self.backend, info_id = done.result
         self._tell_pid()
         if self.stop_after_launch is not None:
-            self._stop_backend(self.stop_after_launch)
+            stopping.stop_backend(self, self.stop_after_launch)
             return
         self._asked_info(info_id)
         self.watched = tuple(self.backend.wake_fds())
         if self.watched:
             self.send(self.edge, WatchKernelSockets(self.myAddress, self.watched))
-        self._tick_soon()
+        self.tick_soon()
 
     def _tell_pid(self) -> None:
         """A local kernel's pid, for the edge's last-resort teardown (a remote one has none)."""
         if self.backend.pid is not None:
             self.send(self.edge, KernelProcessStarted(self.name, self.backend.pid))
-
-    def _stop_if_asked(self) -> None:
-        if self.stop_after_launch is not None:
-            self.send(self.stop_after_launch, KernelStopped(None))
 
     # --- events from the kernel -----------------------------------------------------------
 
@@ -226,82 +222,20 @@ class Kernel(NbActor):
             placement = self.backend.placement
             view = placement.view if placement is not None else None
             self.send(self.room, KernelReady(self.backend.pid, os.getpid(), view))
-        self._next()
-
-    def _finish_or_flush(self) -> None:
-        run = self.run
-        if run.finished():
-            self._flush(run)
-            ok = run.reply.ok
-            status = ExecutionStatus.DONE if ok else ExecutionStatus.ERROR
-            count = run.execution_count or run.reply.execution_count
-            self.send(
-                self.room, ExecutionFinished(run.execution_id, status, count, run.reply.error)
-            )
-            self.run = None
-            self.state = KernelState.IDLE
-            if not ok:
-                self._cancel_waiting(ExecutionStatus.CANCELLED, "an earlier cell failed")
-            self._next()
-        elif run.flush_due():
-            self._flush(run)
-
-    def _flush(self, run: Run) -> None:
-        arrived = run.flushed(self.output_limit)
-        if arrived is not None:
-            self.send(self.room, arrived)
-
-    # --- running code ---------------------------------------------------------------------
-
-    def _on_run_code(self, msg: RunCode, sender: ActorAddress) -> None:
-        if self.state is KernelState.DEAD:
-            self.send(
-                sender,
-                ExecutionsCancelled((msg.execution_id,), ExecutionStatus.ERROR, "the kernel died"),
-            )
-            return
-        self.waiting.append((msg.execution_id, msg.code))
-        self._next()
-
-    def _next(self) -> None:
-        if self.run is not None or self.state is not KernelState.IDLE or not self.waiting:
-            return
-        execution_id, code = self.waiting.popleft()
-        self.run = Run(
-            execution_id, self.backend.execute(code), batch=KeptOutputs(self.output_limit)
-        )
-        self.state = KernelState.BUSY
-        self.send(self.room, ExecutionStarted(execution_id))
-        self._tick_soon()
-
-    def _cancel_waiting(self, status: ExecutionStatus, reason: str) -> None:
-        if self.waiting:
-            ids = tuple(execution_id for execution_id, _ in self.waiting)
-            self.waiting.clear()
-            self.send(self.room, ExecutionsCancelled(ids, status, reason))
-
-    def _abandon_run(self, reason: str) -> None:
-        """The running cell will never finish normally: report it as an error."""
-        if self.run is not None:
-            self._flush(self.run)
-            self.send(
-                self.room,
-                ExecutionsCancelled((self.run.execution_id,), ExecutionStatus.ERROR, reason),
-            )
-            self.run = None
+        run_queue.next_run(self)
 
     # --- questions about code (kernel_questions.py) ----------------------------------------
 
     def _on_question(self, msg: KernelQuestionAsked, sender: ActorAddress) -> None:
         ready = self.state in (KernelState.IDLE, KernelState.BUSY) and not self.backend_busy
         self._tell(self.questions.ask(self.backend if ready else None, msg, sender))
-        self._tick_soon()
+        self.tick_soon()
 
     def _tell(self, reply: tuple[Any, Any] | None) -> None:
         if reply is not None:
             self.send(*reply)
 
-    def _drop_questions(self, reason: str) -> None:
+    def drop_questions(self, reason: str) -> None:
         for reply in self.questions.drop_all(reason):
             self._tell(reply)
 
@@ -313,9 +247,7 @@ class Kernel(NbActor):
         self.send(sender, KernelInterrupted(msg.origin))
 
     def _on_restart_kernel_now(self, msg: RestartKernelNow, sender: ActorAddress) -> None:
-        self._drop_questions("the kernel was restarted")
-        self._abandon_run("the kernel was restarted")
-        self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was restarted")
+        run_queue.stop_all(self, "the kernel was restarted", ExecutionStatus.CANCELLED)
         self.state = KernelState.RESTARTING
         self.restart_origin = msg.origin
         if self.backend is None:
@@ -330,16 +262,16 @@ class Kernel(NbActor):
         if not done.ok:
             log.error("kernel restart failed: %s", done.error)
             self.state = KernelState.DEAD
-            self._stop_watching()
+            self.stop_watching()
             message = f"kernel restart failed: {done.error}"
             self.send(done.token.room, KernelFailed(ErrorCode.INTERNAL, message))
             return
         self._asked_info(done.result)
         self._tell_pid()
         self._pump_safely()
-        self._tick_soon()
+        self.tick_soon()
 
-    def _stop_watching(self) -> None:
+    def stop_watching(self) -> None:
         """Before the sockets close: an fd the loop still watches must never be reused."""
         if self.watched:
             self.send(self.edge, UnwatchKernelSockets(self.watched))
@@ -349,43 +281,8 @@ class Kernel(NbActor):
         pid = self.backend.pid
         log.warning("kernel pid %s of room %s died", pid, self.name)
         self.state = KernelState.DEAD
-        self._stop_watching()
-        self._drop_questions("the kernel died")
-        self._abandon_run("the kernel died")
-        self._cancel_waiting(ExecutionStatus.ERROR, "the kernel died")
+        self.stop_watching()
+        run_queue.stop_all(self, "the kernel died", ExecutionStatus.ERROR)
         host = getattr(self.backend, "host", None)
         name = host.name if host is not None else None
         self.send(self.room, KernelDied(pid, name, getattr(self.backend, "lost", None)))
-
-    def _on_shutdown_kernel(self, msg: ShutdownKernel, sender: ActorAddress) -> None:
-        self._drop_questions("the kernel was shut down")
-        self._abandon_run("the kernel was shut down")
-        self._cancel_waiting(ExecutionStatus.CANCELLED, "the kernel was shut down")
-        self._stop_watching()
-        launching = self.backend is None and self.state is KernelState.STARTING
-        self.state = KernelState.DEAD
-        if launching:
-            self.stop_after_launch = sender
-        elif self.backend is None:
-            self.send(sender, KernelStopped(None))
-        else:
-            self._stop_backend(sender)
-
-    def _stop_backend(self, reply_to: Any) -> None:
-        self.state = KernelState.DEAD
-        self.backend_busy = True
-        backend, self.backend = self.backend, None
-        self.offload(StoppedForGood(backend.pid, reply_to), backend.shutdown, self.lane)
-
-    def _stopped_for_good(self, done: BlockingWorkDone) -> None:
-        if not done.ok:
-            log.error("kernel shutdown failed: %s", done.error)
-        else:
-            log.info("kernel pid %s of room %s stopped", done.token.pid, self.name)
-        self.send(done.token.room, KernelStopped(done.token.pid))
-
-    def _on_actor_exit(self, msg: ActorExitRequest, sender: ActorAddress) -> None:
-        """Last resort: the Room asks for ShutdownKernel first, so this rarely finds a kernel."""
-        self._stop_watching()
-        if self.backend is not None and not self.backend_busy:
-            self.backend.shutdown()

@@ -4,25 +4,33 @@ It owns the document and its peers, and dispatches every message through one tab
 (``handlers``). Every other concern is a part with state of its own, a plain class
 that returns actions (room/actions.py) for the Room to carry out (``act``): opening,
 once-only keys, the file, the journal, the kernel seat, the environment and closing
-(ADR 0003). Timer payloads and offload tokens are in protocol/daemon_actors/room_followups.py.
+(ADR 0003). Longer handlers live beside it, acting through the Room: its start, the
+joins and the close (arrivals.py), the once-only wrappers of keyed requests
+(keyed_requests.py), the people watching in JupyterLab (lab_people.py). Timer payloads
+and offload tokens are in protocol/daemon_actors/room_followups.py.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from thespian.actors import ActorAddress, ActorExitRequest, ChildActorExited
 
 from nbstage.actors.common.base import NbActor, finished, progress, request, wakeup
 from nbstage.actors.daemon.kernel.actor import Kernel
-from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import actions, edits, opening, person_edits, sharing, views
-from nbstage.actors.daemon.room.closing import Closing, closing_error
+from nbstage.actors.daemon.room import (
+    actions,
+    arrivals,
+    edits,
+    lab_people,
+    opening,
+    views,
+)
+from nbstage.actors.daemon.room.closing import Closing
 from nbstage.actors.daemon.room.code_questions import CodeQuestions
 from nbstage.actors.daemon.room.dependency_calls import DependencyCalls
 from nbstage.actors.daemon.room.environment import EnvironmentSeat
@@ -30,6 +38,7 @@ from nbstage.actors.daemon.room.execution_calls import code_cell
 from nbstage.actors.daemon.room.file_seat import FileSeat
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.kernel_seat import KernelSeat
+from nbstage.actors.daemon.room.keyed_requests import mutation, once
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.once import OnceKeys
 from nbstage.actors.daemon.room.opening import Opening
@@ -73,9 +82,9 @@ class Room(NbActor):
     def handlers(self):
         k, f, r, seat, runs = kernels, followups, requests, self.seat, self.seat.runs
         return {
-            rooms.StartRoom: self._on_start_room,
-            rooms.JoinRoom: self._on_join_room,
-            rooms.CloseRoom: self._on_close_room,
+            rooms.StartRoom: partial(arrivals.start_room, self),
+            rooms.JoinRoom: partial(arrivals.join_room, self),
+            rooms.CloseRoom: partial(arrivals.close_room, self),
             rooms.ReopenRoom: self._to(self.close.reopen),
             rooms.PathClaimed: self._to(self.file.new_paths.claimed),
             rooms.PathRefused: self._to(self.file.new_paths.refused),
@@ -95,27 +104,25 @@ class Room(NbActor):
             k.OutputsArrived: lambda m, _: self.act(*runs.outputs(m, self.close.asked)),
             k.ExecutionFinished: self._to(seat.execution_finished),
             k.ExecutionsCancelled: self._to(runs.cancelled),
-            **{request(kind): self._mutation(edit) for kind, edit in edits.EDITS.items()},
+            **{request(kind): mutation(self, edit) for kind, edit in edits.EDITS.items()},
             request(r.LeaveRoom): lambda o, req: self.act(*self.peers.leave(o, req, seat)),
             request(r.GetCell): lambda o, req: self.answer(o, views.cell(self, req)),
             request(r.GetCells): lambda o, req: self.answer(o, views.cells(self, req)),
-            request(r.SaveNotebook): self._once(self._to(self.file.save_request)),
+            request(r.SaveNotebook): once(self, self._to(self.file.save_request)),
             request(r.ExecuteCell): self._execute,
             request(r.GetExecution): self._to(runs.get),
-            request(r.InterruptKernel): self._once(self._to(seat.interrupt)),
-            request(r.RestartKernel): self._once(self._to(seat.restart)),
-            request(r.ManageDependencies): self._once(
-                lambda o, req: self.act(*self.deps.manage(o, req, self.doc.metadata, seat))
+            request(r.InterruptKernel): once(self, self._to(seat.interrupt)),
+            request(r.RestartKernel): once(self, self._to(seat.restart)),
+            request(r.ManageDependencies): once(
+                self, lambda o, req: self.act(*self.deps.manage(o, req, self.doc.metadata, seat))
             ),
             request(r.DescribeRoom): lambda o, _: self.answer(o, views.described(self)),
             request(r.ShutdownKernelNow): self._to(seat.shut_down),
             request(AskKernel): self._to(self.questions.ask),
             KernelQuestionAnswered: self._to(self.questions.answered),
-            request(lab.JoinSharedDoc): lambda o, req: self.act(
-                *self.sharing.join(o, req, self.doc, self.peers)
-            ),
-            request(lab.PassSharedDocMessage): self._person_said,
-            finished(f.SharedDocBuilt): self._shared_doc_built,
+            request(lab.JoinSharedDoc): partial(lab_people.joined, self),
+            request(lab.PassSharedDocMessage): partial(lab_people.person_said, self),
+            finished(f.SharedDocBuilt): partial(lab_people.shared_doc_built, self),
             wakeup(f.SharedDocIdle): lambda due: self.sharing.idle(due, self.doc),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(
@@ -191,11 +198,11 @@ class Room(NbActor):
             a.ReadKernelspecs: lambda x: self.act(opening.read_kernelspecs(self.file, x.restart)),
             a.ReadJournal: lambda x: self.act(self.journal.read()),
             a.FlushFirst: lambda x: self.act(self.file.first_flush(self.doc, self.journal.seq)),
-            a.Loaded: self._loaded,
-            a.StartFailed: lambda x: self._start_failed(x.error),
-            a.RefuseHeld: lambda x: self._fail_held_joins(x.error),
+            a.Loaded: partial(arrivals.loaded, self),
+            a.StartFailed: lambda x: arrivals.start_failed(self, x.error),
+            a.RefuseHeld: lambda x: arrivals.fail_held_joins(self, x.error),
             a.ReadDone: lambda x: self.act(*self.opening.read_done()),
-            a.Started: lambda x: self._started(x.joins),
+            a.Started: lambda x: arrivals.started(self, x.joins),
             a.Edited: lambda x: self.act(*self.file.edited()),
             a.SetOutputs: lambda x: edits.set_outputs(self.doc, x),
             a.Merged: self._take_merge,
@@ -203,61 +210,7 @@ class Room(NbActor):
             a.NextFileJob: lambda x: self._next_file_job(),
         }
 
-    # --- opening (room/opening.py) --------------------------------------------------------
-
-    def _on_start_room(self, msg: rooms.StartRoom, sender: ActorAddress) -> None:
-        self.config, self.daemon, self.edge = msg, sender, msg.edge
-        self.journal.start(msg.notebook_id, msg.state_dir)
-        self.sharing.idle_secs = msg.settings.shared_doc_idle_secs
-        self.deps.start(msg)
-        self.peers.start(msg)
-        self.file.start(msg, sender)
-        has_runtime = msg.source is not rooms.RoomSource.NEW or msg.kernelspec is not None
-        self.seat.start(msg, has_runtime, sender)
-        self.env.kernel_name = msg.kernelspec.name if msg.kernelspec is not None else None
-        self.act(*self.opening.start(msg, self.file.lane))
-
-    def _loaded(self, loaded: actions.Loaded) -> None:
-        self.doc = loaded.doc
-        if loaded.stamp is not None:
-            self.file.disk.stamp, self.file.disk.base = loaded.stamp, loaded.base
-        self.file.saved_revision = self.doc.revision
-        self.act(*self.opening.loaded(self.config, self.file.journalled, self.file.lane))
-
-    def _start_failed(self, error: NbstageError) -> None:
-        self.doc, self.opening.error = None, error
-        failed = rooms.RoomStartFailed(self.config.notebook_id, error.code, error.message)
-        self.send(self.daemon, failed)
-        self._fail_held_joins(error)
-
-    def _fail_held_joins(self, error: NbstageError) -> None:
-        self.act(*self.peers.refuse_held(self.opening.release(), error))
-
-    def _started(self, joins: tuple[rooms.JoinRoom, ...]) -> None:
-        """The Daemon hears of it first, then the joins held come in; edits the journal
-        gave back are said to them."""
-        self.send(self.daemon, rooms.RoomStarted(self.config.notebook_id, os.getpid()))
-        self.act(actions.ReportStatus())
-        for join in joins:
-            self._on_join_room(join, self.daemon)
-        if (restored := self.journal.restored_notice(self.file.path)) is not None:
-            self.notices.post(restored)
-
-    # --- peers ----------------------------------------------------------------------------
-
-    def _on_join_room(self, msg: rooms.JoinRoom, sender: ActorAddress) -> None:
-        if self.opening.held_back(msg):
-            return
-        self.peers.saw(msg.join_seq)
-        if self.close.asked:
-            self.fail(msg.origin, closing_error("nobody joined it"))
-            return
-        if self.doc is None:
-            self.fail(msg.origin, self.opening.unloaded_error())
-            return
-        peer_id = self.peers.join(msg.peer_label, msg.origin.conn)
-        self.act(*self.file.arm_check(self.file.path, True), *self.seat.peer_joined())
-        self.act(*self.peers.welcomed(msg, peer_id, views.facts(self)))
+    # --- requests ------------------------------------------------------------------------
 
     def _on_client_request(self, msg: edge.ClientRequest, sender: ActorAddress) -> None:
         """A request may name a starting room before anyone joined it (the operator's
@@ -267,90 +220,9 @@ class Room(NbActor):
         else:
             self.serve(msg.origin, msg.body)
 
-    def _on_close_room(self, msg: rooms.CloseRoom, sender: ActorAddress) -> None:
-        """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
-        the kernel has stopped. Joins held for the start are answered now: the Daemon ends
-        this room once it is closed, maybe before the start's reads come back."""
-        self.close.by = sender
-        self._fail_held_joins(closing_error("nobody joined it"))
-        self.act(*self.close.begin(msg.reason, loaded=self.doc is not None))
-
-    # --- the people watching in JupyterLab (room/sharing.py, ADR 0004) ---------------------
-
     def receiveMessage(self, msg: Any, sender: ActorAddress) -> None:
-        """What the message changed reaches the people watching and the daemon's watchers."""
         super().receiveMessage(msg, sender)
-        self.act(*self.sharing.beacon.after(self))
-        if self.sharing.watched:
-            running, nid = self.seat.runs.book.live_cells(), self.config.notebook_id
-            self.act(*self.sharing.mirror(self.doc, self.peers, running, self.edge, nid))
-
-    def _shared_doc_built(self, done: Any) -> None:
-        """The people's requests held for the build are served now, in the order they came."""
-        running = self.seat.runs.book.live_cells()
-        todo, held = self.sharing.built(done, self.doc, running)
-        self.act(*todo)
-        for origin, body in held:
-            self.serve(origin, body)
-
-    def _person_said(self, origin: Origin, req: lab.PassSharedDocMessage) -> None:
-        """A person's edit is journalled like an agent's; they hear back once it is."""
-        if self.sharing.holds(origin, req):
-            return
-        self.close.refuse("the edit was not taken")
-        said = self.sharing.heard(req, self.doc, self.edge)
-        if said.records:
-            self.notices.post(person_edits.notice(said.records))
-        self.act(*sharing.taken(said, origin, self.journal, self.file.journalled))
-
-    # --- reads and edits ------------------------------------------------------------------
-
-    def _mutation(self, apply: Callable[[Document, Any], Any]) -> Callable[[Origin, Any], None]:
-        """Wrap an edit (edits.py) so a repeated idempotency key returns the first result
-        unchanged; a journalled edit is answered once its record is durable."""
-
-        def handle(origin: Origin, req: Any) -> None:
-            key = scoped_key(req)
-            if self._answered_before(origin, key) or self.once.wait_if_under_way(key, origin):
-                return
-            self.close.refuse("the change was not made")
-            before = self.doc.revision
-            result = apply(self.doc, req)
-            cell_id = getattr(result, "cell_id", None) or getattr(req, "cell_id", None)
-            self.sharing.worked_on(origin.conn, cell_id, self.peers)
-            self.act(*self.file.edited())
-            changed = self.file.journalled and self.doc.revision != before
-            record = journal.mutation_record(self.doc, result) if changed else None
-            if record is None:
-                self.once.remember(key, result)
-                self.answer(origin, result)
-                return
-            self.once.begin(key, origin)
-            self.act(self.journal.append(record, origin, result))
-
-        return handle
-
-    def _once(self, start: Callable[[Origin, Any], None]) -> Callable[[Origin, Any], None]:
-        """Wrap a request answered later (a save, a restart, an interrupt) so its key is
-        carried out once: a repeat gets the first answer, or waits for it while the first
-        is under way. A refusal is not remembered, so a repeat after one tries again."""
-
-        def handle(origin: Origin, req: Any) -> None:
-            key = scoped_key(req)
-            if self._answered_before(origin, key):
-                return
-            self.close.refuse("nothing was done")
-            if not self.once.wait_if_under_way(key, origin):
-                self.once.begin(key, origin)
-                start(origin, req)
-
-        return handle
-
-    def _answered_before(self, origin: Origin, key: str | None) -> bool:
-        if self.once.known(key):
-            self.answer(origin, self.once.first_answer(key))
-            return True
-        return False
+        lab_people.after_message(self)
 
     def answer(self, origin: Origin, reply: object) -> None:
         super().answer(origin, reply)

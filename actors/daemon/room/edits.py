@@ -1,6 +1,6 @@
 """The edits a client asks of a Room's document, by request type: each applies its
 request to the document the Room hands it and returns the reply. Only the Room calls
-them, inside its once-only and journal wrapper (actor.py ``_mutation``). The changes
+them, inside its once-only and journal wrapper (keyed_requests.py ``mutation``). The changes
 that come from elsewhere (outputs, a merge with the file) are here too, for the Room to
 apply at its own call."""
 
