@@ -87,6 +87,7 @@ url = "https://big.example:8888"
 token_file = "big.token"   # or token = "…"; relative paths are read from the state dir
 ca_file = "test-ca.pem"    # optional: the CAs of an https gateway
 max_kernels = 16           # optional
+silence_secs = 4           # optional: quiet this long, the host is lost for a kernel
 ```
 
 | key | what it is |
@@ -102,6 +103,10 @@ itself, one at a time, so notebooks that start at the same moment spread and a h
 runs more than its `max_kernels` of the daemon's kernels. A kernel that died on a host goes
 back there at its restart only if the host still answers; otherwise the restart runs it
 elsewhere and says it moved. `nbstage admin hosts` shows each host's health.
+Between checks, each kernel's channels ping the host every second; when they hear nothing
+for `silence_secs` (4 s unless the table says otherwise), the host is taken for lost
+there and the kernel is reported dead (`kernel_died`, with the host's name). Raise it for
+a host that is far away or often busy; lower, a frozen host is told sooner.
 """
 
 

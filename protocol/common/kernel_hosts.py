@@ -19,7 +19,15 @@ from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 """A host's name: what notebooks' metadata and the admin console call it."""
 
-KNOWN_KEYS = frozenset({"name", "url", "token", "token_file", "ca_file", "max_kernels"})
+KNOWN_KEYS = frozenset(
+    {"name", "url", "token", "token_file", "ca_file", "max_kernels", "silence_secs"}
+)
+
+DEFAULT_SILENCE_SECS = 4.0
+"""How long a kernel's channels may hear nothing from the host before it is taken for lost
+(3 s took a gateway starting 11 kernels at once on a loaded machine for lost; 4 s still
+tells a frozen host's rooms within issue 26's 5 s)."""
+SILENCE_RANGE = (1.0, 300.0)
 
 
 class KernelHostError(ValueError):
@@ -38,6 +46,9 @@ class KernelHost:
     """A PEM file of the CAs that sign an https gateway's certificate (else the system's)."""
     max_kernels: int | None = None
     """The most kernels the daemon places there; none: no limit of its own."""
+    silence_secs: float = DEFAULT_SILENCE_SECS
+    """Seconds a kernel's channels hear nothing from the host (the channels ping it every
+    second) before the host is taken for lost there and the kernel reported dead."""
 
 
 def decode_kernel_hosts(raw: Any, config_dir: Path) -> tuple[KernelHost, ...]:
@@ -74,6 +85,7 @@ def _decode_one(table: Any, at: int, config_dir: Path) -> KernelHost:
         _token(table, label, config_dir),
         _ca_file(table.get("ca_file"), label, config_dir),
         _max_kernels(table.get("max_kernels"), label),
+        _silence_secs(table.get("silence_secs"), label),
     )
 
 
@@ -126,3 +138,12 @@ def _max_kernels(value: Any, label: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise KernelHostError(f"{label}: max_kernels must be a whole number of at least 1")
     return int(value)
+
+
+def _silence_secs(value: Any, label: str) -> float:
+    if value is None:
+        return DEFAULT_SILENCE_SECS
+    low, high = SILENCE_RANGE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise KernelHostError(f"{label}: silence_secs must be a number from {low:g} to {high:g}")
+    return float(value)

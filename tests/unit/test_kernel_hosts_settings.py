@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nbstage.protocol.common.kernel_hosts import KernelHost, KernelHostError
+from nbstage.protocol.common.kernel_hosts import DEFAULT_SILENCE_SECS, KernelHost, KernelHostError
 from nbstage.protocol.common.settings import load_settings
 
 
@@ -41,13 +41,17 @@ url = "https://big.example:9443"
 token_file = "b.token"
 ca_file = "ca.pem"
 max_kernels = 16
+silence_secs = 12.5
 """,
     )
     assert settings.max_rooms == 3
     assert settings.kernel_hosts == (
         KernelHost("a", "http://127.0.0.1:8888", "tok-a"),
-        KernelHost("b.big-1", "https://big.example:9443", "tok-b", str(tmp_path / "ca.pem"), 16),
+        KernelHost(
+            "b.big-1", "https://big.example:9443", "tok-b", str(tmp_path / "ca.pem"), 16, 12.5
+        ),
     )
+    assert settings.kernel_hosts[0].silence_secs == DEFAULT_SILENCE_SECS
 
 
 def test_a_host_is_frozen_and_its_repr_hides_the_token() -> None:
@@ -121,6 +125,16 @@ def test_a_host_is_frozen_and_its_repr_hides_the_token() -> None:
             '[[kernel_hosts]]\nname = "a"\nurl = "http://h:1"\ntoken = "t"\nmax_kernels = true',
             "max_kernels must be a whole number",
             id="a limit that is a bool",
+        ),
+        pytest.param(
+            '[[kernel_hosts]]\nname = "a"\nurl = "http://h:1"\ntoken = "t"\nsilence_secs = 0.5',
+            "silence_secs must be a number from 1 to 300",
+            id="a silence too short to survive a busy host",
+        ),
+        pytest.param(
+            '[[kernel_hosts]]\nname = "a"\nurl = "http://h:1"\ntoken = "t"\nsilence_secs = "4"',
+            "silence_secs must be a number",
+            id="a silence that is a string",
         ),
         pytest.param(
             '[[kernel_hosts]]\nname = "a"\nurl = "http://h:1"\ntoken = "t"\nport = 2',

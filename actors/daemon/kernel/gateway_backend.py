@@ -31,7 +31,7 @@ from nbstage.actors.daemon.kernel.gateway_client import (
     GatewayError,
     LoopThread,
 )
-from nbstage.actors.daemon.kernel.gateway_keepalive import KeptAlive, keep_alive
+from nbstage.actors.daemon.kernel.gateway_keepalive import KeepalivePolicy, KeptAlive, keep_alive
 from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.protocol.common.frozen import frozen
@@ -152,7 +152,8 @@ class GatewayBackend:
         assert self.kernel_id is not None
         ws = await self._client.channels(self.kernel_id, self._session, START_SECS)
         self._ws, self._alive, self.lost = ws, True, None
-        for work in (self._read(ws), keep_alive(ws)):
+        policy = KeepalivePolicy(silence=self.host.silence_secs)
+        for work in (self._read(ws), keep_alive(ws, policy)):
             task = self._io.loop.create_task(work)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -22,6 +22,7 @@ from tornado.httputil import HTTPHeaders
 from tornado.websocket import WebSocketClientConnection
 
 from nbstage.protocol.common.frozen import frozen
+from nbstage.protocol.common.kernel_hosts import DEFAULT_SILENCE_SECS
 
 log = logging.getLogger("nbstage.kernel")
 
@@ -30,10 +31,9 @@ log = logging.getLogger("nbstage.kernel")
 class KeepalivePolicy:
     every: float = 1.0
     """Seconds between pings."""
-    silence: float = 4.0
-    """Seconds without any frame from the host after which the connection is lost. (3 s
-    took a gateway starting 11 kernels at once on a loaded machine for lost; 4 s still
-    tells a frozen host's rooms within issue 26's 5 s.)"""
+    silence: float = DEFAULT_SILENCE_SECS
+    """Seconds without any frame from the host after which the connection is lost (a
+    host's ``silence_secs``)."""
 
 
 DEFAULT_KEEPALIVE = KeepalivePolicy()
