@@ -102,7 +102,11 @@ class Daemon(NbActor):
             ),
             finished(due.BindingStored): self._binding_stored,
             finished(due.EnvironmentsSwept): self._environments_swept,
-            finished(due.ImportsWarmed): room_start.imports_warmed,
+            finished(due.ImportsWarmed): partial(room_start.kernel_imports_warmed, self),
+            wakeup(due.NotebookImportsDue): lambda d: self.offload(
+                due.NotebookImportsWarmed(), room_start.warm_notebook_imports
+            ),
+            finished(due.NotebookImportsWarmed): room_start.imports_warmed,
             finished(due.RegistryClosed): lambda d: self.send(
                 self.edge, msgs.DaemonStopped(self.waits.stopping.closed)
             ),
@@ -123,7 +127,7 @@ class Daemon(NbActor):
         self.wakeupAfter(CHILD_CHECK_TICK)
         self._schedule_reaper()
         self.send(sender, msgs.DaemonStarted(os.getpid()))
-        self.offload(due.ImportsWarmed(), room_start.warm_imports)
+        self.offload(due.ImportsWarmed(), room_start.warm_kernel_imports)
         self.hosts = HostWatch(msg.settings.kernel_hosts, msg.settings.kernel_host_check_secs)
         self.slots = HostGrants(msg.settings.kernel_hosts)
         self.carry(*self.hosts.start(time.monotonic()))

@@ -4,15 +4,20 @@ settings, and, for a create that names a runtime, the kernelspec chosen for it."
 from __future__ import annotations
 
 import logging
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from nbstage.actors.daemon.admission import StartNewRoom
 from nbstage.actors.daemon.kernel.kernelspecs import NoKernelspec, choose_for_runtime
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.offload import BlockingWorkDone
+from nbstage.protocol.daemon_actors.daemon_followups import NotebookImportsDue
 from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 from nbstage.protocol.daemon_actors.rooms import HostsSeen, StartDaemon, StartRoom
+
+if TYPE_CHECKING:
+    from nbstage.actors.common.base import NbActor
 
 log = logging.getLogger("nbstage.daemon")
 
@@ -74,12 +79,26 @@ def kernelspec_for(runtime: str, scan: BlockingWorkDone) -> KernelspecInfo | Nbs
 
 def imports_warmed(done: BlockingWorkDone) -> None:
     if not done.ok:
-        log.warning("warming the notebook and kernel imports failed: %s", done.error)
+        log.warning("warming the notebook or kernel imports failed: %s", done.error)
 
 
-def warm_imports() -> None:
-    """Blocking: import what the first notebook and kernel need, before anyone asks."""
+NOTEBOOK_IMPORTS_AFTER = timedelta(seconds=2)
+"""How long after the kernel libraries the notebook-file ones are warmed (the first join
+needs only the former)."""
+
+
+def kernel_imports_warmed(daemon: NbActor, done: BlockingWorkDone) -> None:
+    imports_warmed(done)
+    daemon.wakeupAfter(NOTEBOOK_IMPORTS_AFTER, payload=NotebookImportsDue())
+
+
+def warm_kernel_imports() -> None:
+    """Blocking: import what the first kernel needs, before anyone asks."""
     from nbstage.actors.daemon.kernel import kernel_backend  # noqa: F401
+
+
+def warm_notebook_imports() -> None:
+    """Blocking: import what reading and writing a notebook file needs."""
     from nbstage.actors.daemon.notebook.notebook_files import warm_imports
 
     warm_imports()

@@ -51,8 +51,20 @@ class RegistryClosed:
 
 @frozen
 class ImportsWarmed:
-    """Offload token: the notebook and kernel libraries are imported, off the loop, so the
-    first open or kernel start does not pay for them in a mailbox."""
+    """Offload token: the kernel libraries are imported, off the loop, so the first kernel
+    start does not pay for them in a mailbox."""
+
+
+@frozen
+class NotebookImportsDue:
+    """Wakeup payload: time to import the notebook-file libraries (nbformat, jsonschema).
+    Not at once with the kernel's: a worker importing them takes the GIL from the first
+    join, which needs neither (a new notebook is not read from a file)."""
+
+
+@frozen
+class NotebookImportsWarmed:
+    """Offload token: the notebook-file libraries are imported, off the loop."""
 
 
 @frozen
