@@ -19,52 +19,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 from lab_sync import write_notebook
 from y_client import Nbstage, StockLab
 
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.headless_chromium import INSTALL, MISSING, headless_chromium
+
 FIRST_CELL = """
 const cell = document.querySelector('.jp-Notebook .jp-Cell .cm-content');
 return cell !== null && cell.textContent.includes(arguments[0]);
 """
-
-
-@contextmanager
-def chromium() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    with tempfile.TemporaryDirectory(prefix="nbc-bench-") as profile:
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in (
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-dev-shm-usage",
-            "--window-size=1400,1000",
-            "--disable-crash-reporter",
-            "--disable-breakpad",
-            f"--user-data-dir={profile}",
-        ):
-            options.add_argument(flag)
-        home = {"XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile}
-        service = Service(DRIVER, env={**os.environ, **home})
-        driver = webdriver.Chrome(service=service, options=options)
-        try:
-            yield driver
-        finally:
-            driver.quit()
 
 
 def first_draw(driver, base: str, token: str, name: str, workspace: str, timeout: float) -> float:
@@ -87,17 +58,15 @@ def summary(samples: list[float]) -> str:
 
 
 def main(rounds: int, cells: int, timeout: float) -> None:
-    if CHROMIUM is None or DRIVER is None:
-        sys.exit(
-            "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
-        )
+    if MISSING:
+        sys.exit(f"needs Debian's chromium and chromium-driver: {INSTALL}")
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="nblab-draw-") as tmp:
         ours, stock = Nbstage(Path(tmp)), StockLab(Path(tmp))
         times: dict[str, list[float]] = {"nbstage": [], "stock": []}
         floors: dict[str, list[float]] = {"nbstage": [], "stock": []}
         try:
-            with chromium() as driver:
+            with headless_chromium(prefix="nbc-bench-") as driver:
                 sides = {"nbstage": ours, "stock": stock}
                 for side in sides.values():
                     write_notebook(side.root / "warm.ipynb", 3)

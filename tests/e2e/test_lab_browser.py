@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,42 +16,17 @@ import pytest
 
 from nbstage.protocol.session.lab_wanted import notebook_url
 from tests.e2e.test_kernels import wait_for_file
+from tests.headless_chromium import INSTALL, MISSING, headless_chromium
 from tests.lab_support import RunningLab, WsPerson
 from tests.support import McpClientSession, artifact, call_ok, wait_until
 
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
-INSTALL = "apt-get install chromium chromium-driver (as root; `make test` does it where it can)"
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason=INSTALL)
+pytestmark = pytest.mark.skipif(MISSING, reason=INSTALL)
 
 
 @pytest.fixture
 def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    with tempfile.TemporaryDirectory(prefix="nbc-") as profile:
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in (
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-dev-shm-usage",
-            "--window-size=1400,1000",
-            "--disable-crash-reporter",
-            "--disable-breakpad",
-            f"--user-data-dir={profile}",
-        ):
-            options.add_argument(flag)
-        # Chromium keeps crash reports and caches under XDG dirs even with a profile dir.
-        home = {"XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile}
-        service = Service(DRIVER, env={**os.environ, **home})
-        driver = webdriver.Chrome(service=service, options=options)
-        try:
-            yield driver
-        finally:
-            driver.quit()
+    with headless_chromium() as driver:
+        yield driver
 
 
 def _shown(driver, css: str) -> list[str]:

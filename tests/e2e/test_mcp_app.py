@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import shutil
 import struct
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ from typing import Any
 import pytest
 
 from nbstage.protocol.mcp import mcp_apps
+from tests.headless_chromium import INSTALL, MISSING, headless_chromium
 from tests.images import jpeg_bytes
 from tests.support import (
     RunningDaemon,
@@ -30,45 +28,21 @@ from tests.support import (
     wait_until,
 )
 
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
-INSTALL = "apt-get install chromium chromium-driver (as root; `make test` does it where it can)"
 HOST_PAGE = Path(__file__).resolve().parents[1] / "mcp_app_host.html"
 APPS = {mcp_apps.EXTENSION: {"mimeTypes": [mcp_apps.APP_MIME]}}
 PAGE_CAP = 100_000
 """MAX_TEXT in protocol/mcp/output_app.html: the characters one text output draws."""
 
-browser_tests = pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason=INSTALL)
+browser_tests = pytest.mark.skipif(MISSING, reason=INSTALL)
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """One headless chromium for every test of the session that shows the page."""
-    if CHROMIUM is None or DRIVER is None:
+    if MISSING:
         pytest.skip(INSTALL)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    with tempfile.TemporaryDirectory(prefix="nbc-") as profile:
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in (
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-dev-shm-usage",
-            "--window-size=1000,1200",
-            "--disable-crash-reporter",
-            "--disable-breakpad",
-            f"--user-data-dir={profile}",
-        ):
-            options.add_argument(flag)
-        home = {"XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile}
-        service = Service(DRIVER, env={**os.environ, **home})
-        driver = webdriver.Chrome(service=service, options=options)
-        try:
-            yield driver
-        finally:
-            driver.quit()
+    with headless_chromium(window="1000,1200") as driver:
+        yield driver
 
 
 # --- the host page, as a test drives it ---------------------------------------------------
