@@ -34,13 +34,12 @@ import threading
 import time
 from pathlib import Path
 
-import nbformat
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
-from tests.gateway_support import Gateway, gateways_running, kill_host
+from tests.gateway_support import Gateway, gateways_running, kill_host, notebook_wishing
 from tests.support import RunningDaemon, daemon_running, run_cell
 
 ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
@@ -59,13 +58,7 @@ def config(gateways: list[Gateway]) -> str:
 
 
 def notebook_on(folder: Path, index: int, host: str) -> Path:
-    metadata = {
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "nbstage": {"kernel_host": host},
-    }
-    path = folder / f"nb{index:02d}-{host}.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(metadata=metadata), str(path))
-    return path
+    return notebook_wishing(folder / f"nb{index:02d}-{host}.ipynb", host)
 
 
 def start_all(

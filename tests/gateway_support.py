@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import psutil
 
 from tests.support import wait_until
@@ -178,3 +179,13 @@ def kill_host(process: subprocess.Popen[bytes]) -> list[psutil.Process]:
         with contextlib.suppress(psutil.NoSuchProcess):
             member.kill()
     return tree
+
+
+def notebook_wishing(path: Path, host: str) -> Path:
+    """Write at ``path`` an empty notebook whose metadata asks for kernel host ``host``."""
+    metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "nbstage": {"kernel_host": host},
+    }
+    nbformat.write(nbformat.v4.new_notebook(metadata=metadata), str(path))
+    return path

@@ -17,14 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import psutil
 import pytest
 
 from nbstage.actors.daemon.kernel.gateway_backend import ANSWER_SECS
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
-from tests.gateway_support import Gateway, gateways_running
+from tests.gateway_support import Gateway, gateways_running, notebook_wishing
 from tests.support import (
     call_ok,
     daemon_running,
@@ -67,15 +66,6 @@ def daemon_with(state_dir: Path, tables: str, env: dict[str, str] = FAST_SETTING
     state_dir.mkdir(mode=0o700, parents=True)
     (state_dir / "config.toml").write_text(tables)
     return daemon_running(state_dir, env)
-
-
-def notebook_wishing(path: Path, host: str) -> Path:
-    metadata = {
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "nbstage": {"kernel_host": host},
-    }
-    nbformat.write(nbformat.v4.new_notebook(metadata=metadata), str(path))
-    return path
 
 
 def opened(client: DaemonClient, path: Path) -> str:

@@ -18,13 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
 from tests.conftest import FAST_SETTINGS
-from tests.gateway_support import Gateway, gateway_running, stop_gateway
+from tests.gateway_support import Gateway, gateway_running, notebook_wishing, stop_gateway
 from tests.support import (
     call_ok,
     daemon_running,
@@ -77,13 +76,7 @@ def configured_daemon(
 
 def notebook_on(folder: Path, host: str) -> Path:
     """A notebook file whose metadata asks for kernel host ``host``."""
-    metadata = {
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "nbstage": {"kernel_host": host},
-    }
-    path = folder / f"on-{host}.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(metadata=metadata), str(path))
-    return path
+    return notebook_wishing(folder / f"on-{host}.ipynb", host)
 
 
 def get_execution(client: DaemonClient, notebook_id: str, execution_id: str) -> dict[str, Any]:
