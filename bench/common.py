@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import subprocess
@@ -86,3 +87,12 @@ def daemon(state: Path, env: dict[str, str] | None = None) -> Iterator[None]:
         yield
     finally:
         subprocess.run([*NBSTAGE, "daemon", "stop", "--state-dir", str(state)], check=True)
+
+
+def percentile(samples: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no samples."""
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]

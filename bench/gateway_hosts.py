@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import psutil
+from common import percentile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -118,11 +119,6 @@ def died_naming(client: DaemonClient, nid: str, host: str) -> bool:
     return False
 
 
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def lose(
     daemon: RunningDaemon, how: str, gateway: Gateway, host: str, rooms: set[str]
 ) -> tuple[list[float], bool]:
@@ -133,7 +129,7 @@ def lose(
         else:
             os.kill(gateway.process.pid, signal.SIGSTOP)
         told = until_dead(client, rooms, since, 30.0)
-        named = died_naming(client, next(iter(rooms)), host)
+        named = bool(rooms) and died_naming(client, next(iter(rooms)), host)
         if len(told) < len(rooms):
             listed = client.request("list_rooms")["rooms"]
             left = [r["kernel_status"] for r in listed if r["notebook_id"] in rooms]
@@ -181,7 +177,7 @@ def main() -> None:
                     print(
                         f"first execute (release -> result, kernel start included): "
                         f"p50 {statistics.median(served):.2f} s, "
-                        f"p99 {percentile(served, 0.99):.2f} s, max {max(served):.2f} s"
+                        f"p99 {percentile(served, 99):.2f} s, max {max(served):.2f} s"
                     )
                 on = {
                     h: {

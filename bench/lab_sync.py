@@ -228,7 +228,7 @@ async def agent_during_builds(ours: Nbstage, runs: int) -> tuple[list[float], li
         for _ in range(10):
             quiet.append(await timed(get_cell))
         opening = asyncio.create_task(synced(ours, name))
-        while await shared_doc(ours, nid) != {"state": "live"} and not opening.done():
+        while (await shared_doc(ours, nid))["state"] != "live" and not opening.done():
             busy.append(await timed(get_cell))
         await opening
     return busy, quiet

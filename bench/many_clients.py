@@ -25,7 +25,6 @@ and every process this script started is gone (or killed by pid, and reported) a
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import resource
 import subprocess
@@ -41,7 +40,7 @@ from typing import Any
 import anyio
 import orjson
 import psutil
-from common import NBSTAGE, daemon, warm_client_library
+from common import NBSTAGE, daemon, percentile, warm_client_library
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
@@ -60,15 +59,6 @@ EXECUTE_WAIT_SECS = 120.0
 
 
 # --- statistics -----------------------------------------------------------------------------
-
-
-def percentile(samples: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (q in 0..100); None for no samples."""
-    if not samples:
-        return None
-    ordered = sorted(samples)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def spread(samples: list[float]) -> dict[str, float | int | None]:

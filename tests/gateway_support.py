@@ -103,13 +103,13 @@ def gateways_running(wanted: list[tuple[str, bool]]) -> Iterator[list[Gateway]]:
         try:
             for (address, tls), tmp in zip(wanted, folders, strict=True):
                 launched.append(_launch(Path(tmp), address, tls))
-            for gateway, tmp in zip(launched, folders, strict=True):
+            for gateway in launched:
                 wait_until(
                     lambda g=gateway: g.process.poll() is not None or _answers(g),
                     START_SECS,
                     "a gateway",
                 )
-                assert gateway.process.poll() is None, Path(f"{tmp}/gateway.log").read_text()
+                assert gateway.process.poll() is None, gateway.log and gateway.log.read_text()
             yield launched
         finally:
             for gateway in launched:

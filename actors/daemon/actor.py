@@ -207,6 +207,8 @@ class Daemon(NbActor):
 
     def _share_hosts(self) -> None:
         """Tell every room what is known of the kernel hosts, when that changed."""
+        if not self.hosts.hosts:
+            return
         news = self.hosts.news(self._load())
         for _, entry in self.rooms.items() if news is not None else ():
             self.send(entry.address, news)

@@ -100,9 +100,7 @@ class HostWatch:
     def room_status(self, before: RoomStatus | None, after: RoomStatus) -> list[Offload | Wake]:
         """A room's kernel on a host died (its channels dropped): ask the host now."""
         name = died_on(before, after)
-        if name is None or name not in self.hosts:
-            return []
-        return self._event(name, hh.KernelLost())
+        return [] if name is None else self.check(name)
 
     def check(self, name: str) -> list[Offload | Wake]:
         """Someone has reason to doubt the host (a kernel died there): probe it now, unless

@@ -12,7 +12,6 @@ session model's decisions (session_decisions.py).
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
@@ -89,8 +88,6 @@ def lab_work(wanted: LabWanted | BrowserWanted) -> dict[str, Any]:
         return open_url(wanted.state_dir, wanted.url, os.environ)
     return ensure_running(wanted.state_dir)
 
-
-log = logging.getLogger("nbstage.session")
 
 DEFERRAL_LIMIT = timedelta(seconds=15)
 

@@ -25,6 +25,7 @@ from nbstage.protocol.daemon.replies import (
     RoomsListed,
 )
 from nbstage.protocol.daemon.requests import DescribeRoom, GetActorTree, ListRooms
+from nbstage.protocol.daemon.room_replies import SharedDocState
 from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, KernelState
 
 
@@ -74,7 +75,7 @@ def run_room(admin: Admin, args: list[str]) -> Outcome:
         ("keep-alive", keep_alive_text(room.keep_alive), "head"),
     ]
     shared = room.shared_doc
-    if shared is not None and shared.state != "none":
+    if shared is not None and shared.state != SharedDocState.NONE:
         kept = f", {shared.frozen_bytes / 1024:.0f} kB" if shared.frozen_bytes else ""
         pairs.append(("shared doc", f"{shared.state}{kept}", "head"))
     pairs += peer_pairs(room)

@@ -34,6 +34,7 @@ from nbstage.actors.daemon.kernel.gateway_client import (
 from nbstage.actors.daemon.kernel.gateway_keepalive import KeepalivePolicy, KeptAlive, keep_alive
 from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
+from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.common.kernel_hosts import KernelHost
 from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
@@ -154,9 +155,7 @@ class GatewayBackend:
         self._ws, self._alive, self.lost = ws, True, None
         policy = KeepalivePolicy(silence=self.host.silence_secs)
         for work in (self._read(ws), keep_alive(ws, policy)):
-            task = self._io.loop.create_task(work)
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            start_kept(self._tasks, work)
 
     async def _close_channels(self) -> None:
         ws, self._ws = self._ws, None

@@ -15,8 +15,9 @@ from nbstage.actors.daemon.kernel.kernel_backend_events import (
     QuestionAnswered,
     ReplyReceived,
 )
+from nbstage.protocol.daemon.code_questions import QuestionKind
 
-QUESTION_REPLIES = frozenset({"complete_reply", "inspect_reply"})
+QUESTION_REPLIES = frozenset(kind.reply_type for kind in QuestionKind)
 
 
 def _to_output(msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:

@@ -69,15 +69,6 @@ def with_wished_host(metadata: dict[str, Any], name: str | None) -> dict[str, An
     return fresh
 
 
-def facts_seen(lost: Sequence[str], kernels: Sequence[tuple[str, int]]) -> dict[str, HostFacts]:
-    """Placement's facts from what the Daemon told the room (rooms.HostsSeen)."""
-    counts = dict(kernels)
-    return {
-        name: HostFacts(healthy=name not in lost, kernels=counts.get(name, 0))
-        for name in {*lost, *counts}
-    }
-
-
 def _has_room(host: KernelHost, facts: HostFacts) -> bool:
     return facts.healthy and (host.max_kernels is None or facts.kernels < host.max_kernels)
 

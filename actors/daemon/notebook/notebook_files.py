@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import types
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,7 +48,8 @@ def warm_imports() -> None:
 
 
 def _nbformat() -> types.ModuleType:
-    jsonschema_without_iri_grammar()
+    if "nbformat" not in sys.modules:
+        jsonschema_without_iri_grammar()
     import nbformat
 
     return nbformat

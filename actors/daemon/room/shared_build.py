@@ -82,9 +82,10 @@ class Start:
 
 
 def start(doc: Document) -> Start:
-    notebook = orjson.dumps(doc.to_json())
+    whole = doc.to_json()
     seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
-    return Start(seen, doc.revision, orjson.loads(notebook)["metadata"], notebook=notebook)
+    metadata = orjson.loads(orjson.dumps(whole["metadata"]))
+    return Start(seen, doc.revision, metadata, notebook=orjson.dumps(whole))
 
 
 def thaw(frozen: Frozen, doc: Document) -> Start:
