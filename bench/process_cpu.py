@@ -24,7 +24,7 @@ def kind_of(args: list[str]) -> str:
     process of a server is a kernel (or its zygote)."""
     if "mcp" in args or any(a.endswith("mcp_main") for a in args):
         return "edge"
-    if any(a.endswith("session_main") for a in args):
+    if any(a.endswith(("session_main", "session_zygote")) for a in args):
         return "session"
     if "daemon" in args:
         return "daemon"

@@ -52,6 +52,11 @@ class StatePaths:
         return self.socket_dir / "daemon.sock"
 
     @property
+    def session_zygote(self) -> Path:
+        """Where the session fork server listens (session_zygote.py)."""
+        return self.socket_dir / "session-zygote.sock"
+
+    @property
     def kernel_dir(self) -> Path:
         return self.socket_dir / "kernels"
 

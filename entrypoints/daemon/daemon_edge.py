@@ -27,6 +27,7 @@ from nbstage.entrypoints.common.worker_threads import DetachedWorkers
 from nbstage.entrypoints.daemon import alive_stamp, leftovers
 from nbstage.entrypoints.daemon.actor_wiring import ActorWiring
 from nbstage.entrypoints.daemon.client_server import ClientServer
+from nbstage.entrypoints.daemon.session_fork_server import SessionForkServer
 from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.frames import FrameKind
@@ -56,6 +57,7 @@ class Edge:
         self.clients = ClientServer(
             self.identity, paths, settings, envs_dir, self.actors, self._stop_requested.set
         )
+        self.session_forks = SessionForkServer(paths)
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -72,9 +74,11 @@ class Edge:
         home = asyncio.create_task(self._watch_home())
         log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
         self.loop.call_later(SPARE_UNUSED_SECS, self._discard_spare)
+        self.clients.spawn(self.session_forks.start())
         await self._stop_requested.wait()
         log.info("daemon stopping")
         server.close()
+        await self.session_forks.stop()
         heartbeat.cancel()
         home.cancel()
         await self._stop_actors()

@@ -24,7 +24,6 @@ import fcntl
 import logging
 import os
 import signal
-import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +34,9 @@ import orjson
 from nbstage.entrypoints.common.actor_host import ActorHost
 from nbstage.entrypoints.common.held_writer import HeldWriter
 from nbstage.entrypoints.common.kept_tasks import start_kept
-from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
-from nbstage.entrypoints.common.python_command import module_command
-from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths
+from nbstage.entrypoints.common.statedir import StatePaths
+from nbstage.entrypoints.mcp import child_start
+from nbstage.entrypoints.mcp.child_start import ChildProcess
 from nbstage.entrypoints.mcp.envelope import Answer, Dispatch, Reject, method_not_found
 from nbstage.entrypoints.mcp.lifecycle import Lifecycle
 from nbstage.protocol.common.safe_files import SMALL_FILE_BYTES, read_regular, write_private
@@ -49,7 +48,6 @@ from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD
 from nbstage.protocol.mcp.tool_results import tools_list_changed
 from nbstage.protocol.session import session_frames
 from nbstage.protocol.session.resource_messages import ResourceNoticeDue
-from nbstage.protocol.session.session_frames import SESSION_FD_ENV
 from nbstage.protocol.session.supervision import (
     ChildProcessDied,
     FromSessionChild,
@@ -158,7 +156,7 @@ class SessionChild:
     """One generation's process and the edge's end of its socketpair."""
 
     generation: int
-    process: asyncio.subprocess.Process | None = None
+    process: ChildProcess | None = None
     out: HeldWriter = field(default_factory=HeldWriter)
     """Frames to the child; those sent before its socket was ready go out first."""
     stopping: bool = False
@@ -363,28 +361,12 @@ class McpEdge:
 
     async def _run_child(self, child: SessionChild) -> None:
         """Start one generation's process, relay its frames, and report its exit."""
-        ours, theirs = socket.socketpair()
-        env = {
-            **os.environ,
-            EDGE_PID_ENV: str(os.getpid()),
-            SESSION_FD_ENV: str(theirs.fileno()),
-            LINK_STATE_DIR_ENV: str(self.paths.root),
-        }
-        try:
-            child.process = await asyncio.create_subprocess_exec(
-                *module_command("nbstage.entrypoints.session.session_main"),
-                stdin=asyncio.subprocess.DEVNULL,
-                pass_fds=(theirs.fileno(),),
-                env=env,
-            )
-        except OSError:
-            log.exception("could not start the session child")
-            ours.close()
+        started = await child_start.start(self.paths)
+        if started is None:
             self._children.pop(child.generation, None)
             self._to_supervisor(ChildProcessDied(None, child.generation, None))
             return
-        finally:
-            theirs.close()
+        child.process, ours = started
         reader, writer = await asyncio.open_unix_connection(sock=ours)
         child.out.attach(writer)
         if child.stopping:
@@ -399,7 +381,7 @@ class McpEdge:
         self._children.pop(child.generation, None)
         self._to_supervisor(ChildProcessDied(child.process.pid, child.generation, code))
 
-    async def _reap(self, process: asyncio.subprocess.Process) -> int:
+    async def _reap(self, process: ChildProcess) -> int:
         try:
             return await asyncio.wait_for(process.wait(), CHILD_STOP_GRACE)
         except TimeoutError:

@@ -65,8 +65,11 @@ class Link:
 
 
 class SessionChildEdge:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, edge_pidfd: int | None = None) -> None:
+        """``edge_pidfd``: the edge's pidfd, for a child that is not the edge's own and so
+        cannot ask Linux to end it with the edge (session_zygote.py)."""
         self._sock = sock
+        self._edge_pidfd = edge_pidfd
         self._writer: asyncio.StreamWriter | None = None
         self._host: ActorHost | None = None
         self._links: dict[int, Link] = {}
@@ -78,6 +81,8 @@ class SessionChildEdge:
     async def run(self) -> None:
         from nbstage.actors.session.session_manager import SessionManager
 
+        if self._edge_pidfd is not None:
+            asyncio.get_running_loop().add_reader(self._edge_pidfd, os._exit, 1)
         reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
         self._host = ActorHost(self._on_actor_message)
         self._offload = OffloadRunner(self._host.tell)
@@ -181,7 +186,12 @@ def main() -> None:
     # what it means and ends this child through the socketpair.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(int(os.environ[EDGE_PID_ENV]))
-    sock = socket.socket(fileno=int(os.environ.pop(SESSION_FD_ENV)))
-    edge = SessionChildEdge(sock)
+    sys.exit(serve(socket.socket(fileno=int(os.environ.pop(SESSION_FD_ENV)))))
+
+
+def serve(sock: socket.socket, edge_pidfd: int | None = None) -> int:
+    """Serve the edge at the other end of ``sock`` until it says stop; returns the exit
+    status. A forked child (session_zygote.py) comes here with its edge's pidfd."""
+    edge = SessionChildEdge(sock, edge_pidfd)
     asyncio.run(edge.run())
-    sys.exit(edge.exit_code)
+    return edge.exit_code

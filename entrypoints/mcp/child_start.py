@@ -1,0 +1,166 @@
+"""How `nbstage mcp` starts its session child: forked by the daemon's session fork server
+(``session_zygote.py``, ADR 0009) when there is one, else the plain way.
+
+A forked child has its modules imported already. A child that is not the
+edge's own cannot be waited for, so the edge holds it by a pidfd (to signal it, and to
+learn that it ended) and reads its exit status from a pipe the child writes as it exits.
+Any failure to get one (no daemon, no fork server yet, a refusal) returns None, and the
+edge starts its child the plain way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+
+import orjson
+
+from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.common.ownership import Untrusted, check_peer
+from nbstage.entrypoints.common.python_command import module_command
+from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths, recorded_paths
+from nbstage.entrypoints.session.session_zygote import PACKAGE
+from nbstage.protocol.session.session_frames import SESSION_FD_ENV
+
+log = logging.getLogger("nbstage.edge")
+
+REPLY_SECS = 5.0
+"""A fork takes milliseconds; many edges at once queue at the one fork server."""
+KILLED = -int(signal.SIGKILL)
+"""The status of a child that ended without writing one (it was killed)."""
+SESSION_MAIN = "nbstage.entrypoints.session.session_main"
+
+
+class ForkedSessionChild:
+    """What the edge uses of ``asyncio.subprocess.Process`` (``pid``, ``wait``, ``kill``),
+    for a child the fork server made."""
+
+    def __init__(self, pid: int, pidfd: int, exits: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._pidfd = pidfd
+        self._exits = exits
+
+    async def wait(self) -> int:
+        if self.returncode is None:
+            loop = asyncio.get_running_loop()
+            ended = loop.create_future()
+            loop.add_reader(self._pidfd, lambda: ended.done() or ended.set_result(None))
+            try:
+                await ended
+            finally:
+                loop.remove_reader(self._pidfd)
+            if self.returncode is None:
+                self.returncode = self._status()
+                os.close(self._pidfd)
+        return self.returncode
+
+    def _status(self) -> int:
+        try:
+            written = os.read(self._exits, 16)
+        except BlockingIOError:
+            written = b""
+        finally:
+            os.close(self._exits)
+        try:
+            return int(written)
+        except ValueError:
+            return KILLED
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+
+ChildProcess = asyncio.subprocess.Process | ForkedSessionChild
+
+
+async def start(paths: StatePaths) -> tuple[ChildProcess, socket.socket] | None:
+    """A session child and the edge's end of its socketpair, or None if none could start."""
+    return await _forked(paths) or await _plain(paths)
+
+
+def _child_env(paths: StatePaths) -> dict[str, str]:
+    return {**os.environ, EDGE_PID_ENV: str(os.getpid()), LINK_STATE_DIR_ENV: str(paths.root)}
+
+
+async def _forked(paths: StatePaths) -> tuple[ChildProcess, socket.socket] | None:
+    ours, theirs = socket.socketpair()
+    try:
+        process = await forked_child(paths, module_command(SESSION_MAIN), _child_env(paths), theirs)
+    finally:
+        theirs.close()
+    if process is None:
+        ours.close()
+        return None
+    return process, ours
+
+
+async def _plain(paths: StatePaths) -> tuple[ChildProcess, socket.socket] | None:
+    ours, theirs = socket.socketpair()
+    env = {**_child_env(paths), SESSION_FD_ENV: str(theirs.fileno())}
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *module_command(SESSION_MAIN),
+            stdin=asyncio.subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+            env=env,
+        )
+    except OSError:
+        log.exception("could not start the session child")
+        ours.close()
+        return None
+    finally:
+        theirs.close()
+    return process, ours
+
+
+async def forked_child(
+    paths: StatePaths, argv: list[str], env: dict[str, str], theirs: socket.socket
+) -> ForkedSessionChild | None:
+    """A session child forked for this edge, serving ``theirs``, or None."""
+    exits, exit_w = os.pipe()
+    try:
+        found = await asyncio.to_thread(_ask, paths, argv, env, [theirs.fileno(), 2, exit_w])
+    except (OSError, ValueError, KeyError, TypeError, Untrusted) as exc:
+        log.debug("no forked session child: %r", exc)
+        found = None
+    finally:
+        os.close(exit_w)
+    if found is None:
+        os.close(exits)
+        return None
+    os.set_blocking(exits, False)
+    pid, pidfd = found
+    return ForkedSessionChild(pid, pidfd, exits)
+
+
+def _ask(
+    paths: StatePaths, argv: list[str], env: dict[str, str], fds: list[int]
+) -> tuple[int, int] | None:
+    request = {
+        "argv": argv,
+        "env": env,
+        "cwd": os.getcwd(),
+        "python": sys.executable,
+        "package": str(PACKAGE),
+    }
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
+        channel.settimeout(REPLY_SECS)
+        channel.connect(str(recorded_paths(paths).session_zygote))
+        check_peer(channel, "the session fork server")
+        socket.send_fds(channel, [orjson.dumps(request)], fds)
+        reply, got, _, _ = socket.recv_fds(channel, 4096, 1)
+    answer = orjson.loads(reply) if reply else {"refused": "no reply"}
+    if "pid" not in answer or len(got) != 1:
+        for fd in got:
+            os.close(fd)
+        log.info("the session fork server refused: %s", answer.get("refused"))
+        return None
+    return int(answer["pid"]), got[0]
