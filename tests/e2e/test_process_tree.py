@@ -83,6 +83,28 @@ def tree_of(pid: int) -> dict[int, psutil.Process]:
     return found
 
 
+SESSION_ZYGOTE = "nbstage.entrypoints.session.session_zygote"
+
+
+def session_forker_of(daemon_pid: int) -> int:
+    """The daemon's session fork server (ADR 0009), once it runs: the daemon starts it as it
+    begins to serve."""
+
+    def found() -> int | None:
+        for pid, proc in tree_of(daemon_pid).items():
+            with contextlib.suppress(psutil.Error):
+                if SESSION_ZYGOTE in proc.cmdline() and proc.ppid() == daemon_pid:
+                    return pid
+        return None
+
+    return wait_until(found, 30, f"the session fork server of daemon {daemon_pid}")
+
+
+def assert_forked_by_the_daemon(child: psutil.Process, daemon_pid: int) -> None:
+    """While the daemon runs, a session child is forked by its session fork server."""
+    assert child.ppid() == session_forker_of(daemon_pid), describe([child])
+
+
 def zygotes_in(tree: dict[int, psutil.Process]) -> list[int]:
     """The kernel fork servers among ``tree`` (ADR 0005)."""
     found = []
@@ -261,7 +283,7 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
             tree = tree_of(server)
             sweep.note(tree)
             assert sorted(tree) == sorted([server, child.pid]), describe(tree)
-            assert child.ppid() == server
+            assert_forked_by_the_daemon(child, tree_daemon.pid)
             assert "nbstage.entrypoints.session.session_main" in child.cmdline()
             # The process the client launched is the edge itself: one interpreter, which read
             # its command line without click (entrypoints/cli.py, tests/unit/test_lean_start.py).
@@ -288,8 +310,9 @@ def test_a_daemon_is_one_process_its_zygote_and_one_more_per_room_that_ran_a_cel
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
     rooms = 3
+    forker = session_forker_of(tree_daemon.pid)
     alone = tree_of(tree_daemon.pid)
-    assert sorted(alone) == [tree_daemon.pid], describe(alone)
+    assert sorted(alone) == sorted([tree_daemon.pid, forker]), describe(alone)
     with tree_daemon.client() as client:
         kernels = open_rooms_with_kernels(client, tree_daemon, rooms)
         tree = tree_of(tree_daemon.pid)
@@ -297,9 +320,9 @@ def test_a_daemon_is_one_process_its_zygote_and_one_more_per_room_that_ran_a_cel
         assert len(set(kernels.values())) == rooms, kernels
         zygotes = zygotes_in(tree)
         assert len(zygotes) == 1, describe(tree)
-        expected = [tree_daemon.pid, *zygotes, *kernels.values()]
+        expected = [tree_daemon.pid, forker, *zygotes, *kernels.values()]
         assert sorted(tree) == sorted(expected), describe(tree)
-        assert len(tree) == 2 + rooms
+        assert len(tree) == 3 + rooms
 
 
 # --- 3. no orphans ----------------------------------------------------------------------------
@@ -367,7 +390,7 @@ def test_sigkill_of_the_session_child_is_served_by_a_new_child_and_the_old_is_go
             sweep.note(tree)
             new = only_session_child(server)
             assert new.pid != old.pid
-            assert new.ppid() == server
+            assert_forked_by_the_daemon(new, tree_daemon.pid)
             print(
                 f"\nafter SIGKILL of child {old.pid}: next call served in "
                 f"{served * 1000:.0f} ms by child {new.pid}"
@@ -381,11 +404,12 @@ def test_sigkill_of_the_daemon_takes_its_zygote_and_three_kernels_within_2s(
 ) -> None:
     with tree_daemon.client() as client:
         kernels = open_rooms_with_kernels(client, tree_daemon, 3)
+        forker = session_forker_of(tree_daemon.pid)
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
         zygotes = zygotes_in(tree)
         assert len(zygotes) == 1, describe(tree)
-        expected = [tree_daemon.pid, *zygotes, *kernels.values()]
+        expected = [tree_daemon.pid, forker, *zygotes, *kernels.values()]
         assert sorted(tree) == sorted(expected), describe(tree)
         tree_daemon.kill()
         took = gone_within(tree, ORPHAN_SECS, f"daemon {tree_daemon.pid}, its zygote and kernels")
@@ -398,11 +422,12 @@ def test_daemon_stop_with_ten_kernels_leaves_nothing_2s_after_it_returns(
 ) -> None:
     with tree_daemon.client() as client:
         kernels = open_rooms_with_kernels(client, tree_daemon, 10)
+        forker = session_forker_of(tree_daemon.pid)
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
-        expected = [tree_daemon.pid, *zygotes_in(tree), *kernels.values()]
+        expected = [tree_daemon.pid, forker, *zygotes_in(tree), *kernels.values()]
         assert sorted(tree) == sorted(expected), describe(tree)
-        assert len(tree) == 2 + len(kernels), describe(tree)
+        assert len(tree) == 3 + len(kernels), describe(tree)
         began = time.monotonic()
         stopped = run_cli("daemon", "stop", state_dir=tree_daemon.paths.root, env=tree_daemon.env)
         stop_secs = time.monotonic() - began
@@ -442,6 +467,7 @@ def test_the_first_call_with_no_daemon_running_autostarts_one_and_is_served(
             assert execution["outputs"][0]["text"] == "2", execution
             daemon.pid = (await in_thread(daemon.request, "identity"))["pid"]
             sweep.own(daemon.pid)
+            await in_thread(session_forker_of, daemon.pid)
 
     try:
         run_bounded(body, budget=BODY_BUDGET_SECS)
@@ -456,7 +482,9 @@ def test_the_first_call_with_no_daemon_running_autostarts_one_and_is_served(
         stopped = run_cli("daemon", "stop", "--state-dir", str(state_dir), state_dir=state_dir)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert daemon.pid in tree, "the autostarted daemon was not found"
-    assert len(tree) == 2, f"an autostarted daemon with one kernel: {describe(tree)}"
+    assert len(tree) == 3, (
+        f"an autostarted daemon with one kernel and its session fork server: {describe(tree)}"
+    )
     assert sorted(started_by_client) == sorted(tree), (
         f"with nbstage mcp gone, what it started should be the daemon and its kernel: "
         f"{describe(started_by_client)}"
@@ -498,6 +526,7 @@ def test_the_first_notebook_of_an_autostarted_daemon_runs_on_its_spare_kernel(
             await call_ok(client, "create_notebook", working_dir=str(folder))
             daemon.pid = (await in_thread(daemon.request, "identity"))["pid"]
             sweep.own(daemon.pid)
+            await in_thread(session_forker_of, daemon.pid)
             cell = (await call_ok(client, "create_cell", source=where))["cell_id"]
             cwd, pid = await run(client, cell)
             assert (cwd, int(pid)) == (str(folder.resolve()), spare_kernel_pid(paths))

@@ -1,0 +1,147 @@
+"""Session children forked by the daemon's session fork server (ADR 0009): what a plain
+start would have made, with the plain start when there is no fork server, and a fork
+server that refuses bad requests and serves on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.session.session_zygote import PACKAGE
+from tests.support import (
+    RunningDaemon,
+    call_ok,
+    mcp_client,
+    pid_gone,
+    run_bounded,
+    session_manager_pid,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+SESSION_ZYGOTE = "nbstage.entrypoints.session.session_zygote"
+SESSION_MAIN = "nbstage.entrypoints.session.session_main"
+
+
+def fork_server(daemon: RunningDaemon) -> psutil.Process:
+    """The daemon's session fork server, once it listens."""
+
+    def listening() -> psutil.Process | None:
+        if not daemon.paths.session_zygote.exists():
+            return None
+        for child in psutil.Process(daemon.pid).children():
+            if SESSION_ZYGOTE in child.cmdline():
+                return child
+        return None
+
+    return wait_until(listening, 30, "the session fork server to listen")
+
+
+def ask(daemon: RunningDaemon, packet: bytes, fds: list[int]) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
+        channel.settimeout(10)
+        channel.connect(str(daemon.paths.session_zygote))
+        socket.send_fds(channel, [packet], fds)
+        reply, got, _, _ = socket.recv_fds(channel, 4096, 1)
+    for fd in got:
+        os.close(fd)
+    return json.loads(reply)
+
+
+@dataclass
+class Seen:
+    """A session child as it looked while it served, and its edge."""
+
+    server: int
+    pid: int
+    ppid: int
+    cmdline: list[str]
+    environ: dict[str, str]
+    cwd: str
+
+
+def served_child(daemon: RunningDaemon, label: str, cwd: Path) -> Seen:
+    """Run a cell through a fresh `nbstage mcp` and look at its session child meanwhile."""
+    seen: list[Seen] = []
+
+    async def body() -> None:
+        session = mcp_client(daemon, "legacy", label=label, cwd=cwd)
+        async with session as client:
+            await call_ok(client, "create_notebook")
+            made = await call_ok(client, "create_cell", source="6 * 7", and_run=True)
+            assert made["execution"]["outputs"][0]["text"] == "42", made
+            child = psutil.Process(session_manager_pid(daemon, label))
+            server = session.server_pid
+            assert server is not None
+            seen.append(
+                Seen(server, child.pid, child.ppid(), child.cmdline(), child.environ(), child.cwd())
+            )
+
+    run_bounded(body)
+    return seen[0]
+
+
+def test_a_forked_child_shows_what_a_plain_start_makes_and_serves(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    forker = fork_server(daemon)
+    mode = stat.S_IMODE(os.stat(daemon.paths.session_zygote).st_mode)
+    assert mode == 0o600, oct(mode)
+    seen = served_child(daemon, "forked", tmp_path)
+    assert seen.ppid == forker.pid, "forked by the daemon's fork server"
+    assert SESSION_MAIN in seen.cmdline, seen.cmdline
+    assert seen.environ[EDGE_PID_ENV] == str(seen.server), "its edge, in /proc"
+    assert seen.cwd == str(tmp_path), "the edge's folder"
+    assert pid_gone(seen.pid), "the child ended with its client"
+
+
+def test_with_no_fork_server_the_child_is_started_the_plain_way(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    forker = fork_server(daemon)
+    forker.send_signal(signal.SIGKILL)
+    wait_until(lambda: pid_gone(forker.pid), 10, "the fork server to end")
+    seen = served_child(daemon, "plain", tmp_path)
+    assert seen.ppid == seen.server, "started by its edge"
+    assert SESSION_MAIN in seen.cmdline, seen.cmdline
+
+
+def test_the_fork_server_refuses_bad_requests_and_serves_on(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    forker = fork_server(daemon)
+    read, write = os.pipe()
+    ours, theirs = socket.socketpair()
+    fds = [theirs.fileno(), 2, write]
+    good = {"argv": ["python"], "env": {}, "python": forker.cmdline()[0], "package": str(PACKAGE)}
+    try:
+        cases = {
+            b"not json": fds,
+            b"[1, 2]": fds,
+            json.dumps({**good, "env": {"A": 1}}).encode(): fds,
+            json.dumps({**good, "python": "/usr/bin/other"}).encode(): fds,
+            json.dumps({**good, "package": "/elsewhere"}).encode(): fds,
+            json.dumps(good).encode(): fds[:2],
+        }
+        for packet, sent in cases.items():
+            answer = ask(daemon, packet, sent)
+            assert set(answer) == {"refused"}, (packet, answer)
+            assert answer["refused"], packet
+    finally:
+        for fd in (read, write):
+            os.close(fd)
+        ours.close()
+        theirs.close()
+    assert forker.is_running()
+    seen = served_child(daemon, "after", tmp_path)
+    assert seen.ppid == forker.pid, "the fork server serves on"

@@ -1,0 +1,131 @@
+"""The session fork server's pure decisions, and how the edge reads a forked child's end
+(ADR 0009)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+from pathlib import Path
+
+import pytest
+
+from nbstage.entrypoints.mcp.child_start import KILLED, ForkedSessionChild
+from nbstage.entrypoints.session.session_zygote import (
+    SessionZygote,
+    changed_files,
+    loaded_sources,
+    refusal,
+)
+
+GOOD = {"argv": ["python", "-m", "x"], "env": {"A": "1"}, "python": "/py", "package": "/pkg"}
+
+
+@pytest.mark.parametrize(
+    ("request_", "refused"),
+    [
+        (GOOD, None),
+        ({**GOOD, "argv": "python"}, "argv"),
+        ({**GOOD, "argv": ["python", 1]}, "string"),
+        ({**GOOD, "env": ["A=1"]}, "env"),
+        ({**GOOD, "env": {"A": 1}}, "string"),
+        ({**GOOD, "python": "/other"}, "/other"),
+        ({**GOOD, "package": "/elsewhere"}, "/elsewhere"),
+        ({k: v for k, v in GOOD.items() if k != "python"}, "None"),
+    ],
+)
+def test_refusal(request_: dict, refused: str | None) -> None:
+    why = refusal(request_, "/py", "/pkg")
+    if refused is None:
+        assert why is None
+    else:
+        assert why is not None
+        assert refused in why, why
+
+
+def test_changed_files_names_changed_and_gone_files() -> None:
+    now = {"same": 1, "newer": 2, "gone": 3}
+
+    def mtime_of(path: str) -> int:
+        if path == "gone":
+            raise FileNotFoundError(path)
+        return {"same": 1, "newer": 5}[path]
+
+    assert changed_files(now, mtime_of) == ["newer", "gone"]
+
+
+def test_loaded_sources_are_the_modules_inside_the_package(tmp_path: Path) -> None:
+    inside = tmp_path / "pkg" / "a.py"
+    inside.parent.mkdir()
+    inside.write_text("")
+    outside = tmp_path / "other.py"
+    outside.write_text("")
+
+    class Module:
+        def __init__(self, file: Path | None) -> None:
+            self.__file__ = str(file) if file else None
+
+    modules = {"a": Module(inside), "b": Module(outside), "c": Module(None)}
+    found = loaded_sources(modules, tmp_path / "pkg")
+    assert found == {str(inside): inside.stat().st_mtime_ns}
+
+
+def test_a_source_changed_on_disk_is_refused_and_ends_the_server(tmp_path: Path) -> None:
+    source = tmp_path / "module.py"
+    source.write_text("")
+    listener, other = socket.socketpair()
+    try:
+        server = SessionZygote(listener, None)
+        server.sources = {str(source): source.stat().st_mtime_ns}
+        request = {**GOOD, "python": server.python, "package": server.package}
+        packet = json.dumps(request).encode()
+        assert server.why_not(packet, [0, 1, 2]) is None
+        os.utime(source, ns=(0, source.stat().st_mtime_ns + 10**9))
+        why = server.why_not(packet, [0, 1, 2])
+        assert why is not None
+        assert "changed on disk" in why
+        assert server.stale, "a stale server ends after this answer"
+    finally:
+        listener.close()
+        other.close()
+
+
+def forked(status: int | None) -> ForkedSessionChild:
+    """A real child process that writes ``status`` to its exit pipe and exits, or (None)
+    waits to be killed."""
+    exits, exit_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(exits)
+        if status is None:
+            signal.pause()
+        os.write(exit_w, str(status).encode())
+        os._exit(status)
+    os.close(exit_w)
+    os.set_blocking(exits, False)
+    return ForkedSessionChild(pid, os.pidfd_open(pid), exits)
+
+
+@pytest.mark.parametrize("status", [0, 75, 3])
+def test_a_forked_child_reports_the_status_it_wrote(status: int) -> None:
+    child = forked(status)
+    try:
+        assert asyncio.run(child.wait()) == status
+        assert child.returncode == status
+    finally:
+        os.waitpid(child.pid, 0)
+
+
+def test_a_killed_forked_child_reports_sigkill() -> None:
+    child = forked(None)
+
+    async def kill_and_wait() -> int:
+        child.kill()
+        return await child.wait()
+
+    try:
+        assert asyncio.run(kill_and_wait()) == KILLED
+    finally:
+        os.waitpid(child.pid, 0)
