@@ -30,7 +30,6 @@ import select
 import signal
 import socket
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +44,11 @@ REQUEST_SECS = 2.0
 """How long an accepted edge may take to send its request."""
 MOST_BYTES = 1 << 20
 FDS = 3
-PRELOADED_PACKAGES = ("nbstage.protocol", "nbstage.actors.session", "nbstage.actors.common")
+PRELOADED_PACKAGES = ("nbstage.actors.session",)
 PRELOADED = (
     "nbstage.entrypoints.session.session_child",
     "nbstage.entrypoints.common.logs",
+    "tempfile",
 )
 PACKAGE = Path(__file__).resolve().parents[2]
 """The nbstage package this process runs (the folder that holds ``entrypoints/``)."""
@@ -104,6 +104,9 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
     from nbstage.actors.daemon.kernel.kernel_zygote import rewrite_proc_image
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
     from nbstage.entrypoints.session.session_child import serve
+
+    # here, not at the top: `nbstage mcp` imports this module and keeps tempfile out
+    import tempfile
 
     code = 1
     session, stderr, exits = fds
