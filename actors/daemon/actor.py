@@ -209,7 +209,7 @@ class Daemon(NbActor):
         """Tell every room what is known of the kernel hosts, when that changed."""
         if not self.hosts.hosts:
             return
-        news = self.hosts.news(self._load())
+        news = self.hosts.news()
         for _, entry in self.rooms.items() if news is not None else ():
             self.send(entry.address, news)
 

@@ -122,15 +122,14 @@ class HostWatch:
                 log.info("kernel host %r answers again", name)
         return effects
 
-    def seen(self, kernels: dict[str, int]) -> HostsSeen:
-        """What the rooms are told, for placement: the hosts not healthy, the kernel counts."""
-        facts = hh.host_facts(self.health, kernels)
-        lost = tuple(sorted(name for name, fact in facts.items() if not fact.healthy))
-        return HostsSeen(lost, tuple(sorted(kernels.items())))
+    def seen(self) -> HostsSeen:
+        """What the rooms are told: the hosts not healthy."""
+        facts = hh.host_facts(self.health, {})
+        return HostsSeen(tuple(sorted(name for name, fact in facts.items() if not fact.healthy)))
 
-    def news(self, kernels: dict[str, int]) -> HostsSeen | None:
+    def news(self) -> HostsSeen | None:
         """What the rooms are told, when it differs from what they were told last."""
-        seen = self.seen(kernels)
+        seen = self.seen()
         if not self.hosts or seen == self.told:
             return None
         self.told = seen

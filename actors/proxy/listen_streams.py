@@ -54,29 +54,28 @@ class ListenStreams:
         self.streams: dict[str, Stream] = {}
 
     def opened(self, call_id: str, request: jsonrpc.Request, version: str) -> None:
-        refusal = self._refusal(call_id, request, version)
-        if refusal is not None:
-            self.out.send_mcp(jsonrpc.ErrorResponse(request.id, *refusal))
+        asked = self._asked(call_id, request, version)
+        if isinstance(asked, tuple):
+            self.out.send_mcp(jsonrpc.ErrorResponse(request.id, *asked))
             return
-        asked = read_filter(request.params)
         wanted = ListenFilter(asked.tools, asked.resources, _notebook_uris(asked.uris))
         self.streams[call_id] = Stream(request.id, version, wanted)
         self.out.send_mcp(acknowledged(request.id, wanted))
         if wanted.uris:
             self.out.uris_changed()
 
-    def _refusal(
+    def _asked(
         self, call_id: str, request: jsonrpc.Request, version: str
-    ) -> tuple[int, str] | None:
+    ) -> ListenFilter | tuple[int, str]:
+        """The filter the request asks for, or the JSON-RPC error that refuses it."""
         if not is_modern_version(version):
             return jsonrpc.METHOD_NOT_FOUND, f"Method not found: {LISTEN_METHOD} (2026-07-28 only)"
         if call_id in self.streams:
             return jsonrpc.INVALID_REQUEST, f"a stream with id {request.id!r} is already open"
         try:
-            read_filter(request.params)
+            return read_filter(request.params)
         except ListenRefused as exc:
             return jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}"
-        return None
 
     def cancelled(self, call_id: str) -> None:
         stream = self.streams.pop(call_id, None)

@@ -157,8 +157,9 @@ class ResourceDesk:
 
     def child_ready(self) -> None:
         """A new child: it learns the subscriptions, and takes what waits for it."""
-        if self._watched():
-            self.resubscribe()
+        watched = self._watched()
+        if watched:
+            self.out.child(ResourceSubscriptionsChanged(watched))
         for call_id, call in list(self.pending.items()):
             if not call.sent:
                 self._send(call_id, call)

@@ -43,7 +43,7 @@ from nbstage.actors.proxy.tool_calls import PendingCall, id_key
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
 from nbstage.protocol.daemon.notices import Notice
-from nbstage.protocol.mcp import jsonrpc, mcp_apps
+from nbstage.protocol.mcp import jsonrpc, page_links
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
 from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD, Change
 from nbstage.protocol.mcp.tool_results import tool_error
@@ -187,7 +187,7 @@ class ProxySupervisor(NbActor):
         if self.slot.live is not None and not self.slot.configured and not self.slot.warming:
             self._configure_child()
         if request.method == "tools/list":
-            shown = mcp_apps.tools_for(self.tools.tools, msg.apps)
+            shown = page_links.tools_for(self.tools.tools, msg.apps)
             result = self._decorate({"tools": shown}, msg.version, "tools/list")
             self._send_mcp(jsonrpc.Response(request.id, result))
         elif request.method in RESOURCE_METHODS:

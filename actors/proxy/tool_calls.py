@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbstage.protocol.common.errors import NbstageError
-from nbstage.protocol.mcp import jsonrpc, mcp_apps, tools
+from nbstage.protocol.mcp import jsonrpc, page_links, tools
 from nbstage.protocol.mcp.tool_names import ToolName
 
 CATALOGUED = frozenset(ToolName) & frozenset(tools.TOOLS_BY_NAME)
@@ -54,7 +54,11 @@ def admit(
         message = "tools/call params must be an object"
         return jsonrpc.ErrorResponse(request.id, jsonrpc.INVALID_PARAMS, message)
     asked = params.get("name")
-    if not isinstance(asked, str) or asked not in CATALOGUED or mcp_apps.refused_call(asked, apps):
+    if (
+        not isinstance(asked, str)
+        or asked not in CATALOGUED
+        or page_links.refused_call(asked, apps)
+    ):
         message = f"Unknown tool: {asked}"
         return jsonrpc.ErrorResponse(request.id, jsonrpc.INVALID_PARAMS, message)
     name = ToolName(asked)

@@ -29,12 +29,9 @@ class CallBook:
         self.requested_runtimes: dict[str, str] = {}
         """create_notebook reports the runtime it was asked for ("python"), not the kernelspec."""
         self.rereads: dict[str, Callable[[], Any]] = {}
-        self.for_app: set[str] = set()
 
-    def open(self, call_id: str, name: ToolName, for_app: bool = False) -> None:
+    def open(self, call_id: str, name: ToolName) -> None:
         self.names[call_id] = name
-        if for_app:
-            self.for_app.add(call_id)
 
     def is_open(self, call_id: str) -> bool:
         return call_id in self.names
@@ -50,14 +47,12 @@ class CallBook:
 
     def cancel(self, call_id: str) -> None:
         self.names.pop(call_id, None)
-        self.for_app.discard(call_id)
         self.rereads.pop(call_id, None)
         self.notices.pop(call_id, None)
 
     def close(self, call_id: str) -> list[Notice]:
         """The call is answered: the lines its result carries, those for the next first."""
         self.names.pop(call_id, None)
-        self.for_app.discard(call_id)
         self.rereads.pop(call_id, None)
         self.requested_runtimes.pop(call_id, None)
         lines = [*self.next_result, *self.notices.pop(call_id, [])]

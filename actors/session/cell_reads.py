@@ -12,12 +12,11 @@ from nbstage.actors.session.cell_rendering import (
     render_cells_summary,
 )
 from nbstage.actors.session.daemon_link import DaemonFailure
-from nbstage.actors.session.tool_context import PREVIEW, Handler, ToolContext, page_cell
+from nbstage.actors.session.tool_context import PREVIEW, Handler, ToolContext, with_page_cells
 from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.errors import ErrorCode
 from nbstage.protocol.daemon.requests import CellsFormat, GetCell, GetCells
 from nbstage.protocol.mcp import tool_args
-from nbstage.protocol.mcp.mcp_apps import with_outputs
 from nbstage.protocol.mcp.tool_results import tool_result
 
 
@@ -26,7 +25,7 @@ def get_cell(ctx: ToolContext, args: tool_args.GetCellArgs) -> Handler:
     reply = yield GetCell(ctx.notebook_id, args.cell_id, preview)
     wire = to_wire(reply.cell)
     content, cell = render_cell(wire, args.full_output, figures=ctx.figures)
-    return with_outputs(tool_result({"cell": cell}, content=content), [page_cell(wire)])
+    return with_page_cells(ctx, tool_result({"cell": cell}, content=content), [wire])
 
 
 def get_all_cells(ctx: ToolContext, args: tool_args.GetAllCellsArgs) -> Handler:

@@ -52,7 +52,7 @@ from nbstage.protocol.daemon.notices import with_notices
 from nbstage.protocol.daemon.replies import (
     NotebookSaved,
 )
-from nbstage.protocol.mcp import mcp_apps, tools
+from nbstage.protocol.mcp import page_links, tools
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import tool_error
 from nbstage.protocol.session.lab_wanted import BrowserWanted, LabStarted, LabWanted
@@ -151,7 +151,7 @@ class SessionManager(NbActor):
             message = f"Invalid arguments for {msg.name}: {exc.message}"
             self._finish(msg.call_id, tool_error(message))
             return
-        self.book.open(msg.call_id, msg.name, msg.for_app)
+        self.book.open(msg.call_id, msg.name)
         if msg.name == ToolName.CREATE_NOTEBOOK:
             self.book.requested_runtimes[msg.call_id] = args.runtime
         cwd = self.config.cwd
@@ -202,6 +202,7 @@ class SessionManager(NbActor):
             config.cwd,
             delivery.figure_folder(config),
             config.state_dir,
+            page_links.builds_page(msg.name, msg.for_app),
         )
 
     def _run(self, call_id: str, handler: Any, reply: Any = None, asked: object = None) -> None:
@@ -245,9 +246,7 @@ class SessionManager(NbActor):
         self.send(self.supervisor, RestartTargetChanged(change, notebook_id, path))
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
-        """The result goes out, its figures written first (result_delivery.py); the
-        outputs for the MCP App's page only to a client that takes it."""
-        result = mcp_apps.for_client(result, call_id in self.book.for_app)
+        """The result goes out, its figures written first (result_delivery.py)."""
         result = with_notices(result, self.book.close(call_id))
         self.carry(delivery.delivered(call_id, result, self.config, self.supervisor))
 

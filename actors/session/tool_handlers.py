@@ -22,8 +22,8 @@ from nbstage.actors.session.tool_context import (
     PREVIEW,
     Handler,
     ToolContext,
-    page_cell,
     rendered_execution,
+    with_page_cells,
 )
 from nbstage.protocol.common.codec import to_wire
 from nbstage.protocol.common.errors import ErrorCode
@@ -46,7 +46,6 @@ from nbstage.protocol.daemon.requests import (
     SetCell,
 )
 from nbstage.protocol.mcp import tool_args
-from nbstage.protocol.mcp.mcp_apps import with_outputs
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import text_content, tool_result
 from nbstage.protocol.session.lab_wanted import BrowserWanted, LabWanted, notebook_url
@@ -71,11 +70,11 @@ def absolute(path: str, cwd: str) -> str:
 
 def _run_after_edit(ctx: ToolContext, cell_id: str, timeout: float, structured: dict, text: str):
     reply = yield ExecuteCell(ctx.notebook_id, cell_id, timeout, f"{ctx.key}:run", PREVIEW)
-    content, execution, shown = rendered_execution(ctx, reply.execution)
+    content, execution, wire = rendered_execution(ctx, reply.execution)
     result = tool_result(
         {**structured, "execution": execution}, content=[text_content(text), *content]
     )
-    return with_outputs(result, [shown])
+    return with_page_cells(ctx, result, [wire])
 
 
 def create_cell(ctx: ToolContext, args: tool_args.CreateCellArgs) -> Handler:
@@ -84,8 +83,8 @@ def create_cell(ctx: ToolContext, args: tool_args.CreateCellArgs) -> Handler:
     text = f"Created {args.cell_type} cell {reply.cell_id} at index {reply.index}."
     if args.and_run:
         return (yield from _run_after_edit(ctx, reply.cell_id, args.timeout_secs, structured, text))
-    shown = page_cell({"cell_id": reply.cell_id, "source": args.source})
-    return with_outputs(tool_result(structured, text=text), [shown])
+    shown = {"cell_id": reply.cell_id, "source": args.source}
+    return with_page_cells(ctx, tool_result(structured, text=text), [shown])
 
 
 def set_cell(ctx: ToolContext, args: tool_args.SetCellArgs) -> Handler:
@@ -93,7 +92,7 @@ def set_cell(ctx: ToolContext, args: tool_args.SetCellArgs) -> Handler:
     result = yield from _after_edit(ctx, args, f"Updated cell {args.cell_id}.")
     if args.and_run:
         return result
-    return with_outputs(result, [page_cell({"cell_id": args.cell_id, "source": args.source})])
+    return with_page_cells(ctx, result, [{"cell_id": args.cell_id, "source": args.source}])
 
 
 def _after_edit(ctx: ToolContext, args: Any, text: str) -> Handler:
@@ -134,15 +133,15 @@ def move_cell(ctx: ToolContext, args: tool_args.MoveCellArgs) -> Handler:
 
 def execute_cell(ctx: ToolContext, args: tool_args.ExecuteCellArgs) -> Handler:
     reply = yield ExecuteCell(ctx.notebook_id, args.cell_id, args.timeout_secs, ctx.key, PREVIEW)
-    content, execution, shown = rendered_execution(ctx, reply.execution)
-    return with_outputs(tool_result({"execution": execution}, content=content), [shown])
+    content, execution, wire = rendered_execution(ctx, reply.execution)
+    return with_page_cells(ctx, tool_result({"execution": execution}, content=content), [wire])
 
 
 def get_results(ctx: ToolContext, args: tool_args.GetResultsArgs) -> Handler:
     preview = None if args.full_output else PREVIEW
     reply = yield GetExecution(ctx.notebook_id, args.execution_id, preview=preview)
-    content, execution, shown = rendered_execution(ctx, reply.execution, args.full_output)
-    return with_outputs(tool_result({"execution": execution}, content=content), [shown])
+    content, execution, wire = rendered_execution(ctx, reply.execution, args.full_output)
+    return with_page_cells(ctx, tool_result({"execution": execution}, content=content), [wire])
 
 
 def view_outputs(ctx: ToolContext, args: tool_args.ViewOutputsArgs) -> Handler:
@@ -152,7 +151,7 @@ def view_outputs(ctx: ToolContext, args: tool_args.ViewOutputsArgs) -> Handler:
     wire = to_wire(reply.execution)
     structured = {"execution_id": args.execution_id, "status": wire.get("status")}
     text = f"The outputs of execution {args.execution_id}, for the view."
-    return with_outputs(tool_result(structured, text=text), [page_cell(wire)])
+    return with_page_cells(ctx, tool_result(structured, text=text), [wire])
 
 
 def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
@@ -166,17 +165,17 @@ def run_all_cells(ctx: ToolContext, args: tool_args.RunAllArgs) -> Handler:
             execution_ids.append(reply.execution.execution_id)
     content: list[dict[str, Any]] = []
     executions = []
-    shown = []
+    wires = []
     for execution_id in execution_ids:
         wait = max(0.0, deadline - time.monotonic()) if args.wait else 0.0
         reply = yield GetExecution(ctx.notebook_id, execution_id, wait, PREVIEW)
-        items, execution, cell = rendered_execution(ctx, reply.execution)
+        items, execution, wire = rendered_execution(ctx, reply.execution)
         content += items
         executions.append(execution)
-        shown.append(cell)
+        wires.append(wire)
     if not executions:
         content = [text_content("The notebook has no code cells.")]
-    return with_outputs(tool_result({"executions": executions}, content=content), shown)
+    return with_page_cells(ctx, tool_result({"executions": executions}, content=content), wires)
 
 
 def interrupt_kernel(ctx: ToolContext, args: tool_args.NoArgs) -> Handler:

@@ -50,7 +50,12 @@ def step(handler: Generator[Any, Any, Any], reply: Any, name: object) -> Ask | D
 
 
 def tool_context(
-    state: SessionState, key: str, cwd: str, figures: str | None, state_dir: str = ""
+    state: SessionState,
+    key: str,
+    cwd: str,
+    figures: str | None,
+    state_dir: str = "",
+    page: bool = False,
 ) -> ToolContext:
     active = state.active
     return ToolContext(
@@ -61,4 +66,5 @@ def tool_context(
         parked_ids=tuple(s.notebook_id for s in state.parked),
         state_dir=state_dir,
         figures=figures,
+        page=page,
     )

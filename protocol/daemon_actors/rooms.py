@@ -68,12 +68,11 @@ class DaemonStopped:
 
 @frozen
 class HostsSeen:
-    """What the Daemon knows of its kernel hosts, for placement (issue 26): sent to every
-    room when it changes, and with StartRoom. A host not named in ``lost`` is healthy."""
+    """What the Daemon knows of its kernel hosts' health (issue 26): sent to every room
+    when it changes, and with StartRoom. A host not named in ``lost`` is healthy. A
+    restart reads it: a kernel on a lost host is placed afresh (ADR 0007, 4c)."""
 
     lost: tuple[str, ...] = ()
-    kernels: tuple[tuple[str, int], ...] = ()
-    """(host, kernels the daemon runs there now) for each host that runs any."""
 
 
 @frozen

@@ -5,14 +5,15 @@ linked to that page. Pure.
 A client takes the extension when its capabilities carry
 ``extensions["io.modelcontextprotocol/ui"]`` whose ``mimeTypes`` name
 ``text/html;profile=mcp-app``. Only such a client sees any of it: the server's
-``extensions`` capability, ``_meta.ui`` on the linked tools, the app-only tool, the page
-in ``resources/list`` and ``resources/read``, and the outputs the page draws in a tool
-result's ``_meta`` (``OUTPUTS_KEY``). Every other client sees what it saw before.
+``extensions`` capability, ``_meta.ui`` on the linked tools, the app-only tool (which
+tools those are: page_links.py), the page in ``resources/list`` and ``resources/read``,
+and the outputs the page draws in a tool result's ``_meta`` (``OUTPUTS_KEY``), which
+are built only for it (ToolContext.page). Every other client sees what it saw before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -23,13 +24,6 @@ OUTPUT_PAGE_URI: Final = "ui://nbstage/output.html"
 OUTPUT_PAGE_FILE: Final = "output_app.html"
 OUTPUTS_KEY: Final = "io.nbstage/outputs"
 """Where a result for an app-taking client carries the outputs the page draws."""
-
-LINKED_TOOLS: Final = frozenset(
-    {"execute_cell", "run_all_cells", "get_results", "create_cell", "set_cell", "get_cell"}
-)
-APP_ONLY_TOOLS: Final = frozenset({"view_outputs"})
-"""Tools for the page alone (``visibility: ["app"]``): a host keeps them from the model,
-and a client that does not take the extension never sees or calls them."""
 
 
 def client_takes_apps(capabilities: object) -> bool:
@@ -49,32 +43,6 @@ def client_takes_apps(capabilities: object) -> bool:
 def server_extensions() -> dict[str, Any]:
     """What the server declares under ``capabilities.extensions`` to such a client."""
     return {EXTENSION: {}}
-
-
-def tools_for(tools: Iterable[dict[str, Any]], apps: bool) -> list[dict[str, Any]]:
-    """The tool list a client is shown. To one that takes the extension: the linked tools
-    with ``_meta.ui.resourceUri``, and the app-only ones also with ``visibility: ["app"]``
-    (the linked ones keep the default, the model and the page). To any other: the list
-    without the app-only tools, otherwise as it is. The list given is not changed."""
-    shown: list[dict[str, Any]] = []
-    for tool in tools:
-        name = tool.get("name")
-        if name in APP_ONLY_TOOLS and not apps:
-            continue
-        if apps and (name in LINKED_TOOLS or name in APP_ONLY_TOOLS):
-            ui: dict[str, Any] = {"resourceUri": OUTPUT_PAGE_URI}
-            if name in APP_ONLY_TOOLS:
-                ui["visibility"] = ["app"]
-            shown.append({**tool, "_meta": {**(tool.get("_meta") or {}), "ui": ui}})
-        else:
-            shown.append(tool)
-    return shown
-
-
-def refused_call(name: object, apps: bool) -> bool:
-    """Whether a ``tools/call`` of ``name`` is refused as an unknown tool: an app-only
-    tool from a client that does not take the extension."""
-    return name in APP_ONLY_TOOLS and not apps
 
 
 def page_entry() -> dict[str, Any]:
@@ -112,20 +80,6 @@ def page_contents() -> list[dict[str, Any]]:
 
 def with_page_listed(listing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [page_entry(), *listing]
-
-
-def for_client(result: dict[str, Any], apps: bool) -> dict[str, Any]:
-    """A finished tool result as a client gets it: the outputs for the page are dropped
-    for a client that does not take the extension (with ``_meta`` itself when that was
-    all it held)."""
-    meta = result.get("_meta")
-    if apps or not isinstance(meta, dict) or OUTPUTS_KEY not in meta:
-        return result
-    rest = {k: v for k, v in meta.items() if k != OUTPUTS_KEY}
-    trimmed = {k: v for k, v in result.items() if k != "_meta"}
-    if rest:
-        trimmed["_meta"] = rest
-    return trimmed
 
 
 def with_outputs(result: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""The MCP tool catalogue: each tool's name, title, description, arguments, hints and
-access need. The arguments' classes are ``tool_args``; how a call's arguments are read
-and their schema written is ``argument_decoding``.
+"""The MCP tool catalogue: each tool's name, title, description, arguments, hints, access
+need and link to the MCP App's page. The arguments' classes are ``tool_args``; how a
+call's arguments are read and their schema written is ``argument_decoding``; what the
+page link means for a client is ``page_links``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ class Access(StrEnum):
     EXECUTE = "execute"
 
 
+class PageLink(StrEnum):
+    """How a tool stands to the MCP App's page (mcp_apps.py), for a client that takes it."""
+
+    NONE = "none"
+    LINKED = "linked"
+    """Its results can carry outputs for the page, which the host shows with them; the
+    model calls it as any other."""
+    APP_ONLY = "app_only"
+    """For the page alone: hidden from the model, unknown to other clients."""
+
+
 @frozen
 class ToolSpec:
     name: str
@@ -64,6 +76,9 @@ class ToolSpec:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    page: PageLink = PageLink.NONE
+    """Only a tool linked to the page (or the page's own) builds outputs for it: the
+    handlers ask ToolContext.page, which is set from this and the client."""
 
     def parse(self, arguments: object) -> Any:
         """Validate arguments; unknown names and wrong types are errors naming the argument."""
@@ -142,6 +157,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         A.PROJECTION_READ,
         read_only=True,
         idempotent=True,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "get_all_cells",
@@ -158,6 +174,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Insert a cell, and optionally run it.",
         CreateCellArgs,
         A.DOCUMENT_MUTATION,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "set_cell",
@@ -166,6 +183,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         SetCellArgs,
         A.DOCUMENT_MUTATION,
         idempotent=True,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "delete_cell",
@@ -190,6 +208,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "longer run answers 'running'; get_results fetches the rest.",
         ExecuteCellArgs,
         A.EXECUTE,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "run_all_cells",
@@ -197,6 +216,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Run every code cell in order; an error cancels the rest.",
         RunAllArgs,
         A.EXECUTE,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "get_results",
@@ -206,6 +226,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         A.RUNTIME_READ,
         read_only=True,
         idempotent=True,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "view_outputs",
@@ -216,6 +237,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         A.RUNTIME_READ,
         read_only=True,
         idempotent=True,
+        page=PageLink.APP_ONLY,
     ),
     ToolSpec(
         "interrupt_kernel",
@@ -246,6 +268,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Replace one exact occurrence of match; context_before/context_after pick one of several.",
         ReplaceMatchArgs,
         A.DOCUMENT_MUTATION,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "replace_regex",
@@ -253,6 +276,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Replace the single match of a regular expression.",
         ReplaceRegexArgs,
         A.DOCUMENT_MUTATION,
+        page=PageLink.LINKED,
     ),
     ToolSpec(
         "show_notebook",

@@ -168,8 +168,8 @@ class ToolCallRequested:
     arguments: Any
     idempotency_key: str
     for_app: bool = False
-    """The client takes the MCP Apps extension: the result carries the outputs its page
-    draws (``mcp_apps.OUTPUTS_KEY``)."""
+    """The client takes the MCP Apps extension: the result of a tool linked to its page
+    carries the outputs the page draws (``mcp_apps.OUTPUTS_KEY``)."""
 
 
 @frozen

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nbstage.protocol.mcp import mcp_apps
+from nbstage.protocol.mcp import mcp_apps, page_links
 from tests.headless_chromium import INSTALL, MISSING, headless_chromium
 from tests.images import jpeg_bytes
 from tests.support import (
@@ -173,7 +173,7 @@ def test_only_a_client_that_declares_the_extension_sees_the_app(
         async with mcp_client(daemon, mode, label="apps", extensions=APPS) as apps:
             app_tools = [t.model_dump(by_alias=True) for t in (await apps.list_tools()).tools]
             uis = {t["name"]: t["_meta"]["ui"] for t in app_tools if t.get("_meta")}
-            assert set(uis) == {*mcp_apps.LINKED_TOOLS, "view_outputs"}
+            assert set(uis) == {*page_links.LINKED_TOOLS, "view_outputs"}
             assert uis["view_outputs"]["visibility"] == ["app"]
             model_tools = [t for t in app_tools if t["name"] != "view_outputs"]
             assert [{**t, "_meta": None} for t in model_tools] == plain_tools
@@ -184,6 +184,10 @@ def test_only_a_client_that_declares_the_extension_sees_the_app(
             ran = await apps.call_tool("create_cell", {"source": "print(1)", "and_run": True})
             (cell,) = ran.meta[mcp_apps.OUTPUTS_KEY]["cells"]
             assert cell["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+            edit = {"cell_id": cell["cell_id"], "match": "1", "content": "2", "and_run": True}
+            replaced = await apps.call_tool("replace_match", edit)
+            (cell,) = replaced.meta[mcp_apps.OUTPUTS_KEY]["cells"]
+            assert cell["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
             if mode == "legacy":
                 capabilities = apps.server_capabilities.model_dump(exclude_none=True)
                 assert capabilities["extensions"] == {mcp_apps.EXTENSION: {}}

@@ -49,7 +49,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
+from nbstage.protocol.mcp.page_links import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 from tests.conftest import daemon_of_a_module
 from tests.raw_mcp import RawMcpProcess

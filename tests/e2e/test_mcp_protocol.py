@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from nbstage.entrypoints.mcp.mcp_edge import EOF_DRAIN_ENV
-from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
+from nbstage.protocol.mcp.page_links import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS_BY_NAME
 from tests.raw_mcp import RawMcpProcess
 from tests.support import (

@@ -18,7 +18,7 @@ import mcp
 import nbformat
 import pytest
 
-from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
+from nbstage.protocol.mcp.page_links import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import TOOLS
 from tests.e2e.test_kernels import wait_for_file
 from tests.support import RunningDaemon, mcp_client

@@ -16,7 +16,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from nbstage.protocol.mcp.mcp_apps import APP_ONLY_TOOLS
+from nbstage.protocol.mcp.page_links import APP_ONLY_TOOLS
 from nbstage.protocol.mcp.tools import RECONNECT, TOOLS
 from tests.images import BUILDERS_SOURCE
 from tests.support import RunningDaemon, mcp_client, run_bounded, texts_of

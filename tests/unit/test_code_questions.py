@@ -1,12 +1,16 @@
 """Questions about code (completions, inspections): the kernel's reply decoded at the
 seam, the Kernel actor's part with the scripted backend, the Room's part with a seat in
-each state, and the Lab edge's reading of a request (tables)."""
+each state, the questions a kernel that went away leaves behind, and the Lab edge's
+reading of a request (tables)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from thespian.actors import ActorExitRequest
 
 from nbstage.actors.common.effects import Answer, Send
 from nbstage.actors.daemon.kernel.kernel_backend_events import QuestionAnswered, ReplyReceived
@@ -17,12 +21,14 @@ from nbstage.actors.daemon.room.code_questions import CodeQuestions
 from nbstage.entrypoints.lab.code_questions import asked, empty_reply
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.daemon.code_questions import AskKernel, KernelAnswered, QuestionKind
-from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.edge import ClientRequest, KernelProcessStarted, Origin
 from nbstage.protocol.daemon_actors.kernel_facts import KernelState
 from nbstage.protocol.daemon_actors.kernel_questions import (
     KernelQuestionAnswered,
     KernelQuestionAsked,
 )
+from tests.unit.actor_harness import ActorBench, Recorder
+from tests.unit.test_room_races import NOTEBOOK, answer_to, join, run_cell, start_room
 
 ORIGIN = Origin(1, 7)
 
@@ -121,3 +127,63 @@ def test_the_lab_edge_reads_a_request_sanely(content, expected) -> None:
 def test_the_empty_replies_are_valid_ones() -> None:
     assert empty_reply(QuestionKind.COMPLETE, 4)["cursor_start"] == 4
     assert empty_reply(QuestionKind.INSPECT, 4)["found"] is False
+
+
+# --- a kernel that goes away owes no answers (the Room answers for it) -----------------
+
+
+def test_a_kernel_gone_has_its_questions_answered_and_only_its_own() -> None:
+    seat = SimpleNamespace(address="old", state=KernelState.IDLE)
+    questions = CodeQuestions(seat)  # type: ignore[arg-type]
+    (to_old,) = questions.ask(Origin(1, "a"), ask())
+    seat.address = "new"
+    (to_new,) = questions.ask(Origin(1, "b"), ask())
+    assert questions.kernel_gone("new", "the kernel's actor exited") == [
+        Answer(Origin(1, "b"), KernelAnswered(False, {}, "the kernel's actor exited"))
+    ]
+    late = KernelQuestionAnswered(to_new.message.question_id, {"found": True})
+    assert questions.answered(late, "new") == [], "a late reply finds nobody waiting"
+    assert questions.kernel_gone("new", "again") == []
+    on_time = KernelQuestionAnswered(to_old.message.question_id, {"found": True})
+    assert questions.answered(on_time, "old") == [
+        Answer(Origin(1, "a"), KernelAnswered(True, {"found": True}))
+    ]
+    assert questions.waiting == {}
+
+
+@dataclass(frozen=True)
+class KernelSpotted:
+    kernel: Any
+
+
+class KernelSpotter(Recorder):
+    """Also records who said a kernel process started: the Room's Kernel child."""
+
+    def receiveMessage(self, msg: Any, sender: Any) -> None:
+        if isinstance(msg, KernelProcessStarted):
+            self.seen.append(KernelSpotted(sender))
+        super().receiveMessage(msg, sender)
+
+
+def test_a_question_waiting_when_the_kernels_actor_exits_is_answered(tmp_path) -> None:
+    bench = ActorBench()
+    try:
+        bench.recorder = bench.create(KernelSpotter)
+        room = start_room(bench, tmp_path)
+        join(bench, room, "join", seq=1)
+        assert run_cell(bench, room, "run")["status"] == "done"
+        (spotted,) = bench.seen_of(KernelSpotted)
+        question = AskKernel(NOTEBOOK, QuestionKind.COMPLETE, "ab", 2)
+        # the Room sends the question on, then hears its kernel's actor exited before
+        # the kernel could take it
+        bench.send_in_order(
+            (room, ClientRequest(Origin(1, "ask"), question)),
+            (spotted.kernel, ActorExitRequest()),
+        )
+        answered = answer_to(bench, "ask")
+        assert answered["asked"] is False
+        assert answered["reason"] == "the kernel's actor exited"
+        bench.send(room, ClientRequest(Origin(1, "again"), question))
+        assert answer_to(bench, "again")["asked"] is False
+    finally:
+        bench.close()

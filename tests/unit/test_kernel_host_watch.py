@@ -28,7 +28,7 @@ def probed_hosts(effects: list) -> list[str]:
 
 def test_no_hosts_arm_nothing() -> None:
     assert HostWatch(()).start(0.0) == []
-    assert HostWatch(()).news({}) is None
+    assert HostWatch(()).news() is None
 
 
 def test_a_tick_probes_each_host_once_and_arms_the_next() -> None:
@@ -53,14 +53,14 @@ def test_a_stale_or_stopped_tick_does_nothing() -> None:
 def test_failed_probes_make_the_host_lost_and_the_rooms_are_told_once() -> None:
     watch = HostWatch((A, B))
     watch.start(0.0)
-    assert watch.news({}) is None, "all healthy and empty: what rooms start with"
+    assert watch.news() is None, "all healthy: what rooms start with"
     for at in (1.0, 3.0):
         watch.probed(BlockingWorkDone(HostProbed("a"), error=OSError("refused")), at)
         watch.due(HostsCheckDue(watch.generation), at)
     assert watch.listed({"b": 1}).hosts[0].health == "lost"
     assert watch.listed({}).hosts[0].last_error == "refused"
-    assert watch.news({"b": 1}) == HostsSeen(("a",), (("b", 1),))
-    assert watch.news({"b": 1}) is None, "told already"
+    assert watch.news() == HostsSeen(lost=("a",))
+    assert watch.news() is None, "told already"
     watch.probed(BlockingWorkDone(HostProbed("b"), result="3.0"), 4.0)
     assert watch.listed({"b": 1}).hosts[1].health == "healthy"
 

@@ -10,10 +10,31 @@ import pytest
 
 from nbstage.actors.proxy.resource_calls import ResourceDesk
 from nbstage.actors.proxy.tool_calls import PendingCall, admit
-from nbstage.actors.session.tool_context import page_cell
+from nbstage.actors.session import tool_context
+from nbstage.actors.session.tool_context import ToolContext, page_cell
+from nbstage.actors.session.tool_handlers import SESSION_TOOLS
 from nbstage.entrypoints.mcp.envelope import Answer, Dispatch
 from nbstage.entrypoints.mcp.lifecycle import Lifecycle
-from nbstage.protocol.mcp import jsonrpc, mcp_apps, tools
+from nbstage.protocol.daemon.cell_replies import (
+    CellCreated,
+    CellShown,
+    CellsSummarized,
+    CellUpdated,
+    CellView,
+)
+from nbstage.protocol.daemon.kernel_replies import ExecutionReported, ExecutionView
+from nbstage.protocol.daemon.requests import (
+    CreateCell,
+    ExecuteCell,
+    GetCell,
+    GetCells,
+    GetExecution,
+    ReplaceMatch,
+    ReplaceRegex,
+    SetCell,
+)
+from nbstage.protocol.daemon_actors.kernel_facts import ExecutionStatus
+from nbstage.protocol.mcp import jsonrpc, mcp_apps, page_links, tools
 from nbstage.protocol.mcp.resources import RESOURCE_NOT_FOUND, ResourceMethod
 from nbstage.protocol.mcp.versions import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
 from nbstage.protocol.session.resource_messages import ResourceAnswered
@@ -44,12 +65,21 @@ def test_a_client_takes_the_extension_only_when_it_names_the_page_mime_type(
     assert mcp_apps.client_takes_apps(capabilities) is takes
 
 
-LINKED = ("execute_cell", "run_all_cells", "get_results", "create_cell", "set_cell", "get_cell")
+LINKED = (
+    "execute_cell",
+    "run_all_cells",
+    "get_results",
+    "create_cell",
+    "set_cell",
+    "get_cell",
+    "replace_match",
+    "replace_regex",
+)
 
 
-def test_the_six_tools_link_to_the_page_and_the_app_only_tool_is_for_the_page() -> None:
+def test_the_eight_tools_link_to_the_page_and_the_app_only_tool_is_for_the_page() -> None:
     catalogue = tools.builtin_tool_list()
-    shown = mcp_apps.tools_for(catalogue, apps=True)
+    shown = page_links.tools_for(catalogue, apps=True)
     uis = {t["name"]: t["_meta"]["ui"] for t in shown if "_meta" in t}
     page = mcp_apps.OUTPUT_PAGE_URI
     assert uis == {
@@ -62,7 +92,7 @@ def test_the_six_tools_link_to_the_page_and_the_app_only_tool_is_for_the_page() 
 
 def test_a_client_without_the_extension_sees_the_list_without_the_app_only_tool() -> None:
     catalogue = tools.builtin_tool_list()
-    shown = mcp_apps.tools_for(catalogue, apps=False)
+    shown = page_links.tools_for(catalogue, apps=False)
     assert shown == [t for t in catalogue if t["name"] != "view_outputs"]
     assert len(shown) == len(catalogue) - 1
 
@@ -81,7 +111,7 @@ def test_only_a_client_that_takes_the_extension_may_call_the_app_only_tool(
 ) -> None:
     request = jsonrpc.Request(7, "tools/call", {"name": name, "arguments": {"execution_id": "e"}})
     call = admit(request, "entry", "2025-11-25", None, apps)
-    assert mcp_apps.refused_call(name, apps) is refused
+    assert page_links.refused_call(name, apps) is refused
     if refused:
         assert isinstance(call, jsonrpc.ErrorResponse)
         assert call.message == f"Unknown tool: {name}"
@@ -90,15 +120,78 @@ def test_only_a_client_that_takes_the_extension_may_call_the_app_only_tool(
         assert call.for_app is apps
 
 
-def test_a_result_keeps_the_page_outputs_only_for_a_client_that_takes_the_extension() -> None:
-    result = {"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}}
-    cells = [{"cell_id": "c1", "outputs": [{"output_type": "stream", "text": "x"}]}]
-    carrying = mcp_apps.with_outputs(result, cells)
-    assert carrying["_meta"] == {mcp_apps.OUTPUTS_KEY: {"cells": cells}}
-    assert mcp_apps.for_client(carrying, apps=True) is carrying
-    assert mcp_apps.for_client(carrying, apps=False) == result
-    other = mcp_apps.with_outputs({**result, "_meta": {"k": 1}}, cells)
-    assert mcp_apps.for_client(other, apps=False) == {**result, "_meta": {"k": 1}}
+OUTPUT = {"output_type": "stream", "name": "stdout", "text": "2\n"}
+EXECUTION = ExecutionReported(ExecutionView("e1", "c1", ExecutionStatus.DONE, 1, [OUTPUT]))
+SUMMARY_ROW = {"cell_id": "c1", "index": 0, "cell_type": "code", "source_preview": "1+1"}
+REPLIES: dict[type, object] = {
+    GetCell: CellShown(CellView("c1", "code", "1+1", 1, [OUTPUT])),
+    GetCells: CellsSummarized([SUMMARY_ROW], 1),  # type: ignore[list-item]
+    CreateCell: CellCreated("c1", 0),
+    SetCell: CellUpdated("c1"),
+    ReplaceMatch: CellUpdated("c1"),
+    ReplaceRegex: CellUpdated("c1"),
+    ExecuteCell: EXECUTION,
+    GetExecution: EXECUTION,
+}
+"""What the daemon answers each request a tool linked to the page makes."""
+
+CALLS = {
+    "get_cell": {"cell_id": "c1"},
+    "create_cell": {"source": "1+1", "and_run": True},
+    "set_cell": {"cell_id": "c1", "source": "1+1", "and_run": True},
+    "replace_match": {"cell_id": "c1", "match": "1", "content": "2", "and_run": True},
+    "replace_regex": {"cell_id": "c1", "pattern": "1", "content": "2", "and_run": True},
+    "execute_cell": {"cell_id": "c1"},
+    "run_all_cells": {},
+    "get_results": {"execution_id": "e1"},
+    "view_outputs": {"execution_id": "e1"},
+}
+"""A call of each tool the catalogue links to the page, running the cell where it can."""
+
+
+def called(name: str, page: bool) -> dict[str, Any]:
+    """The result of a call of ``name``, the daemon answering from REPLIES."""
+    args = tools.TOOLS_BY_NAME[name].parse(CALLS[name])
+    handler = SESSION_TOOLS[name](ToolContext("nb", "k", "/", page=page), args)
+    request = next(handler)
+    while True:
+        try:
+            request = handler.send(REPLIES[type(request)])
+        except StopIteration as done:
+            return done.value
+
+
+def test_every_tool_the_catalogue_links_to_the_page_gives_it_the_outputs() -> None:
+    assert set(CALLS) == page_links.LINKED_TOOLS | page_links.APP_ONLY_TOOLS
+    for name in CALLS:
+        (cell,) = called(name, page=True)["_meta"][mcp_apps.OUTPUTS_KEY]["cells"]
+        assert (cell["cell_id"], cell["outputs"]) == ("c1", [OUTPUT]), name
+
+
+def test_a_call_that_builds_nothing_for_the_page_does_not_build_it(monkeypatch) -> None:
+    def never(cell: object) -> dict:
+        raise AssertionError("a page cell was built")
+
+    monkeypatch.setattr(tool_context, "page_cell", never)
+    for name in CALLS:
+        assert mcp_apps.OUTPUTS_KEY not in called(name, page=False).get("_meta", {}), name
+
+
+@pytest.mark.parametrize(
+    ("name", "apps", "builds"),
+    [
+        ("execute_cell", True, True),
+        ("replace_regex", True, True),
+        ("view_outputs", True, True),
+        ("execute_cell", False, False),
+        ("delete_cell", True, False),
+        ("get_all_cells", True, False),
+    ],
+)
+def test_outputs_for_the_page_are_built_for_a_linked_tool_called_by_an_app_client(
+    name: str, apps: bool, builds: bool
+) -> None:
+    assert page_links.builds_page(name, apps) is builds
 
 
 def test_a_page_cell_takes_the_outputs_as_sent_and_the_header_facts() -> None:

@@ -95,9 +95,14 @@ class Room(NbActor):
             f.KeepAliveExpired: self._to(seat.keep_alive_expired),
             k.KernelReady: self._to(seat.ready),
             k.KernelFailed: self._to(seat.failed),
-            k.KernelDied: self._to(seat.died),
+            k.KernelDied: lambda m, s: self.act(
+                *self.questions.kernel_gone(s, "the kernel died"), *seat.died(m, s)
+            ),
             k.KernelStopped: self._to(seat.stopped),
-            ChildActorExited: self._to(seat.exited),
+            ChildActorExited: lambda m, s: self.act(
+                *self.questions.kernel_gone(m.childAddress, "the kernel's actor exited"),
+                *seat.exited(m, s),
+            ),
             k.KernelInterrupted: lambda m, _: self.answer(m.origin, replies.InterruptSent()),
             k.KernelRestarted: self._to(seat.restarted),
             k.ExecutionStarted: self._to(seat.execution_started),

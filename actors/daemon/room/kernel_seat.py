@@ -81,7 +81,7 @@ class KernelSeat:
         self.stopping: list[Any] = []
         """Kernel children told to shut down that have not said they stopped yet."""
         self.hosts_seen = HostsSeen()
-        """The Daemon's latest word on the kernel hosts' health and kernels."""
+        """The Daemon's latest word on the kernel hosts' health."""
         self.daemon: Any = None
         self.slots = HostSlot()
 
@@ -111,7 +111,7 @@ class KernelSeat:
         return actions
 
     def hosts_told(self, seen: HostsSeen, sender: Any = None) -> list[Action]:
-        """The Daemon's new word on the kernel hosts: the next start is placed by it."""
+        """The Daemon's new word on the kernel hosts: a restart reads which are lost."""
         self.hosts_seen = seen
         return []
 
