@@ -101,12 +101,12 @@ def loaded_sources(modules: dict[str, Any], package: Path) -> dict[str, int]:
 def become(request: dict[str, Any], fds: list[int]) -> None:
     """In the forked child: take the edge's environment and folder, show its command line
     in ``/proc``, and serve as its session child; never returns."""
+    # here, not at the top: `nbstage mcp` imports this module and keeps tempfile out
+    import tempfile
+
     from nbstage.actors.daemon.kernel.kernel_zygote import rewrite_proc_image
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
     from nbstage.entrypoints.session.session_child import serve
-
-    # here, not at the top: `nbstage mcp` imports this module and keeps tempfile out
-    import tempfile
 
     code = 1
     session, stderr, exits = fds
