@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/many_clients.py [--clients 32] [--cpu-hog] [--json FILE]
 
-A daemon starts in a temp state dir. Then ``--clients`` SDK clients (half legacy, half
+A daemon starts in a temp state dir; once its session fork server listens (ADR 0009: a
+daemon that has run a few seconds has one), ``--clients`` SDK clients (half legacy, half
 2026-07-28) are released together from one event, each spawning its own `nbstage mcp`
 (the SDK's imports for checking results are made before the release: ``warm_client_library``).
 Each creates a notebook, adds a `1+1` cell and executes it; once every client has its
@@ -45,6 +46,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
 
+from nbstage.entrypoints.common.statedir import state_paths
+
 MODES = ("legacy", "2026-07-28")
 RUN_TAG_ENV = "NBSTAGE_BENCH_RUN"
 """Set in the environment of the daemon and of every client: marks their process trees."""
@@ -55,6 +58,7 @@ UNSETTLED_SECS = 2.0
 """A process younger than this that is not tagged is looked at again: it may be a fork
 that has not yet exec'd with the environment it was given."""
 GONE_GRACE_SECS = 15.0
+FORK_SERVER_WAIT_SECS = 30.0
 EXECUTE_WAIT_SECS = 120.0
 
 
@@ -457,6 +461,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 with daemon(state, env):
                     pid = daemon_pid(state)
+                    forks_after = fork_server_ready(state)
                     sampler.start()
                     run = Run(args.clients, args.budget, state, work, env)
                     started = time.perf_counter()
@@ -470,7 +475,23 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if hog is not None:
             hog.kill()
             hog.wait(timeout=10)
-    return report(args, runs, sampler, pid, wall, in_budget, killed, run.own_cpu_s)
+    return {
+        **report(args, runs, sampler, pid, wall, in_budget, killed, run.own_cpu_s),
+        "fork_server_after_s": forks_after,
+    }
+
+
+def fork_server_ready(state: Path) -> float | None:
+    """Wait (at most ``FORK_SERVER_WAIT_SECS``) for the daemon's session fork server to
+    listen, as it does on a daemon that has run a while (ADR 0009); returns how long that
+    took after the daemon answered, or None."""
+    socket_path = state_paths(state).session_zygote
+    began = time.perf_counter()
+    while not socket_path.exists():
+        if time.perf_counter() - began > FORK_SERVER_WAIT_SECS:
+            return None
+        time.sleep(0.05)
+    return time.perf_counter() - began
 
 
 def report(
@@ -529,6 +550,9 @@ def show(result: dict[str, Any]) -> None:
     print(f"nbstage: {result['clients']} clients started at once ({modes}), {hog}")
     print(f"  served                            {result['served']:4d} / {result['clients']}")
     print(f"  wall time                         {result['wall_s']:7.1f} s")
+    forks = result["fork_server_after_s"]
+    waited = "never listened" if forks is None else f"listened {forks:.1f} s after the daemon"
+    print(f"  session fork server               {waited} (ADR 0009; the clients came after)")
     print("                                       n      p50      p99      max   (ms)")
     rows = [
         ("spawn -> initialize (legacy)", "initialized"),

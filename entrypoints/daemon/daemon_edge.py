@@ -37,6 +37,10 @@ from nbstage.protocol.daemon_actors.rooms import DaemonRun, EarlierDaemon, Start
 log = logging.getLogger("nbstage.edge")
 
 HOME_CHECK_SECS = 2.0
+SESSION_FORKS_AFTER_SECS = 1.0
+"""The session fork server starts this long after the daemon is ready: its imports would
+compete with the first client's first call, which it cannot serve (that client's child
+started before the daemon). Its work is the clients that come later (ADR 0009)."""
 
 
 class Edge:
@@ -74,7 +78,7 @@ class Edge:
         home = asyncio.create_task(self._watch_home())
         log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
         self.loop.call_later(SPARE_UNUSED_SECS, self._discard_spare)
-        self.clients.spawn(self.session_forks.start())
+        self.loop.call_later(SESSION_FORKS_AFTER_SECS, self._start_session_forks)
         await self._stop_requested.wait()
         log.info("daemon stopping")
         server.close()
@@ -105,6 +109,10 @@ class Edge:
             )
         except environments.EnvironmentUnavailable as exc:
             log.warning("no pool environment for kernels: %s", exc)
+
+    def _start_session_forks(self) -> None:
+        if not self._stop_requested.is_set():
+            self.clients.spawn(self.session_forks.start())
 
     def _discard_spare(self) -> None:
         self.clients.spawn(asyncio.to_thread(SPARE.discard))
