@@ -272,6 +272,8 @@ async def in_thread(func: Any, *args: Any) -> Any:
 def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
+    session_forker_of(tree_daemon.pid)
+
     async def body() -> None:
         session = tagged(sweep, mcp_client(tree_daemon, "legacy", label="idle"))
         async with session as client:
@@ -297,7 +299,9 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
                 f"\nidle nbstage mcp: {len(tree)} processes, RSS "
                 f"{total / 2**20:.1f} MiB together (nbstage mcp pid {server} "
                 f"{rss[server] / 2**20:.1f} MiB, session child pid {child.pid} "
-                f"{rss[child.pid] / 2**20:.1f} MiB)"
+                f"{rss[child.pid] / 2**20:.1f} MiB, of which its own "
+                f"{child.memory_full_info().uss / 2**20:.1f} MiB: the rest it shares with "
+                "the session fork server)"
             )
 
     run_bounded(body, budget=BODY_BUDGET_SECS)
@@ -355,6 +359,8 @@ def test_sigkill_of_nbstage_mcp_takes_its_session_child_within_2s(
 def test_sigkill_of_the_session_child_is_served_by_a_new_child_and_the_old_is_gone(
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
+    session_forker_of(tree_daemon.pid)
+
     async def body() -> None:
         session = tagged(sweep, mcp_client(tree_daemon, "legacy", label="child"))
         async with session as client:
