@@ -1,12 +1,14 @@
 """Many `nbstage mcp` clients started at the same moment against one daemon (SPEC §11).
 
-    .venv/bin/python bench/many_clients.py [--clients 32] [--cpu-hog] [--json FILE]
+    .venv/bin/python bench/many_clients.py [--clients 32] [--cold] [--cpu-hog] [--json FILE]
 
 A daemon starts in a temp state dir; once its session fork server listens (ADR 0009: a
 daemon that has run a few seconds has one), ``--clients`` SDK clients (half legacy, half
 2026-07-28) are released together from one event, each spawning its own `nbstage mcp`
 (the SDK's imports for checking results are made before the release: ``warm_client_library``).
-Each creates a notebook, adds a `1+1` cell and executes it; once every client has its
+With ``--cold`` no daemon runs before: the clients start it (the first to get the
+daemon lock does), so no session fork server serves them. Each creates a notebook, adds a
+`1+1` cell and executes it; once every client has its
 first result (or has failed), all of them execute the cell again together. Reported:
 
 - how many clients were served (both executes answered `2`), and why the rest were not;
@@ -34,6 +36,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -459,14 +463,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             runs = [ClientRun(i, MODES[i % len(MODES)]) for i in range(args.clients)]
             killed: dict[str, list[dict[str, Any]]] = {}
             try:
-                with daemon(state, env):
-                    pid = daemon_pid(state)
-                    forks_after = fork_server_ready(state)
+                with stopped_after(state, env) if args.cold else daemon(state, env):
+                    pid = None if args.cold else daemon_pid(state)
+                    forks_after = None if args.cold else fork_server_ready(state)
                     sampler.start()
                     run = Run(args.clients, args.budget, state, work, env)
                     started = time.perf_counter()
                     in_budget = anyio.run(drive, run, runs, sampler)
                     wall = time.perf_counter() - started
+                    pid = pid or daemon_pid(state)
+                    if args.cold:
+                        # its daemon carries a client's tags: it goes first, by its own stop
+                        stop_daemon(state, env)
                     killed["mcp"] = end_leftovers(sampler, "mcp", GONE_GRACE_SECS)
             finally:
                 sampler.stop()
@@ -478,7 +486,21 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         **report(args, runs, sampler, pid, wall, in_budget, killed, run.own_cpu_s),
         "fork_server_after_s": forks_after,
+        "cold": args.cold,
     }
+
+
+@contextmanager
+def stopped_after(state: Path, env: dict[str, str]) -> Iterator[None]:
+    """For ``--cold``: no daemon now; the one the clients start is stopped at the end."""
+    try:
+        yield
+    finally:
+        stop_daemon(state, env)
+
+
+def stop_daemon(state: Path, env: dict[str, str]) -> None:
+    subprocess.run([*NBSTAGE, "daemon", "stop", "--state-dir", str(state)], env=env, check=False)
 
 
 def fork_server_ready(state: Path) -> float | None:
@@ -551,8 +573,13 @@ def show(result: dict[str, Any]) -> None:
     print(f"  served                            {result['served']:4d} / {result['clients']}")
     print(f"  wall time                         {result['wall_s']:7.1f} s")
     forks = result["fork_server_after_s"]
-    waited = "never listened" if forks is None else f"listened {forks:.1f} s after the daemon"
-    print(f"  session fork server               {waited} (ADR 0009; the clients came after)")
+    if result["cold"]:
+        waited = "none yet: no daemon ran, the clients started it (--cold)"
+    elif forks is None:
+        waited = "never listened"
+    else:
+        waited = f"listened {forks:.1f} s after the daemon (ADR 0009); the clients came after"
+    print(f"  session fork server               {waited}")
     print("                                       n      p50      p99      max   (ms)")
     rows = [
         ("spawn -> initialize (legacy)", "initialized"),
@@ -606,6 +633,9 @@ def main() -> None:
     parser.add_argument("--cpu-hog", action="store_true", help="run a busy loop beside it")
     parser.add_argument("--budget", type=float, default=300.0, help="client phase, seconds")
     parser.add_argument("--json", default=None, help="also write the results to this file")
+    parser.add_argument(
+        "--cold", action="store_true", help="no daemon first: the clients start it themselves"
+    )
     args = parser.parse_args()
     if args.clients < 1:
         parser.error("--clients must be at least 1")
