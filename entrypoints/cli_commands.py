@@ -143,8 +143,8 @@ def mcp_command(label: str | None, no_autostart: bool, state_dir: str | None) ->
     # Most starts never come here: cli.py reads the plain forms without click.
     args = McpArgs(label, not no_autostart, state_dir)
     mcp_main.lean_start()
-    paths, problem = mcp_main.get_ready(args)
-    mcp_main.run_edge(paths, args, problem)
+    paths, problem, starting = mcp_main.get_ready(args)
+    mcp_main.run_edge(paths, args, problem, starting)
 
 
 @commands.command("lab")

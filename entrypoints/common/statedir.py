@@ -57,6 +57,12 @@ class StatePaths:
         return self.socket_dir / "session-zygote.sock"
 
     @property
+    def forks_wanted(self) -> Path:
+        """Left by a client that waits for the session fork server: the daemon then starts
+        it as soon as it serves, not a second later (ADR 0009)."""
+        return self.root / "session-forks-wanted"
+
+    @property
     def kernel_dir(self) -> Path:
         return self.socket_dir / "kernels"
 

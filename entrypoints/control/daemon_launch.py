@@ -4,20 +4,32 @@ It runs before the client loads its own code, so the daemon's start-up overlaps 
 client's. The daemon runs in its foreground mode, with no `nbstage daemon start`
 process in between, and is launched through `sh`, which exits at once: the daemon is
 nobody's child here, and it outlives the client that started it.
+
+Many clients started at once on a state dir with no daemon (32 agents, say) would each
+launch one, and all but one would fail on the daemon's lock, each a Python start for
+nothing. So the client that launches holds ``autostart.lock`` until the daemon answers
+(at most ``LAUNCH_HOLD_SECS``); a client that finds that lock held launches nothing and
+says ``Autostart.STARTING``: its edge then waits for the daemon's session fork server
+rather than start its session child meanwhile (ADR 0009).
 """
 
 from __future__ import annotations
 
+import enum
+import fcntl
 import logging
 import os
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Mapping
 
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.runtime_dir import own_recorded
 from nbstage.entrypoints.common.statedir import StatePaths, daemon_output, prepare
+from nbstage.protocol.common.safe_files import open_private
 
 log = logging.getLogger("nbstage.mcp")
 
@@ -25,6 +37,21 @@ WARM_KERNEL_ENV = "NBSTAGE_WARM_KERNEL"
 """Tells the daemon to launch a spare kernel at once (actors/daemon/kernel/spare_kernel.py): the
 client
 that starts it will most likely ask for a kernel next. Not passed on to kernels."""
+
+
+LAUNCH_HOLD_SECS = 60.0
+ANSWER_POLL_SECS = 0.05
+
+
+class Autostart(enum.Enum):
+    RUNNING = "running"
+    """A daemon answers."""
+    LAUNCHED = "launched"
+    """This process launched one."""
+    STARTING = "starting"
+    """Another client is launching one now."""
+    FAILED = "failed"
+    """None answers and none could be launched."""
 
 
 def daemon_answers(paths: StatePaths) -> bool:
@@ -46,17 +73,21 @@ def daemon_answers(paths: StatePaths) -> bool:
 
 def start_daemon_unless_running(
     paths: StatePaths, environ: Mapping[str, str] | None = None
-) -> None:
-    """Launch a detached daemon if nothing answers on the socket; never waits for it.
-    ``environ``: the daemon's environment (default: this process's)."""
+) -> Autostart:
+    """Launch a detached daemon if nothing answers on the socket and no other client is
+    launching one; never waits for it. ``environ``: the daemon's environment (default:
+    this process's)."""
     if daemon_answers(paths):
-        return
+        return Autostart.RUNNING
     try:
         prepare(paths)
+        held = _launcher_lock(paths)
+        if held is None:
+            return Autostart.STARTING
         out = daemon_output(paths)
     except (OSError, Untrusted) as exc:
         log.error("could not start the daemon: %s", exc)
-        return
+        return Autostart.FAILED
     daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
     with out:
         subprocess.run(
@@ -68,3 +99,28 @@ def start_daemon_unless_running(
             env={**(os.environ if environ is None else environ), WARM_KERNEL_ENV: "1"},
             check=False,
         )
+    threading.Thread(
+        target=_hold_until_answering, args=(held, paths), name="autostart-lock", daemon=True
+    ).start()
+    return Autostart.LAUNCHED
+
+
+def _launcher_lock(paths: StatePaths) -> int | None:
+    """``autostart.lock`` taken, or None when another client holds it."""
+    fd = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def _hold_until_answering(fd: int, paths: StatePaths) -> None:
+    deadline = time.monotonic() + LAUNCH_HOLD_SECS
+    try:
+        while time.monotonic() < deadline and not daemon_answers(paths):
+            time.sleep(ANSWER_POLL_SECS)
+    finally:
+        os.close(fd)

@@ -40,7 +40,9 @@ HOME_CHECK_SECS = 2.0
 SESSION_FORKS_AFTER_SECS = 1.0
 """The session fork server starts this long after the daemon is ready: its imports would
 compete with the first client's first call, which it cannot serve (that client's child
-started before the daemon). Its work is the clients that come later (ADR 0009)."""
+started before the daemon). Its work is the clients that come later (ADR 0009). Clients
+that started with the daemon and wait for it leave ``StatePaths.forks_wanted``: then
+it starts at once."""
 
 
 class Edge:
@@ -78,7 +80,8 @@ class Edge:
         home = asyncio.create_task(self._watch_home())
         log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
         self.loop.call_later(SPARE_UNUSED_SECS, self._discard_spare)
-        self.loop.call_later(SESSION_FORKS_AFTER_SECS, self._start_session_forks)
+        wanted = await asyncio.to_thread(_taken, self.paths.forks_wanted)
+        self.loop.call_later(0 if wanted else SESSION_FORKS_AFTER_SECS, self._start_session_forks)
         await self._stop_requested.wait()
         log.info("daemon stopping")
         server.close()
@@ -142,6 +145,15 @@ class Edge:
             self.clients.broadcast({"type": FrameKind.HEARTBEAT, **beat})
             await asyncio.to_thread(alive_stamp.touch, self.paths.root)
             await asyncio.sleep(self.settings.heartbeat_secs)
+
+
+def _taken(path: Path) -> bool:
+    """Whether ``path`` was there; it is gone afterwards."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _identity_of(path: Path) -> tuple[int, int] | None:

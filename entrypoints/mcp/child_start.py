@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 import orjson
 
@@ -25,6 +26,7 @@ from nbstage.entrypoints.common.ownership import Untrusted, check_peer
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths, recorded_paths
 from nbstage.entrypoints.session.session_zygote import PACKAGE
+from nbstage.protocol.common.safe_files import write_private
 from nbstage.protocol.session.session_frames import SESSION_FD_ENV
 
 log = logging.getLogger("nbstage.edge")
@@ -34,6 +36,11 @@ REPLY_SECS = 5.0
 KILLED = -int(signal.SIGKILL)
 """The status of a child that ended without writing one (it was killed)."""
 SESSION_MAIN = "nbstage.entrypoints.session.session_main"
+FORK_SERVER_WAIT_SECS = 15.0
+"""How long the first child of a client that found another client starting the daemon
+waits for the daemon's fork server: the daemon's start, then its fork server's, under
+the load of the clients starting beside it."""
+FORK_SERVER_POLL_SECS = 0.05
 
 
 class ForkedSessionChild:
@@ -81,9 +88,33 @@ class ForkedSessionChild:
 ChildProcess = asyncio.subprocess.Process | ForkedSessionChild
 
 
-async def start(paths: StatePaths) -> tuple[ChildProcess, socket.socket] | None:
-    """A session child and the edge's end of its socketpair, or None if none could start."""
+async def start(
+    paths: StatePaths, await_fork_server: bool = False
+) -> tuple[ChildProcess, socket.socket] | None:
+    """A session child and the edge's end of its socketpair, or None if none could start.
+    ``await_fork_server``: another client is starting the daemon; wait (at most
+    ``FORK_SERVER_WAIT_SECS``) for its fork server to listen."""
+    if await_fork_server:
+        await _fork_server_listens(paths)
     return await _forked(paths) or await _plain(paths)
+
+
+async def _fork_server_listens(paths: StatePaths) -> None:
+    with contextlib.suppress(OSError):
+        await asyncio.to_thread(write_private, paths.forks_wanted, b"")
+    deadline = time.monotonic() + FORK_SERVER_WAIT_SECS
+    while time.monotonic() < deadline:
+        if await asyncio.to_thread(_listens, paths):
+            return
+        await asyncio.sleep(FORK_SERVER_POLL_SECS)
+    log.info("no session fork server after %.0f s: the child starts plainly", FORK_SERVER_WAIT_SECS)
+
+
+def _listens(paths: StatePaths) -> bool:
+    try:
+        return recorded_paths(paths).session_zygote.exists()
+    except (OSError, Untrusted):
+        return False
 
 
 def _child_env(paths: StatePaths) -> dict[str, str]:

@@ -172,7 +172,10 @@ class McpEdge:
         mcp_out: int,
         autostart: bool = True,
         no_daemon: str | None = None,
+        await_fork_server: bool = False,
     ) -> None:
+        """``await_fork_server``: another client is starting the daemon; the first child
+        waits for its fork server rather than compete with its start (ADR 0009)."""
         self.paths = paths
         self.label = label
         self.rejoin_target = rejoin_target
@@ -189,6 +192,7 @@ class McpEdge:
         self.lifecycle = Lifecycle(version=VERSION)
         self._children: dict[int, SessionChild] = {}
         self._tasks: set[asyncio.Task] = set()
+        self.await_fork_server = await_fork_server
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -361,7 +365,8 @@ class McpEdge:
 
     async def _run_child(self, child: SessionChild) -> None:
         """Start one generation's process, relay its frames, and report its exit."""
-        started = await child_start.start(self.paths)
+        waits, self.await_fork_server = self.await_fork_server, False
+        started = await child_start.start(self.paths, waits)
         if started is None:
             self._children.pop(child.generation, None)
             self._to_supervisor(ChildProcessDied(None, child.generation, None))

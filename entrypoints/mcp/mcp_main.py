@@ -30,11 +30,11 @@ def serve(args: McpArgs) -> None:
 
     lean_start()
     try:
-        paths, problem = get_ready(args)
+        paths, problem, starting = get_ready(args)
     except (Untrusted, FileRefused, TimeoutError, NbstageError) as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(1)
-    run_edge(paths, args, problem)
+    run_edge(paths, args, problem, starting)
 
 
 def lean_start() -> None:
@@ -52,17 +52,19 @@ def lean_start() -> None:
     thespian_without_extras()
 
 
-def get_ready(args: McpArgs) -> tuple[StatePaths, str | None]:
-    """The daemon started if it should be, the state dir made; its paths, and why no
-    daemon can run for it (runtime_dir.client_problem), which every tool call then says."""
+def get_ready(args: McpArgs) -> tuple[StatePaths, str | None, bool]:
+    """The daemon started if it should be, the state dir made; its paths, why no daemon
+    can run for it (runtime_dir.client_problem), which every tool call then says, and
+    whether another client is starting the daemon right now."""
     from nbstage.entrypoints.common.runtime_dir import client_problem
     from nbstage.entrypoints.common.statedir import prepare, recorded_paths, state_paths
-    from nbstage.entrypoints.control.daemon_launch import start_daemon_unless_running
+    from nbstage.entrypoints.control.daemon_launch import Autostart, start_daemon_unless_running
 
     paths = state_paths(args.state_dir)
     problem = client_problem(paths)
+    started = None
     if args.autostart and problem is None:
-        start_daemon_unless_running(paths)
+        started = start_daemon_unless_running(paths)
     if sys.stdin.isatty():
         from nbstage.entrypoints.mcp.welcome import welcome
 
@@ -71,10 +73,10 @@ def get_ready(args: McpArgs) -> tuple[StatePaths, str | None]:
     if problem is not None:
         _say(problem)
     prepare(paths)
-    return recorded_paths(paths), problem
+    return recorded_paths(paths), problem, started is Autostart.STARTING
 
 
-def run_edge(paths: StatePaths, args: McpArgs, problem: str | None) -> None:
+def run_edge(paths: StatePaths, args: McpArgs, problem: str | None, starting: bool) -> None:
     import asyncio
 
     from nbstage.entrypoints.common.logs import setup_logging
@@ -83,7 +85,7 @@ def run_edge(paths: StatePaths, args: McpArgs, problem: str | None) -> None:
     mcp_in, mcp_out = claim_stdio()
     setup_logging(paths.logs, "mcp")
     rejoin = os.environ.get(REJOIN_ENV) or None
-    edge = McpEdge(paths, args.label, rejoin, mcp_in, mcp_out, args.autostart, problem)
+    edge = McpEdge(paths, args.label, rejoin, mcp_in, mcp_out, args.autostart, problem, starting)
     asyncio.run(edge.run())
 
 
