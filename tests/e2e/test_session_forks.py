@@ -1,9 +1,11 @@
 """Session children forked by the daemon's session fork server (ADR 0009): what a plain
-start would have made, with the plain start when there is no fork server, and a fork
-server that refuses bad requests and serves on."""
+start would have made, with the plain start when there is no fork server, a fork server
+that refuses bad requests and serves on, and the clients of a cold burst that wait for
+it."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -12,18 +14,25 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import psutil
 import pytest
 
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+from nbstage.entrypoints.common.statedir import prepare, state_paths
+from nbstage.entrypoints.control.daemon_launch import daemon_answers
 from nbstage.entrypoints.session.session_zygote import PACKAGE
+from nbstage.protocol.common.safe_files import open_private
+from tests.conftest import FAST_SETTINGS
 from tests.support import (
     RunningDaemon,
+    assert_daemon_gone,
     call_ok,
     mcp_client,
     pid_gone,
     run_bounded,
     session_manager_pid,
+    start_daemon,
     wait_until,
 )
 
@@ -145,3 +154,41 @@ def test_the_fork_server_refuses_bad_requests_and_serves_on(
     assert forker.is_running()
     seen = served_child(daemon, "after", tmp_path)
     assert seen.ppid == forker.pid, "the fork server serves on"
+
+
+def test_a_client_that_finds_the_daemon_starting_forks_its_first_child(
+    state_dir: Path,
+) -> None:
+    """Many clients at once on a state dir with no daemon: one launches it (and holds
+    autostart.lock until it answers); the others launch none, ask for the fork server and
+    wait for it rather than start their children beside the daemon's start."""
+    paths = state_paths(state_dir)
+    prepare(paths)
+    launching = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(launching, fcntl.LOCK_EX)
+    not_yet = RunningDaemon(paths, dict(FAST_SETTINGS), pid=0)
+    started: list[RunningDaemon] = []
+    seen: list[int] = []
+
+    async def body() -> None:
+        async with mcp_client(not_yet, "legacy", label="second") as client:
+            await anyio.to_thread.run_sync(
+                wait_until, paths.forks_wanted.exists, 30, "the client to ask for forks"
+            )
+            assert not daemon_answers(paths), "the client launched a daemon of its own"
+            daemon = await anyio.to_thread.run_sync(start_daemon, state_dir, FAST_SETTINGS)
+            started.append(daemon)
+            await call_ok(client, "create_notebook")
+            child = psutil.Process(session_manager_pid(daemon, "second"))
+            seen.extend([child.ppid(), fork_server(daemon).pid])
+            assert not paths.forks_wanted.exists(), "the daemon took the request"
+
+    try:
+        run_bounded(body)
+    finally:
+        os.close(launching)
+        for daemon in started:
+            daemon.stop()
+            assert_daemon_gone(daemon)
+    forked_by, server = seen
+    assert forked_by == server, "the first child came from the fork server"
