@@ -117,7 +117,7 @@ def ready_without_the_edge(state: Path) -> str:
         sys.argv = ["nbstage", "mcp", "--no-autostart", "--state-dir", {str(state)!r}]
         from nbstage.entrypoints.mcp import mcp_main
 
-        mcp_main.run_edge = lambda paths, args, problem: print(paths.logs.is_dir(), args.label)
+        mcp_main.run_edge = lambda paths, args, *_: print(paths.logs.is_dir(), args.label)
         import nbstage.entrypoints.cli as cli
 
         cli.main()
