@@ -124,6 +124,7 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
         tempfile.tempdir = None
         os.chdir(request.get("cwd") or "/")
         rewrite_proc_image(request["argv"], env)
+        sys.argv = [str(PACKAGE / "entrypoints" / "session" / "session_main.py")]
         edge = os.pidfd_open(int(env[EDGE_PID_ENV]))
         code = serve(socket.socket(fileno=session), edge)
     except SystemExit as exc:
