@@ -94,6 +94,10 @@ class SessionChildEdge:
                 self._host.tell(manager, message)
                 if isinstance(message, StopSessionManager) or self.exit_code:
                     break
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            # The edge closed its end while this child was writing: it is stopping this
+            # child (the stop frame may be queued behind the error) or it is gone.
+            log.info("the link to nbstage mcp closed: %s", exc)
         except (FrameError, ConnectionError) as exc:
             log.warning("the link to nbstage mcp failed: %s", exc)
         self._host.tell(manager, StopSessionManager())
