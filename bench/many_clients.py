@@ -6,8 +6,9 @@ A daemon starts in a temp state dir; once its session fork server listens (ADR 0
 daemon that has run a few seconds has one), ``--clients`` SDK clients (half legacy, half
 2026-07-28) are released together from one event, each spawning its own `nbstage mcp`
 (the SDK's imports for checking results are made before the release: ``warm_client_library``).
-With ``--cold`` no daemon runs before: the clients start it (the first to get the
-daemon lock does), so no session fork server serves them. Each creates a notebook, adds a
+With ``--cold`` no daemon runs before: the clients start it (the first to take
+``autostart.lock`` does, and starts its session child plainly; the others wait for the
+daemon's fork server, ADR 0009). Each creates a notebook, adds a
 `1+1` cell and executes it; once every client has its
 first result (or has failed), all of them execute the cell again together. Reported:
 

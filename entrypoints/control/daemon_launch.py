@@ -84,6 +84,9 @@ def start_daemon_unless_running(
         held = _launcher_lock(paths)
         if held is None:
             return Autostart.STARTING
+        if daemon_answers(paths):
+            os.close(held)
+            return Autostart.RUNNING
         out = daemon_output(paths)
     except (OSError, Untrusted) as exc:
         log.error("could not start the daemon: %s", exc)

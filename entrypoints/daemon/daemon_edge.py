@@ -115,6 +115,8 @@ class Edge:
 
     def _start_session_forks(self) -> None:
         if not self._stop_requested.is_set():
+            # a request left after the daemon looked at it would speed up the next start
+            self.clients.spawn(asyncio.to_thread(_taken, self.paths.forks_wanted))
             self.clients.spawn(self.session_forks.start())
 
     def _discard_spare(self) -> None:

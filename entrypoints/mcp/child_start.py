@@ -23,7 +23,7 @@ import orjson
 
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.ownership import Untrusted, check_peer
-from nbstage.entrypoints.common.python_command import module_command
+from nbstage.entrypoints.common.python_command import isolation_flags, module_command
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths, recorded_paths
 from nbstage.entrypoints.session.session_zygote import PACKAGE
 from nbstage.protocol.common.safe_files import write_private
@@ -34,7 +34,8 @@ log = logging.getLogger("nbstage.edge")
 REPLY_SECS = 5.0
 """A fork takes milliseconds; many edges at once queue at the one fork server."""
 KILLED = -int(signal.SIGKILL)
-"""The status of a child that ended without writing one (it was killed)."""
+"""The status of a child that ended without writing one: a signal ended it (which one is
+its parent's to know, the fork server's)."""
 SESSION_MAIN = "nbstage.entrypoints.session.session_main"
 FORK_SERVER_WAIT_SECS = 15.0
 """How long the first child of a client that found another client starting the daemon
@@ -52,20 +53,22 @@ class ForkedSessionChild:
         self.returncode: int | None = None
         self._pidfd = pidfd
         self._exits = exits
+        self._ended: asyncio.Future[int] | None = None
 
     async def wait(self) -> int:
-        if self.returncode is None:
+        """The child's exit status, once it has ended; any number of callers may wait."""
+        if self._ended is None:
             loop = asyncio.get_running_loop()
-            ended = loop.create_future()
-            loop.add_reader(self._pidfd, lambda: ended.done() or ended.set_result(None))
-            try:
-                await ended
-            finally:
-                loop.remove_reader(self._pidfd)
-            if self.returncode is None:
-                self.returncode = self._status()
-                os.close(self._pidfd)
-        return self.returncode
+            self._ended = loop.create_future()
+            loop.add_reader(self._pidfd, self._on_end)
+        return await asyncio.shield(self._ended)
+
+    def _on_end(self) -> None:
+        asyncio.get_running_loop().remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self.returncode = self._status()
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_result(self.returncode)
 
     def _status(self) -> int:
         try:
@@ -81,7 +84,7 @@ class ForkedSessionChild:
 
     def kill(self) -> None:
         if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
 
@@ -181,6 +184,7 @@ def _ask(
         "cwd": os.getcwd(),
         "python": sys.executable,
         "package": str(PACKAGE),
+        "flags": isolation_flags(sys.flags),
     }
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
         channel.settimeout(REPLY_SECS)

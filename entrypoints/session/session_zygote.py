@@ -11,9 +11,10 @@ socketpair, its stderr, and the write end of a pipe on which the child reports i
 status. The reply is ``{"pid": N}`` with the child's pidfd, or ``{"refused": why}``; the
 edge then starts its child the plain way.
 
-It refuses an edge of another interpreter or another nbstage checkout, and a request
-that arrives after a module it imported has changed on disk (an upgrade in place): it
-answers that one, and ends. It ends too when the daemon that started it is gone, or on
+It refuses an edge of another interpreter, nbstage checkout, isolation options or
+``PYTHONPATH``, and a request that arrives after a module it imported has changed on disk
+(an upgrade in place): it answers that one, and ends. A request that makes it fail in any
+other way is refused, and it serves on. It ends too when the daemon that started it is gone, or on
 SIGTERM. A child it forked does not end with it: the child leads its own session, and
 ends with its edge (the socketpair closes, or the edge's pidfd fires).
 
@@ -33,6 +34,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nbstage.protocol.common.frozen import frozen
+
 SOCKET_ENV = "NBSTAGE_SESSION_ZYGOTE_SOCKET"
 OWNER_ENV = "NBSTAGE_SESSION_ZYGOTE_OWNER"
 PAD_ENV = "NBSTAGE_SESSION_ZYGOTE_ROOM"
@@ -40,8 +43,8 @@ ROOM = 16384
 """Bytes of padding in this process's command line and environment, which a forked
 child writes its own over: an edge's environment is the user's, often several kB."""
 REAP_SECS = 1.0
-REQUEST_SECS = 2.0
-"""How long an accepted edge may take to send its request."""
+REQUEST_SECS = 0.5
+"""How long an accepted edge may take to send its request (it sends it at once)."""
 MOST_BYTES = 1 << 20
 FDS = 3
 PRELOADED_PACKAGES = ("nbstage.actors.session",)
@@ -57,7 +60,18 @@ PACKAGE = Path(__file__).resolve().parents[2]
 # --- pure parts ---------------------------------------------------------------------------
 
 
-def refusal(request: dict[str, Any], python: str, package: str) -> str | None:
+@frozen
+class Interpreter:
+    """What decides the code a child runs: the interpreter, the nbstage folder, the
+    options that say where imports come from, and ``PYTHONPATH``."""
+
+    python: str
+    package: str
+    flags: tuple[str, ...]
+    pythonpath: str | None
+
+
+def refusal(request: dict[str, Any], own: Interpreter) -> str | None:
     """Why a request cannot be served by this process, or None."""
     if not isinstance(request.get("argv"), list) or not isinstance(request.get("env"), dict):
         return "the request needs argv (a list) and env (an object)"
@@ -65,11 +79,22 @@ def refusal(request: dict[str, Any], python: str, package: str) -> str | None:
         return "every argument must be a string"
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items()):
         return "every environment variable and value must be a string"
-    if request.get("python") != python:
-        return f"this fork server runs {python}, not {request.get('python')}"
-    if request.get("package") != package:
-        return f"this fork server runs nbstage from {package}, not {request.get('package')}"
+    if request.get("python") != own.python:
+        return f"this fork server runs {own.python}, not {request.get('python')}"
+    if request.get("package") != own.package:
+        return f"this fork server runs nbstage from {own.package}, not {request.get('package')}"
+    if request.get("flags") != list(own.flags):
+        return f"this fork server runs with the options {own.flags}, not {request.get('flags')}"
+    if request["env"].get("PYTHONPATH") != own.pythonpath:
+        return "this fork server runs with another PYTHONPATH"
     return None
+
+
+def this_interpreter(pythonpath: str | None) -> Interpreter:
+    from nbstage.entrypoints.common.python_command import isolation_flags
+
+    flags = tuple(isolation_flags(sys.flags))
+    return Interpreter(sys.executable, str(PACKAGE), flags, pythonpath)
 
 
 def changed_files(seen: dict[str, int], mtime_of: Any) -> list[str]:
@@ -98,37 +123,19 @@ def loaded_sources(modules: dict[str, Any], package: Path) -> dict[str, int]:
 # --- the child ----------------------------------------------------------------------------
 
 
-def become(request: dict[str, Any], fds: list[int]) -> None:
-    """In the forked child: take the edge's environment and folder, show its command line
-    in ``/proc``, and serve as its session child; never returns."""
-    # here, not at the top: `nbstage mcp` imports this module and keeps tempfile out
-    import tempfile
-
-    from nbstage.actors.daemon.kernel.kernel_zygote import rewrite_proc_image
-    from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
-    from nbstage.entrypoints.session.session_child import serve
-
+def become(request: dict[str, Any], fds: list[int], ready: int) -> None:
+    """In the forked child: lead a session of its own, take the edge's environment and
+    folder, show its command line in ``/proc``, say so on ``ready``, and serve as its
+    session child; never returns."""
     code = 1
     session, stderr, exits = fds
     try:
-        os.setsid()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.dup2(stderr, 2)
-        os.dup2(stderr, 1)
-        os.close(stderr)
-        os.set_inheritable(exits, False)
-        env = request["env"]
-        os.environ.clear()
-        os.environ.update(env)
-        tempfile.tempdir = None
-        os.chdir(request.get("cwd") or "/")
-        rewrite_proc_image(request["argv"], env)
-        sys.argv = [str(PACKAGE / "entrypoints" / "session" / "session_main.py")]
-        edge = os.pidfd_open(int(env[EDGE_PID_ENV]))
-        code = serve(socket.socket(fileno=session), edge)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        code = _serve_as_child(request, session, stderr, exits, ready)
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = exit_status(exc.code)
     except BaseException as exc:
         print(f"nbstage session zygote: child {os.getpid()} failed: {exc!r}", file=sys.stderr)
     finally:
@@ -140,15 +147,48 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
         os._exit(code)
 
 
+def _serve_as_child(
+    request: dict[str, Any], session: int, stderr: int, exits: int, ready: int
+) -> int:
+    # here, not at the top: `nbstage mcp` imports this module and keeps tempfile out
+    import tempfile
+
+    from nbstage.actors.daemon.kernel.kernel_zygote import rewrite_proc_image
+    from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
+    from nbstage.entrypoints.session.session_child import serve
+
+    os.setsid()
+    os.dup2(stderr, 2)
+    os.dup2(stderr, 1)
+    os.close(stderr)
+    os.set_inheritable(exits, False)
+    env = request["env"]
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None
+    os.chdir(request.get("cwd") or "/")
+    rewrite_proc_image(request["argv"], env)
+    sys.argv = [str(PACKAGE / "entrypoints" / "session" / "session_main.py")]
+    edge = os.pidfd_open(int(env[EDGE_PID_ENV]))
+    os.close(ready)
+    return serve(socket.socket(fileno=session), edge)
+
+
+def exit_status(code: object) -> int:
+    """The status ``sys.exit(code)`` gives a process."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
 # --- the server ---------------------------------------------------------------------------
 
 
 class SessionZygote:
-    def __init__(self, listener: socket.socket, owner: int | None) -> None:
+    def __init__(self, listener: socket.socket, owner: int | None, own: Interpreter) -> None:
         self.listener = listener
         self.owner = owner
-        self.python = sys.executable
-        self.package = str(PACKAGE)
+        self.own = own
         self.sources = loaded_sources(sys.modules, PACKAGE)
         self.stale = False
 
@@ -160,10 +200,23 @@ class SessionZygote:
             if self.owner is not None and self.owner in readable:
                 return
             if self.listener in readable:
+                self.take_one()
+
+    def take_one(self) -> None:
+        """One edge's request, answered; whatever goes wrong with it is that edge's alone."""
+        from nbstage.entrypoints.common.ownership import check_peer  # preloaded
+
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        with connection:
+            try:
+                check_peer(connection, "an edge")
+                self.answer(connection)
+            except Exception as exc:
                 with contextlib.suppress(OSError):
-                    connection, _ = self.listener.accept()
-                    with connection:
-                        self.answer(connection)
+                    connection.send(json.dumps({"refused": repr(exc)[:500]}).encode())
 
     def answer(self, connection: socket.socket) -> None:
         connection.settimeout(REQUEST_SECS)
@@ -173,7 +226,7 @@ class SessionZygote:
             if why is not None:
                 connection.send(json.dumps({"refused": why}).encode())
                 return
-            pid = self.fork(json.loads(data), fds)
+            pid = self.fork(json.loads(data), fds, connection)
             pidfd = os.pidfd_open(pid)
             try:
                 socket.send_fds(connection, [json.dumps({"pid": pid}).encode()], [pidfd])
@@ -192,19 +245,36 @@ class SessionZygote:
             return f"the request is not JSON: {exc}"
         if not isinstance(request, dict):
             return "the request is not a JSON object"
-        why = refusal(request, self.python, self.package)
+        why = refusal(request, self.own)
         if why is None and (changed := changed_files(self.sources, os_mtime)):
             self.stale = True
             why = f"{changed[0]} changed on disk since this fork server started"
         return why
 
-    def fork(self, request: dict[str, Any], fds: list[int]) -> int:
-        pid = os.fork()
-        if pid == 0:
-            self.listener.close()
-            if self.owner is not None:
-                os.close(self.owner)
-            become(request, fds)
+    def fork(self, request: dict[str, Any], fds: list[int], connection: socket.socket) -> int:
+        """Fork the child; return once it leads its own session and shows its edge's
+        command line and environment in ``/proc``, where sweeps and tests look. SIGTERM
+        waits meanwhile: the child must not run this server's handler."""
+        ready, signalled = os.pipe()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(ready)
+                    connection.close()
+                    self.listener.close()
+                    if self.owner is not None:
+                        os.close(self.owner)
+                finally:
+                    become(request, fds, signalled)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        os.close(signalled)
+        try:
+            os.read(ready, 1)
+        finally:
+            os.close(ready)
         return pid
 
     def reap(self) -> None:
@@ -270,11 +340,12 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     owner = owner_pidfd()
+    own = this_interpreter(os.environ.get("PYTHONPATH"))
     preload()
     listener = listen(path)
     identity = os.stat(path).st_ino
     try:
-        SessionZygote(listener, owner).serve()
+        SessionZygote(listener, owner, own).serve()
     finally:
         listener.close()
         with contextlib.suppress(OSError):

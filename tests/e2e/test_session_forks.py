@@ -132,7 +132,13 @@ def test_the_fork_server_refuses_bad_requests_and_serves_on(
     read, write = os.pipe()
     ours, theirs = socket.socketpair()
     fds = [theirs.fileno(), 2, write]
-    good = {"argv": ["python"], "env": {}, "python": forker.cmdline()[0], "package": str(PACKAGE)}
+    good = {
+        "argv": ["python"],
+        "env": {},
+        "python": forker.cmdline()[0],
+        "package": str(PACKAGE),
+        "flags": [],
+    }
     try:
         cases = {
             b"not json": fds,
@@ -140,7 +146,9 @@ def test_the_fork_server_refuses_bad_requests_and_serves_on(
             json.dumps({**good, "env": {"A": 1}}).encode(): fds,
             json.dumps({**good, "python": "/usr/bin/other"}).encode(): fds,
             json.dumps({**good, "package": "/elsewhere"}).encode(): fds,
+            json.dumps({**good, "flags": ["-I"]}).encode(): fds,
             json.dumps(good).encode(): fds[:2],
+            b"[" * 200_000: fds,
         }
         for packet, sent in cases.items():
             answer = ask(daemon, packet, sent)
@@ -151,6 +159,9 @@ def test_the_fork_server_refuses_bad_requests_and_serves_on(
             os.close(fd)
         ours.close()
         theirs.close()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as silent:
+        silent.connect(str(daemon.paths.session_zygote))
+        assert ask(daemon, json.dumps({**good, "flags": ["-I"]}).encode(), []), "served after it"
     assert forker.is_running()
     seen = served_child(daemon, "after", tmp_path)
     assert seen.ppid == forker.pid, "the fork server serves on"

@@ -14,13 +14,23 @@ import pytest
 
 from nbstage.entrypoints.mcp.child_start import KILLED, ForkedSessionChild
 from nbstage.entrypoints.session.session_zygote import (
+    Interpreter,
     SessionZygote,
     changed_files,
+    exit_status,
     loaded_sources,
     refusal,
+    this_interpreter,
 )
 
-GOOD = {"argv": ["python", "-m", "x"], "env": {"A": "1"}, "python": "/py", "package": "/pkg"}
+OWN = Interpreter("/py", "/pkg", ("-s",), None)
+GOOD = {
+    "argv": ["python", "-m", "x"],
+    "env": {"A": "1"},
+    "python": "/py",
+    "package": "/pkg",
+    "flags": ["-s"],
+}
 
 
 @pytest.mark.parametrize(
@@ -34,10 +44,13 @@ GOOD = {"argv": ["python", "-m", "x"], "env": {"A": "1"}, "python": "/py", "pack
         ({**GOOD, "python": "/other"}, "/other"),
         ({**GOOD, "package": "/elsewhere"}, "/elsewhere"),
         ({k: v for k, v in GOOD.items() if k != "python"}, "None"),
+        ({**GOOD, "flags": []}, "options"),
+        ({**GOOD, "flags": ["-I"]}, "options"),
+        ({**GOOD, "env": {"PYTHONPATH": "/elsewhere"}}, "PYTHONPATH"),
     ],
 )
 def test_refusal(request_: dict, refused: str | None) -> None:
-    why = refusal(request_, "/py", "/pkg")
+    why = refusal(request_, OWN)
     if refused is None:
         assert why is None
     else:
@@ -77,9 +90,10 @@ def test_a_source_changed_on_disk_is_refused_and_ends_the_server(tmp_path: Path)
     source.write_text("")
     listener, other = socket.socketpair()
     try:
-        server = SessionZygote(listener, None)
+        own = this_interpreter(None)
+        server = SessionZygote(listener, None, own)
         server.sources = {str(source): source.stat().st_mtime_ns}
-        request = {**GOOD, "python": server.python, "package": server.package}
+        request = {**GOOD, "python": own.python, "package": own.package, "flags": list(own.flags)}
         packet = json.dumps(request).encode()
         assert server.why_not(packet, [0, 1, 2]) is None
         os.utime(source, ns=(0, source.stat().st_mtime_ns + 10**9))
@@ -127,5 +141,23 @@ def test_a_killed_forked_child_reports_sigkill() -> None:
 
     try:
         assert asyncio.run(kill_and_wait()) == KILLED
+    finally:
+        os.waitpid(child.pid, 0)
+
+
+@pytest.mark.parametrize(("code", "status"), [(None, 0), (0, 0), (75, 75), ("bye", 1)])
+def test_exit_status_is_what_sys_exit_gives(code: object, status: int) -> None:
+    assert exit_status(code) == status
+
+
+def test_many_waiters_of_one_forked_child_all_hear_its_end() -> None:
+    """The edge's stop and its reaper both wait for the same child."""
+    child = forked(75)
+
+    async def two_waiters() -> list[int]:
+        return list(await asyncio.gather(child.wait(), child.wait()))
+
+    try:
+        assert asyncio.run(two_waiters()) == [75, 75]
     finally:
         os.waitpid(child.pid, 0)
