@@ -229,6 +229,12 @@ class SharedDocBuilt:
 
 
 @frozen
+class SharedDocMirrorDue:
+    """Timer payload, due at once: the people's shared document takes what the Room
+    changed, after the answers those changes produced have gone out (lab_people.py)."""
+
+
+@frozen
 class SharedDocIdle:
     """Timer payload: no person has been in the room since ``generation``; its shared
     document is frozen unless one joined since."""

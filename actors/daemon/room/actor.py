@@ -129,6 +129,7 @@ class Room(NbActor):
             request(lab.PassSharedDocMessage): partial(lab_people.person_said, self),
             finished(f.SharedDocBuilt): partial(lab_people.shared_doc_built, self),
             wakeup(f.SharedDocIdle): lambda due: self.sharing.idle(due, self.doc),
+            wakeup(f.SharedDocMirrorDue): partial(lab_people.mirror, self),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(
                 *self.file.look_returned(d, self.doc, bool(self.peers))

@@ -1,26 +1,44 @@
 """The Room's handlers for the people watching in JupyterLab (ADR 0004): what each message
-changed is mirrored into their shared document, the requests held for its build are
-served once it is built, and a person's edit is journalled like an agent's. The state is
-the sharing part's (sharing.py); these act through the Room."""
+changed is mirrored into their shared document, from a timer due at once so that the
+answers the message produced go out first; the requests held for its build are served
+once it is built, and a person's edit is journalled like an agent's. A person's message
+takes the document with every change mirrored first. The state is the sharing part's
+(sharing.py); these act through the Room."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from nbstage.actors.daemon.room import person_edits, sharing
+from nbstage.actors.daemon.room.actions import Wake
 from nbstage.protocol.daemon import lab
 from nbstage.protocol.daemon_actors.edge import Origin
+from nbstage.protocol.daemon_actors.room_followups import SharedDocMirrorDue
 
 
 def after_message(room: Any) -> None:
-    """What the message changed reaches the people watching and the daemon's watchers."""
+    """What the message changed reaches the daemon's watchers now, and the people
+    watching once its answers are out."""
     room.act(*room.sharing.beacon.after(room))
-    if room.sharing.watched:
+    sharing = room.sharing
+    if sharing.mirror_due or not sharing.watched:
+        return
+    if sharing.behind(room.doc, room.peers, room.seat.runs.book.live_cells()):
+        sharing.mirror_due = True
+        room.act(Wake(0, SharedDocMirrorDue()))
+
+
+def mirror(room: Any, due: SharedDocMirrorDue | None = None) -> None:
+    """Everything the Room changed, into the people's document and out to them."""
+    sharing = room.sharing
+    sharing.mirror_due = False
+    if sharing.watched:
         running, nid = room.seat.runs.book.live_cells(), room.config.notebook_id
-        room.act(*room.sharing.mirror(room.doc, room.peers, running, room.edge, nid))
+        room.act(*sharing.mirror(room.doc, room.peers, running, room.edge, nid))
 
 
 def joined(room: Any, origin: Origin, req: lab.JoinSharedDoc) -> None:
+    mirror(room)
     room.act(*room.sharing.join(origin, req, room.doc, room.peers))
 
 
@@ -37,6 +55,7 @@ def person_said(room: Any, origin: Origin, req: lab.PassSharedDocMessage) -> Non
     """A person's edit is journalled like an agent's; they hear back once it is."""
     if room.sharing.holds(origin, req):
         return
+    mirror(room)
     room.close.refuse("the edit was not taken")
     said = room.sharing.heard(req, room.doc, room.edge)
     if said.records:

@@ -132,6 +132,17 @@ class SharedDoc:
 
     # --- the Room's side --------------------------------------------------------------
 
+    def behind(self, doc: Document, running: frozenset[str]) -> bool:
+        """Whether ``mirror`` would write anything: the document, the running cells, a
+        person's edit to settle, or an agent's mark moved since the last one."""
+        return (
+            doc.revision != self.revision
+            or running != self._running
+            or self._heard
+            or self.marks.dirty
+            or bool(self.marks.gone)
+        )
+
     def mirror(self, doc: Document, running: frozenset[str] = frozenset()) -> list[bytes]:
         """Bring the Y document to ``doc`` in one transaction, cell by cell id; the
         update messages every person needs (none when nothing changed).
@@ -141,7 +152,7 @@ class SharedDoc:
         are touched, so an edit, an output or a new cell costs a cell, not the notebook.
         ``running``: the cells queued or running, whose ``execution_state`` is "running"
         (Lab's ``[*]``)."""
-        if doc.revision == self.revision and running == self._running and not self._heard:
+        if not (doc.revision != self.revision or running != self._running or self._heard):
             return self._marked(False)
         seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
         with self.ydoc.transaction():

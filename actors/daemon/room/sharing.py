@@ -3,11 +3,13 @@
 frozen when nobody has watched for ``shared_doc_idle_secs`` and made again, with the
 same history, on the next join, so a browser that comes back continues it.
 
-A plain class that returns actions (room/actions.py). The Room calls ``mirror`` after
-every message it handled: with nobody watching that is one attribute test, so the
-agent pays nothing for the view (ADR 0004). It also holds the word to the sessions that
-subscribed to the notebook as an MCP resource (change_beacon.py): both are the
-document's watchers.
+A plain class that returns actions (room/actions.py). After every message it handled
+the Room asks whether the people are ``behind``; with nobody watching that is one
+attribute test, so the agent pays nothing for the view (ADR 0004). When they are, the
+``mirror`` runs from a timer due at once (``mirror_due``), after the answers of that
+message have gone out: an agent's call does not wait for the people's update. It also
+holds the word to the sessions that subscribed to the notebook as an MCP resource
+(change_beacon.py): both are the document's watchers.
 
 While a build is under way the Room goes on serving; the people's requests (joins,
 messages) are held, in the order they came, and handed back to the Room once the
@@ -77,6 +79,8 @@ class Sharing:
         self.generation = 0
         """Moves at every build and every join: an idle timer or a build of another
         generation is stale."""
+        self.mirror_due = False
+        """A ``SharedDocMirrorDue`` timer is armed and has not fired."""
         self.beacon = ChangeBeacon()
         """The word to the daemon's watchers (sessions subscribed to the notebook as an MCP
         resource) that the document changed (change_beacon.py)."""
@@ -84,6 +88,16 @@ class Sharing:
     @property
     def watched(self) -> bool:
         return self.shared is not None and bool(self.shared.people)
+
+    def behind(self, doc: Document | None, peers: Peers, running: frozenset[str]) -> bool:
+        """Whether a person watches and ``mirror`` has something to do for them: what the
+        Room changed, or a person or an agent gone."""
+        shared = self.shared
+        if shared is None or doc is None or not shared.people:
+            return False
+        return shared.behind(doc, running) or any(
+            peer_id not in peers.labels for peer_id in (*shared.people, *shared.marks.marks)
+        )
 
     def view(self) -> SharedDocView:
         if self.building is not None:
