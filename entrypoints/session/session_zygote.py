@@ -324,22 +324,15 @@ def listen(path: str) -> socket.socket:
     return listener
 
 
-def owner_pidfd() -> int | None:
-    owner = os.environ.pop(OWNER_ENV, "")
-    if not owner:
-        return None
-    try:
-        return os.pidfd_open(int(owner))
-    except ProcessLookupError:
-        os._exit(1)
-
-
 def main() -> None:
     path = os.environ.pop(SOCKET_ENV)
     os.environ.pop(PAD_ENV, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    owner = owner_pidfd()
+    from nbstage.actors.daemon.kernel.kernel_zygote import owner_pidfd
+
+    owner = owner_pidfd(OWNER_ENV)
+    os.environ.pop(OWNER_ENV, None)
     own = this_interpreter(os.environ.get("PYTHONPATH"))
     preload()
     listener = listen(path)

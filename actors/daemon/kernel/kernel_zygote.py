@@ -271,8 +271,10 @@ def preload() -> object:
     return launcher
 
 
-def owner_pidfd() -> int | None:
-    owner = os.environ.get(OWNER_PID_ENV)
+def owner_pidfd(name: str = OWNER_PID_ENV) -> int | None:
+    """A pidfd of the process whose pid the variable ``name`` holds, the owner whose end
+    ends this server; None without one. Exits at once if the owner is already gone."""
+    owner = os.environ.get(name)
     if not owner:
         return None
     try:
