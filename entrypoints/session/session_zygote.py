@@ -31,6 +31,7 @@ import select
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,13 @@ def changed_files(seen: dict[str, int], mtime_of: Any) -> list[str]:
     return changed
 
 
+def unseen_after(sources: dict[str, int], began_ns: int) -> dict[str, int]:
+    """``sources`` with each file changed after ``began_ns`` (while it was imported, so
+    which version came in is not known) marked as never seen, so that it counts as
+    changed at the first check."""
+    return {path: -1 if mtime > began_ns else mtime for path, mtime in sources.items()}
+
+
 def loaded_sources(modules: dict[str, Any], package: Path) -> dict[str, int]:
     """path → mtime_ns of the source of every loaded module inside ``package``."""
     found = {}
@@ -185,11 +193,17 @@ def exit_status(code: object) -> int:
 
 
 class SessionZygote:
-    def __init__(self, listener: socket.socket, owner: int | None, own: Interpreter) -> None:
+    def __init__(
+        self, listener: socket.socket, owner: int | None, own: Interpreter, began_ns: int = 0
+    ) -> None:
+        """``began_ns``: when the imports began (``time.time_ns``); a source changed since
+        makes this server refuse its first request and end."""
         self.listener = listener
         self.owner = owner
         self.own = own
         self.sources = loaded_sources(sys.modules, PACKAGE)
+        if began_ns:
+            self.sources = unseen_after(self.sources, began_ns)
         self.stale = False
 
     def serve(self) -> None:
@@ -334,11 +348,12 @@ def main() -> None:
     owner = owner_pidfd(OWNER_ENV)
     os.environ.pop(OWNER_ENV, None)
     own = this_interpreter(os.environ.get("PYTHONPATH"))
+    began_ns = time.time_ns()
     preload()
     listener = listen(path)
     identity = os.stat(path).st_ino
     try:
-        SessionZygote(listener, owner, own).serve()
+        SessionZygote(listener, owner, own, began_ns).serve()
     finally:
         listener.close()
         with contextlib.suppress(OSError):

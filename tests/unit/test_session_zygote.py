@@ -21,6 +21,7 @@ from nbstage.entrypoints.session.session_zygote import (
     loaded_sources,
     refusal,
     this_interpreter,
+    unseen_after,
 )
 
 OWN = Interpreter("/py", "/pkg", ("-s",), None)
@@ -67,6 +68,11 @@ def test_changed_files_names_changed_and_gone_files() -> None:
         return {"same": 1, "newer": 5}[path]
 
     assert changed_files(now, mtime_of) == ["newer", "gone"]
+
+
+def test_a_source_changed_while_it_was_imported_counts_as_changed() -> None:
+    seen = unseen_after({"before": 100, "during": 300}, began_ns=200)
+    assert changed_files(seen, lambda path: {"before": 100, "during": 300}[path]) == ["during"]
 
 
 def test_loaded_sources_are_the_modules_inside_the_package(tmp_path: Path) -> None:
