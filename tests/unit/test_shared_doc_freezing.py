@@ -244,3 +244,34 @@ def test_people_who_join_while_the_thaw_runs_get_every_edit(worker_runs: str) ->
     assert _synced(room, browser) == expected
     texts = [[o["text"] for o in c["outputs"]] for c in room.sharing.shared.content()["cells"]]
     assert ["meanwhile\n"] in texts
+
+
+@pytest.mark.parametrize("times", [2, 3, 5])
+def test_outputs_changed_twice_while_nobody_watched_are_frozen_as_they_are(times: int) -> None:
+    """A freed outputs list's identity may be taken by the next one the Document makes:
+    the mirror must not take a twice-changed cell for an unchanged one."""
+    room = Room(_doc("a", "b"))
+    cell_id = room.doc.cells[0].id
+    room.doc.set_outputs(cell_id, [{**STREAM, "text": "0\n"}], 1)
+    _, peer_id = _live_with_a_browser(room)
+    due = _everyone_leaves(room, peer_id)
+    for i in range(1, times + 1):
+        room.doc.set_outputs(cell_id, [{**STREAM, "text": f"{i}\n"}], 1)
+    freeze = room.idle(due)
+    assert freeze is not None
+    room.frozen_back(freeze, freeze.work())
+    [thaw] = room.join(conn=8)
+    room.built(thaw, thaw.work())
+    assert room.y_cells() == room.cells()
+
+
+@pytest.mark.parametrize("times", [2, 3])
+def test_outputs_changed_twice_during_a_build_are_built_as_they_are(times: int) -> None:
+    room = Room(_doc("a", "b"))
+    cell_id = room.doc.cells[0].id
+    room.doc.set_outputs(cell_id, [{**STREAM, "text": "0\n"}], 1)
+    [build] = room.join(conn=5)
+    for i in range(1, times + 1):
+        room.doc.set_outputs(cell_id, [{**STREAM, "text": f"{i}\n"}], 1)
+    room.built(build, build.work())
+    assert room.y_cells() == room.cells()

@@ -83,6 +83,10 @@ class SharedDoc:
         self.revision = start.revision
         """The Document revision the Y document holds."""
         self._seen = built.seen
+        self._pinned = [cell.outputs for cell in start.cells]
+        """The outputs lists whose identities ``_seen`` holds, kept alive until the next
+        mirror: a list the Document let go and freed could otherwise lend its identity to
+        a later one, and a cell changed twice between two mirrors would look unchanged."""
         self._ids = built.ids
         """The ids of the Y cells, in order, kept by watching the array (reading them
         back from the Y document costs a call per cell)."""
@@ -204,6 +208,7 @@ class SharedDoc:
         self, doc: Document, running: frozenset[str], seen: dict[str, shared_cells.Fingerprint]
     ) -> None:
         self.revision, self._running, self._heard, self._seen = doc.revision, running, False, seen
+        self._pinned = [cell.outputs for cell in doc.cells]
         self._metadata = copy.deepcopy(doc.metadata)
 
     def _restructure(self, doc: Document) -> frozenset[str]:
