@@ -17,6 +17,7 @@ from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_build
 from nbstage.actors.daemon.room.actions import Answer, Fail, Offload, Wake
 from nbstage.actors.daemon.room.freezing import FreezeOutcome, outcome
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.lab import PassSharedDocMessage
 from nbstage.protocol.daemon.room_replies import SharedDocState
 from nbstage.protocol.daemon_actors.room_followups import SharedDocBuilt, SharedDocFrozen
@@ -275,3 +276,17 @@ def test_outputs_changed_twice_during_a_build_are_built_as_they_are(times: int) 
         room.doc.set_outputs(cell_id, [{**STREAM, "text": f"{i}\n"}], 1)
     room.built(build, build.work())
     assert room.y_cells() == room.cells()
+
+
+def test_a_room_that_closes_refuses_what_a_freeze_held_and_keeps_its_result() -> None:
+    """The room may end before the freeze is back: the person hears now; the freeze, if the
+    close is called off, is kept."""
+    room = Room(_doc("a"))
+    _, _, freeze = _freezing(room)
+    room.join(conn=8)
+    closing = NbstageError(ErrorCode.SHUTTING_DOWN, "closing")
+    refused = room.sharing.refuse_held(closing)
+    assert [type(action) for action in refused] == [Fail]
+    assert room.sharing.refuse_held(closing) == []
+    assert room.frozen_back(freeze, freeze.work()) == []
+    assert room.sharing.view().state is SharedDocState.FROZEN

@@ -147,6 +147,17 @@ class Sharing:
             return self.building.held
         return None if self.freezing is None else self.freezing.held
 
+    def refuse_held(self, error: NbstageError) -> list[Action]:
+        """The room is closing: the people's requests held for a build or a freeze are
+        refused now (the room may end before the work is back); the work goes on, and
+        what it brings back is kept, should the close be called off."""
+        waiting = self._waiting()
+        if not waiting:
+            return []
+        refused = [Fail(origin, error) for origin, _ in waiting]
+        waiting.clear()
+        return refused
+
     def _hold(self, origin: Origin, req: JoinSharedDoc, doc: Document) -> list[Action]:
         waiting = self._waiting()
         if waiting is not None:
