@@ -68,6 +68,7 @@ class SharedDocState(StrEnum):
     NONE = "none"
     BUILDING = "building"
     LIVE = "live"
+    FREEZING = "freezing"
     FROZEN = "frozen"
 
 

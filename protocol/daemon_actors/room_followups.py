@@ -235,6 +235,15 @@ class SharedDocMirrorDue:
 
 
 @frozen
+class SharedDocFrozen:
+    """Offload token: a worker froze the room's shared Y document (the result is a
+    ``shared_build.Frozen``); only the freeze of ``generation`` is taken, and only if
+    nobody asked for the document meanwhile."""
+
+    generation: int
+
+
+@frozen
 class SharedDocIdle:
     """Timer payload: no person has been in the room since ``generation``; its shared
     document is frozen unless one joined since."""

@@ -51,6 +51,7 @@ class OneRoom:
         ({"state": "none"}, None),
         ({"state": "building"}, "building"),
         ({"state": "live"}, "live"),
+        ({"state": "freezing"}, "freezing"),
         ({"state": "frozen", "frozen_bytes": 76800}, "frozen, 75 kB"),
     ],
 )

@@ -60,7 +60,28 @@ class Room:
         """SharedDocBuilt arrives; the held requests are served as the Room serves them.
         Every action, in order."""
         done = BlockingWorkDone(build.token, result, error)
-        todo, held = self.sharing.built(done, self.doc)
+        return self._serve(*self.sharing.built(done, self.doc))
+
+    def idle(self, due: SharedDocIdle) -> Offload | None:
+        """The idle timer fires: the freeze handed to a worker, if one starts."""
+        todo = self.sharing.idle(due, self.doc)
+        assert all(isinstance(action, Offload) for action in todo)
+        return todo[0] if todo else None
+
+    def frozen_back(
+        self, freeze: Offload, result: Any = None, error: Exception | None = None
+    ) -> list:
+        """SharedDocFrozen arrives; the held requests are served as the Room serves them."""
+        done = BlockingWorkDone(freeze.token, result, error)
+        return self._serve(*self.sharing.frozen_back(done, self.doc))
+
+    def freeze(self, due: SharedDocIdle) -> None:
+        """The idle timer fires and the worker's freeze comes back at once."""
+        freeze = self.idle(due)
+        assert freeze is not None
+        assert self.frozen_back(freeze, freeze.work()) == []
+
+    def _serve(self, todo: list, held: list) -> list:
         for origin, req in held:
             if isinstance(req, JoinSharedDoc):
                 todo += self.sharing.join(origin, req, self.doc, self.peers)
@@ -206,7 +227,7 @@ def test_an_idle_document_is_frozen_and_made_again_with_its_history() -> None:
     room.doc.set_outputs(room.doc.cells[0].id, [STREAM], 1)
     browser, peer_id = _live_with_a_browser(room)
     session = room.sharing.shared.session
-    room.sharing.idle(_everyone_leaves(room, peer_id), room.doc)
+    room.freeze(_everyone_leaves(room, peer_id))
     view = room.sharing.view()
     assert view.state is SharedDocState.FROZEN
     assert view.frozen_bytes
@@ -235,7 +256,7 @@ def test_a_timer_armed_before_a_join_does_not_freeze() -> None:
     _, peer_id = _live_with_a_browser(room)
     due = _everyone_leaves(room, peer_id)
     room.join(conn=9)
-    room.sharing.idle(due, room.doc)
+    assert room.idle(due) is None
     assert room.sharing.view().state is SharedDocState.LIVE
 
 
@@ -244,7 +265,7 @@ def test_a_frozen_document_is_let_go() -> None:
     room = Room(_doc(*(f"x = {i}" for i in range(50))))
     _, peer_id = _live_with_a_browser(room)
     gone = weakref.ref(room.sharing.shared)
-    room.sharing.idle(_everyone_leaves(room, peer_id), room.doc)
+    room.freeze(_everyone_leaves(room, peer_id))
     gc.collect()
     assert gone() is None
 
@@ -269,7 +290,7 @@ def test_a_cell_running_when_the_document_froze_is_shown_as_it_runs_after() -> N
     room = Room(_doc("a", "b"))
     first, second = (cell.id for cell in room.doc.cells)
     _, peer_id = _live_with_a_browser(room)
-    room.sharing.idle(_everyone_leaves(room, peer_id, frozenset({first})), room.doc)
+    room.freeze(_everyone_leaves(room, peer_id, frozenset({first})))
     [thaw] = room.join(conn=8)
     done = BlockingWorkDone(thaw.token, thaw.work())
     room.sharing.built(done, room.doc, frozenset({second}))
@@ -306,7 +327,7 @@ def test_a_failed_thaw_keeps_the_frozen_document_and_its_history() -> None:
     room = Room(_doc("a"))
     _, peer_id = _live_with_a_browser(room)
     session = room.sharing.shared.session
-    room.sharing.idle(_everyone_leaves(room, peer_id), room.doc)
+    room.freeze(_everyone_leaves(room, peer_id))
     [thaw] = room.join(conn=8)
     room.built(thaw, error=RuntimeError("no"))
     assert room.sharing.view().state is SharedDocState.FROZEN

@@ -128,7 +128,8 @@ class Room(NbActor):
             request(lab.JoinSharedDoc): partial(lab_people.joined, self),
             request(lab.PassSharedDocMessage): partial(lab_people.person_said, self),
             finished(f.SharedDocBuilt): partial(lab_people.shared_doc_built, self),
-            wakeup(f.SharedDocIdle): lambda due: self.sharing.idle(due, self.doc),
+            wakeup(f.SharedDocIdle): partial(lab_people.shared_doc_idle, self),
+            finished(f.SharedDocFrozen): partial(lab_people.shared_doc_frozen, self),
             wakeup(f.SharedDocMirrorDue): partial(lab_people.mirror, self),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(

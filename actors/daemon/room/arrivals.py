@@ -74,8 +74,10 @@ def join_room(room: Any, msg: rooms.JoinRoom, sender: Any) -> None:
 
 def close_room(room: Any, msg: rooms.CloseRoom, sender: Any) -> None:
     """Stop the kernel, then save what is unsaved; RoomClosed once the save is done and
-    the kernel has stopped. Joins held for the start are answered now: the Daemon ends
-    this room once it is closed, maybe before the start's reads come back."""
+    the kernel has stopped. Joins held for the start, and the people's requests held for
+    a build or a freeze of the shared document, are answered now: the Daemon ends this
+    room once it is closed, maybe before that work comes back."""
     room.close.by = sender
     fail_held_joins(room, closing_error("nobody joined it"))
+    room.act(*room.sharing.refuse_held(closing_error("the shared document was not opened")))
     room.act(*room.close.begin(msg.reason, loaded=room.doc is not None))

@@ -1,9 +1,9 @@
 """The Room's handlers for the people watching in JupyterLab (ADR 0004): what each message
 changed is mirrored into their shared document, from a timer due at once so that the
-answers the message produced go out first; the requests held for its build are served
-once it is built, and a person's edit is journalled like an agent's. A person's message
-takes the document with every change mirrored first. The state is the sharing part's
-(sharing.py); these act through the Room."""
+answers the message produced go out first; the requests held for its build or its freeze
+are served once it is back, and a person's edit is journalled like an agent's. A
+person's message takes the document with every change mirrored first. The state is the
+sharing part's (sharing.py); these act through the Room."""
 
 from __future__ import annotations
 
@@ -44,8 +44,19 @@ def joined(room: Any, origin: Origin, req: lab.JoinSharedDoc) -> None:
 
 def shared_doc_built(room: Any, done: Any) -> None:
     """The people's requests held for the build are served now, in the order they came."""
-    running = room.seat.runs.book.live_cells()
-    todo, held = room.sharing.built(done, room.doc, running)
+    _served(room, *room.sharing.built(done, room.doc, room.seat.runs.book.live_cells()))
+
+
+def shared_doc_idle(room: Any, due: Any) -> None:
+    room.act(*room.sharing.idle(due, room.doc))
+
+
+def shared_doc_frozen(room: Any, done: Any) -> None:
+    """A freeze came back; the people's requests held for it, if any, are served now."""
+    _served(room, *room.sharing.frozen_back(done, room.doc, room.seat.runs.book.live_cells()))
+
+
+def _served(room: Any, todo: list[Any], held: list[tuple[Origin, Any]]) -> None:
     room.act(*todo)
     for origin, body in held:
         room.serve(origin, body)

@@ -1,12 +1,15 @@
 """How the Room's shared document is made, kept idle and made again: the parts that run
-on a worker thread, off the Room's (ADR 0004, "Building off the Room's thread").
+on a worker thread, off the Room's (ADR 0004, "Building off the Room's thread" and
+"Freezing and thawing off it").
 
-Pure, no actors. ``start`` (on the Room's thread) takes what a build needs from the
-Document: a copy of the notebook as bytes and the fingerprints of the cells as that
-copy has them, so the Room may go on changing its Document while a worker builds
-(``Start.build``). The Y document comes back to the Room, which mirrors whatever changed
-meanwhile (shared_doc.py). An idle document is ``Frozen``: its encoded update,
-compressed, and a checksum per cell; ``thaw`` starts the next build from those.
+Pure, no actors. ``start`` and ``thaw`` (on the Room's thread) take what a build needs
+from the Document: the cells' content by reference (``shared_cells.copies``), and for a
+build from the Document the notebook as bytes, so the Room may go on changing its
+Document while a worker builds (``Start.build``). The Y document comes back to the Room,
+which mirrors whatever changed meanwhile (shared_doc.py). An idle document is
+``Frozen``: its encoded update, compressed, and a checksum per cell, made on a worker
+from a ``ToFreeze`` (``ToFreeze.freeze``); ``thaw`` starts the next build from those,
+and the worker compares the checksums.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import orjson
 from jupyter_ydoc import YNotebook
 from pycrdt import Doc
 
-from nbstage.actors.daemon.notebook.cell_model import Cell
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
@@ -40,6 +42,8 @@ class Built:
     """The Y cells' ids, in order."""
     update: bytes
     """The whole document as one encoded update (what a new Y client is sent)."""
+    seen: dict[str, shared_cells.Fingerprint]
+    """What the mirror will take the built Y cells for."""
 
 
 @dataclass
@@ -65,50 +69,71 @@ class Frozen:
 class Start:
     """What a build starts from, taken on the Room's thread."""
 
-    seen: dict[str, shared_cells.Fingerprint]
-    """What the mirror will take the built Y cells for."""
     revision: int
     metadata: dict[str, Any]
+    cells: tuple[shared_cells.CellCopy, ...]
+    """The Document's cells when the build started. The Room keeps this until it has
+    mirrored the built document: an outputs list it names is not freed meanwhile, so
+    no other list takes its identity (which the fingerprints hold)."""
     notebook: bytes = b""
     """The notebook as orjson bytes (a build from the Document)."""
-    frozen: bytes = b""
-    """The compressed update (a build from a frozen document)."""
+    frozen: Frozen | None = None
+    """A build from a frozen document."""
 
     def build(self) -> Built:
         """Make the Y document: the worker thread's part, which reads nothing but this."""
-        if self.frozen:
-            return _thawed(zlib.decompress(self.frozen))
-        return _made(orjson.loads(self.notebook))
+        if self.frozen is None:
+            seen = {cell.id: shared_cells.fingerprint(cell) for cell in self.cells}
+            return _made(orjson.loads(self.notebook), seen)
+        return _thawed(zlib.decompress(self.frozen.update), _kept(self.frozen, self.cells))
 
 
 def start(doc: Document) -> Start:
     whole = doc.to_json()
-    seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
     metadata = orjson.loads(orjson.dumps(whole["metadata"]))
-    return Start(seen, doc.revision, metadata, notebook=orjson.dumps(whole))
+    return Start(doc.revision, metadata, shared_cells.copies(doc.cells), orjson.dumps(whole))
 
 
 def thaw(frozen: Frozen, doc: Document) -> Start:
-    """A build from ``frozen``: a cell whose checksum still matches the Document's is
-    taken as written; any other is written again by the mirror after the build."""
+    """A build from ``frozen``, against the Document as it is now."""
+    return Start(doc.revision, frozen.metadata, shared_cells.copies(doc.cells), frozen=frozen)
+
+
+def _kept(
+    frozen: Frozen, cells: tuple[shared_cells.CellCopy, ...]
+) -> dict[str, shared_cells.Fingerprint]:
+    """A cell whose checksum still matches the frozen one is taken as written; any other
+    is written again by the mirror after the build."""
     checksums = frozen.checksums
-    seen = {
+    return {
         cell.id: shared_cells.fingerprint(cell)
         if checksums.get(cell.id) == checksum(cell)
         else STALE
-        for cell in doc.cells
+        for cell in cells
     }
-    return Start(seen, doc.revision, frozen.metadata, frozen=frozen.update)
 
 
-def freeze(update: bytes, doc: Document, session: str, marks: AgentMarks) -> Frozen:
-    """``update``: the Y document, just mirrored to ``doc``."""
-    checksums = {cell.id: checksum(cell) for cell in doc.cells}
-    metadata = orjson.loads(orjson.dumps(doc.metadata))
-    return Frozen(zlib.compress(update, 1), checksums, metadata, session, marks)
+@dataclass
+class ToFreeze:
+    """A shared document let go by the Room, to be frozen on a worker: nothing else
+    touches its Y document until ``freeze`` returns."""
+
+    ydoc: Doc[Any]
+    """Just mirrored to the Document whose cells are ``cells``."""
+    cells: tuple[shared_cells.CellCopy, ...]
+    metadata: dict[str, Any]
+    """The notebook's metadata as the Y document holds it (a copy of the Room's own)."""
+    session: str
+    marks: AgentMarks
+
+    def freeze(self) -> Frozen:
+        """The worker thread's part: encode, compress, and a checksum per cell."""
+        update = self.ydoc.get_update()
+        checksums = {cell.id: checksum(cell) for cell in self.cells}
+        return Frozen(zlib.compress(update, 1), checksums, self.metadata, self.session, self.marks)
 
 
-def checksum(cell: Cell) -> int:
+def checksum(cell: shared_cells.CellContent) -> int:
     """The cell as the mirror writes it (type, source, outputs, count, metadata), by
     content: an outputs list's identity can be reused once it is freed."""
     data = orjson.dumps(
@@ -132,19 +157,19 @@ def notebook_of(ydoc: Doc[Any]) -> YNotebook:
     return ynotebook
 
 
-def _made(notebook: dict[str, Any]) -> Built:
+def _made(notebook: dict[str, Any], seen: dict[str, shared_cells.Fingerprint]) -> Built:
     ydoc: Doc[Any] = Doc()
     ynotebook = notebook_of(ydoc)
     ynotebook.set(notebook)
     if not notebook["cells"]:
         ynotebook.ycells.clear()  # set() gives a notebook without cells an empty one
     ids: list[str | None] = [cell["id"] for cell in notebook["cells"]]
-    return Built(ydoc, ynotebook, ids, ydoc.get_update())
+    return Built(ydoc, ynotebook, ids, ydoc.get_update(), seen)
 
 
-def _thawed(update: bytes) -> Built:
+def _thawed(update: bytes, seen: dict[str, shared_cells.Fingerprint]) -> Built:
     ydoc: Doc[Any] = Doc()
     ydoc.apply_update(update)
     ynotebook = notebook_of(ydoc)
     ids = [shared_cells.id_of(ycell) for ycell in ynotebook.ycells]
-    return Built(ydoc, ynotebook, ids, update)
+    return Built(ydoc, ynotebook, ids, update, seen)

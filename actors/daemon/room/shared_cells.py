@@ -6,7 +6,7 @@ schema. Pure; shared_doc.py uses them.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 from jupyter_ydoc.utils import cast_all
@@ -14,12 +14,51 @@ from pycrdt import Map, Text
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
 
+
+class CellContent(Protocol):
+    """What the mirror writes of a cell: a Document's ``Cell`` or a ``CellCopy``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def cell_type(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def outputs(self) -> list[dict[str, Any]]: ...
+    @property
+    def execution_count(self) -> int | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+class CellCopy(NamedTuple):
+    """A cell's content when it was copied, by reference: the Document replaces a cell's
+    outputs list and metadata dict when they change, never changes them in place, so
+    a worker thread may read these while the Room goes on changing the Document."""
+
+    id: str
+    cell_type: str
+    source: str
+    outputs: list[dict[str, Any]]
+    execution_count: int | None
+    metadata: dict[str, Any]
+
+
+def copies(cells: list[Cell]) -> tuple[CellCopy, ...]:
+    """The cells' content as it is now; a reference each, no deep copy."""
+    return tuple(
+        CellCopy(c.id, c.cell_type, c.source, c.outputs, c.execution_count, c.metadata)
+        for c in cells
+    )
+
+
 Fingerprint = tuple[str, str, tuple[int, int], int | None, str]
 """A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
 metadata (as sorted JSON, a str: orjson's bytes keep a buffer of kilobytes each)."""
 
 
-def fingerprint(cell: Cell) -> Fingerprint:
+def fingerprint(cell: CellContent) -> Fingerprint:
     """What the mirror compares: the Document replaces a cell's outputs list whenever
     they change, so the list's identity stands for its content."""
     metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS).decode()

@@ -82,13 +82,17 @@ class SharedDoc:
         """This Y document's history: a browser that holds another must reload, never merge."""
         self.revision = start.revision
         """The Document revision the Y document holds."""
-        self._seen = start.seen
+        self._seen = built.seen
+        self._pinned = [cell.outputs for cell in start.cells]
+        """The outputs lists whose identities ``_seen`` holds, kept alive until the next
+        mirror: a list the Document let go and freed could otherwise lend its identity to
+        a later one, and a cell changed twice between two mirrors would look unchanged."""
         self._ids = built.ids
         """The ids of the Y cells, in order, kept by watching the array (reading them
         back from the Y document costs a call per cell)."""
         self._metadata = start.metadata
         self._running: frozenset[str] = frozenset()
-        self._heard = bool(start.frozen)
+        self._heard = start.frozen is not None
         """A person's update was applied since the last mirror (or the document was made
         from a frozen one, whose cells the mirror must look at)."""
         self._touched: set[str] = set()
@@ -100,11 +104,8 @@ class SharedDoc:
         self.marks = marks or AgentMarks()
         """The agents, as Lab's collaborators (agent_marks.py)."""
         self.marks.resend()
-        ycells = self.notebook.ycells
-        self._watches = [
-            (self.ydoc, self.ydoc.observe(self._updated)),
-            (ycells, ycells.observe(self._track)),
-        ]
+        self._watches: list[tuple[Any, Any]] = []
+        self.reopen()
 
     @classmethod
     def of(cls, doc: Document) -> SharedDoc:
@@ -118,13 +119,30 @@ class SharedDoc:
             target.unobserve(subscription)
         self._watches = []
 
-    def freeze(self, doc: Document) -> shared_build.Frozen:
-        """The idle form of this document, brought to ``doc`` first, every cell idle (the
-        document made again from it starts with no cell running, as a built one does);
-        ``close`` follows."""
+    def reopen(self) -> None:
+        """Watch the Y document (again, after ``detach``: a freeze that was not kept)."""
+        if self._watches:
+            return
+        ycells = self.notebook.ycells
+        self._watches = [
+            (self.ydoc, self.ydoc.observe(self._updated)),
+            (ycells, ycells.observe(self._track)),
+        ]
+
+    def detach(self, doc: Document) -> shared_build.ToFreeze:
+        """Brought to ``doc``, every cell idle (the document made again from it starts
+        with no cell running, as a built one does), and closed: what a worker freezes.
+        Nothing may touch this document until the worker is done; ``reopen`` takes it
+        back if the frozen form is not kept."""
         self.mirror(doc)
-        update = self.ydoc.get_update()
-        return shared_build.freeze(update, doc, self.session, self.marks)
+        self.close()
+        cells = shared_cells.copies(doc.cells)
+        metadata = copy.deepcopy(self._metadata)
+        return shared_build.ToFreeze(self.ydoc, cells, metadata, self.session, self.marks)
+
+    def freeze(self, doc: Document) -> shared_build.Frozen:
+        """``detach`` and the worker's part, both on the caller's thread (benches)."""
+        return self.detach(doc).freeze()
 
     def _updated(self, event: Any) -> None:
         self._updates.append(event.update)
@@ -190,6 +208,7 @@ class SharedDoc:
         self, doc: Document, running: frozenset[str], seen: dict[str, shared_cells.Fingerprint]
     ) -> None:
         self.revision, self._running, self._heard, self._seen = doc.revision, running, False, seen
+        self._pinned = [cell.outputs for cell in doc.cells]
         self._metadata = copy.deepcopy(doc.metadata)
 
     def _restructure(self, doc: Document) -> frozenset[str]:

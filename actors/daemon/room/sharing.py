@@ -1,7 +1,8 @@
 """The Room's part for the people who watch it in JupyterLab: the shared Y document
 (shared_doc.py), built on a worker thread when the first person joins (shared_build.py),
-frozen when nobody has watched for ``shared_doc_idle_secs`` and made again, with the
-same history, on the next join, so a browser that comes back continues it.
+frozen when nobody has watched for ``shared_doc_idle_secs`` (on a worker thread too,
+freezing.py) and made again, with the same history, on the next join, so a browser that
+comes back continues it.
 
 A plain class that returns actions (room/actions.py). After every message it handled
 the Room asks whether the people are ``behind``; with nobody watching that is one
@@ -11,9 +12,9 @@ message have gone out: an agent's call does not wait for the people's update. It
 holds the word to the sessions that subscribed to the notebook as an MCP resource
 (change_beacon.py): both are the document's watchers.
 
-While a build is under way the Room goes on serving; the people's requests (joins,
-messages) are held, in the order they came, and handed back to the Room once the
-built document has taken the Document's changes made meanwhile (``built``).
+While a build or a freeze is under way the Room goes on serving; the people's requests
+(joins, messages) are held, in the order they came, and handed back to the Room once the
+document has taken the Document's changes made meanwhile (``built``, ``frozen_back``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import person_edits, shared_build
 from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Fail, Offload, Send, Wake
 from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
+from nbstage.actors.daemon.room.freezing import FreezeOutcome, Freezing, outcome
 from nbstage.actors.daemon.room.journalling import Journalling
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
@@ -43,6 +45,7 @@ from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import (
     JournalAppended,
     SharedDocBuilt,
+    SharedDocFrozen,
     SharedDocIdle,
 )
 
@@ -75,10 +78,11 @@ class Sharing:
         self.shared: SharedDoc | None = None
         self.building: Building | None = None
         self.frozen: shared_build.Frozen | None = None
+        self.freezing: Freezing | None = None
         self.idle_secs = 30.0
         self.generation = 0
-        """Moves at every build and every join: an idle timer or a build of another
-        generation is stale."""
+        """Moves at every build, every freeze and every join: an idle timer, a build or a
+        freeze of another generation is stale."""
         self.mirror_due = False
         """A ``SharedDocMirrorDue`` timer is armed and has not fired."""
         self.beacon = ChangeBeacon()
@@ -102,6 +106,8 @@ class Sharing:
     def view(self) -> SharedDocView:
         if self.building is not None:
             return SharedDocView(SharedDocState.BUILDING)
+        if self.freezing is not None:
+            return SharedDocView(SharedDocState.FREEZING)
         if self.shared is not None:
             return SharedDocView(SharedDocState.LIVE)
         if self.frozen is not None:
@@ -128,15 +134,34 @@ class Sharing:
         return [Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))]
 
     def holds(self, origin: Origin, req: PassSharedDocMessage) -> bool:
-        """A person's message waits while a build is under way."""
-        if self.building is None:
+        """A person's message waits while a build or a freeze is under way."""
+        waiting = self._waiting()
+        if waiting is None:
             return False
-        self.building.held.append((origin, req))
+        waiting.append((origin, req))
         return True
 
-    def _hold(self, origin: Origin, req: JoinSharedDoc, doc: Document) -> list[Action]:
+    def _waiting(self) -> list[tuple[Origin, Any]] | None:
+        """Where the people's requests wait: a build's or a freeze's, if one is under way."""
         if self.building is not None:
-            self.building.held.append((origin, req))
+            return self.building.held
+        return None if self.freezing is None else self.freezing.held
+
+    def refuse_held(self, error: NbstageError) -> list[Action]:
+        """The room is closing: the people's requests held for a build or a freeze are
+        refused now (the room may end before the work is back); the work goes on, and
+        what it brings back is kept, should the close be called off."""
+        waiting = self._waiting()
+        if not waiting:
+            return []
+        refused = [Fail(origin, error) for origin, _ in waiting]
+        waiting.clear()
+        return refused
+
+    def _hold(self, origin: Origin, req: JoinSharedDoc, doc: Document) -> list[Action]:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.append((origin, req))
             return []
         self.generation += 1
         frozen, self.frozen = self.frozen, None
@@ -174,14 +199,43 @@ class Sharing:
         self.frozen = building.frozen
         return [Fail(origin, error) for origin, _ in building.held]
 
-    def idle(self, due: SharedDocIdle, doc: Document | None) -> None:
-        """Nobody has joined since the timer was armed: the document is frozen."""
+    def idle(self, due: SharedDocIdle, doc: Document | None) -> list[Action]:
+        """Nobody has joined since the timer was armed: the document, brought to ``doc``,
+        goes to a worker to be frozen; the Room does not touch it meanwhile."""
         shared = self.shared
         if due.generation != self.generation or shared is None or shared.people or doc is None:
-            return
-        self.frozen = shared.freeze(doc)
-        shared.close()
-        self.shared = None
+            return []
+        self.generation += 1
+        work = shared.detach(doc)
+        self.freezing, self.shared = Freezing(self.generation, shared, work), None
+        return [Offload(SharedDocFrozen(self.generation), work.freeze)]
+
+    def frozen_back(
+        self, done: Any, doc: Document | None, running: frozenset[str] = frozenset()
+    ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
+        """The freeze came back (freezing.py has what it comes to). Taken back, the live
+        document is brought to ``doc`` and the requests held for it go back to the Room,
+        in order, as after a build."""
+        freezing = self.freezing
+        under_way = None if freezing is None else freezing.generation
+        held = bool(freezing and freezing.held)
+        failed = done.error is not None
+        decided = outcome(under_way, done.token.generation, doc is not None, held, failed)
+        if decided is FreezeOutcome.STALE or freezing is None:
+            return [], []
+        self.freezing = None
+        if decided is FreezeOutcome.KEPT:
+            self.frozen = done.result
+            return [], []
+        if decided is FreezeOutcome.CLOSED or doc is None:
+            closed = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")
+            return [Fail(origin, closed) for origin, _ in freezing.held], []
+        if failed:
+            log.error("the shared document could not be frozen: %s", done.error)
+        self.shared = freezing.shared
+        self.shared.reopen()
+        self.shared.mirror(doc, running)
+        return [self._idle_timer()], freezing.held
 
     def _idle_timer(self) -> Wake:
         return Wake(self.idle_secs, SharedDocIdle(self.generation))
