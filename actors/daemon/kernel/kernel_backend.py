@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from nbstage.actors.daemon.kernel.kernel_files import pipe_socket
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
 from nbstage.actors.daemon.kernel.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
+from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 
@@ -51,8 +54,52 @@ def _waiting(channel: Any) -> Iterator[dict[str, Any]]:
         yield msg
 
 
+SPECS_FRESH_SECS = 2.0
+"""How long one scan of the kernelspec dirs answers every room that asks while none of
+those dirs changed. A scan reads every kernelspec and, through jupyter_client, every
+installed package's entry points: 32 rooms opening at once made 32 scans on the daemon's
+workers, about a tenth of the daemon's CPU in that minute. A kernelspec installed or
+removed changes its kernels dir, which is seen at once; a ``kernel.json`` edited in place
+is seen within this time."""
+
+
+@frozen
+class _Scan:
+    at: float
+    dirs: tuple[tuple[str, int | None], ...]
+    """Each kernels dir and its mtime (None: absent) when the scan was made."""
+    specs: dict[str, KernelspecInfo]
+
+
+_scan_lock = threading.Lock()
+_kernel_dirs: list[str] | None = None
+_last_scan: _Scan | None = None
+
+
 def installed_kernelspecs() -> dict[str, KernelspecInfo]:
-    """Every installed kernelspec by name (blocking: it reads the kernelspec dirs)."""
+    """Every installed kernelspec by name (blocking: it reads the kernelspec dirs, unless
+    a fresh scan of the same dirs can answer; callers meanwhile wait for the one scan
+    under way)."""
+    global _last_scan, _kernel_dirs
+    with _scan_lock:
+        if _kernel_dirs is None:
+            _kernel_dirs = list(KernelSpecManager().kernel_dirs)
+        dirs = tuple((folder, _mtime(folder)) for folder in _kernel_dirs)
+        now = time.monotonic()
+        last = _last_scan
+        if last is None or last.dirs != dirs or now - last.at > SPECS_FRESH_SECS:
+            _last_scan = last = _Scan(now, dirs, _scan_kernelspecs())
+        return dict(last.specs)
+
+
+def _mtime(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _scan_kernelspecs() -> dict[str, KernelspecInfo]:
     found = {}
     for name, entry in KernelSpecManager().get_all_specs().items():
         spec = entry.get("spec", {})
