@@ -27,9 +27,10 @@ from typing import Any
 
 from thespian.actors import Actor, ActorAddress, ActorExitRequest, WakeupMessage
 
-from nbstage.actors.common.effects import Answer, Effect, Fail, Offload, Send, Wake
+from nbstage.actors.common.effects import AfterMail, Answer, Effect, Fail, Offload, Send, Wake
 from nbstage.protocol.common.codec import dumps
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.host_mail import TellAfterMail
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.daemon_actors.edge import (
@@ -134,6 +135,7 @@ class NbActor(Actor):
             Send: lambda x: self.send(x.to, x.message),
             Offload: lambda x: self.offload(x.token, x.work, x.lane, x.reports),
             Wake: lambda x: self.wakeupAfter(timedelta(seconds=x.seconds), payload=x.payload),
+            AfterMail: lambda x: self.send(self.edge, TellAfterMail(self.myAddress, x.payload)),
             Answer: lambda x: self.answer(x.origin, x.reply),
             Fail: lambda x: self.fail(x.origin, x.error),
         }

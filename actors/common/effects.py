@@ -1,6 +1,7 @@
 """What an actor's part asks its actor to do that any actor can: send, offload, arm a
-timer, answer or refuse a caller. ``NbActor.effect_carriers`` carries them out, so a part
-never sends, offloads or arms a timer itself and need not import thespian.
+timer, come back after the delivery's mail, answer or refuse a caller.
+``NbActor.effect_carriers`` carries them out, so a part never sends, offloads or arms a
+timer itself and need not import thespian.
 
 The Room's parts return these among the Room's own actions (room/actions.py); the Daemon's
 admissions return them among its own steps (admitting.py). What only one actor can carry
@@ -45,6 +46,14 @@ class Wake:
 
 
 @frozen
+class AfterMail:
+    """``payload`` comes back to this actor once the edge has every message of the
+    delivery under way: work that must not delay this delivery's answers."""
+
+    payload: Any
+
+
+@frozen
 class Answer:
     origin: Origin
     reply: object
@@ -56,4 +65,4 @@ class Fail:
     error: NbstageError
 
 
-Effect = Send | Offload | Wake | Answer | Fail
+Effect = Send | Offload | Wake | AfterMail | Answer | Fail

@@ -9,7 +9,11 @@ the seam between the two:
   every delivery that follows from it before returning;
 - whatever the actors address to the edge (``host.edge_address``) is handed to the
   edge's ``deliver`` callback, in the order it was sent;
-- ``wakeupAfter`` timers fire from a loop callback scheduled for the next one due.
+- ``wakeupAfter`` timers fire from a loop callback scheduled for the next one due;
+- a ``TellAfterMail`` addressed to the edge is the host's own: its message is told in a
+  later turn of the loop, after the edge has taken (and written) every message of the
+  delivery under way. A timer due at once would not wait: thespian runs it within
+  the same delivery, before the edge gets that delivery's mail.
 
 Only the loop's thread calls in. Worker threads (``offload_runner.py``) report back
 through the loop too.
@@ -28,6 +32,7 @@ from typing import Any
 
 from nbstage.actors.common.thespian_tweaks import InProcessSystem
 from nbstage.protocol.common import method_cache
+from nbstage.protocol.common.host_mail import TellAfterMail
 
 log = logging.getLogger("nbstage.host")
 
@@ -89,6 +94,10 @@ class ActorHost:
         self._schedule_timer()
 
     def _hand_to_edge(self, message: Any) -> None:
+        if isinstance(message, TellAfterMail):
+            # after this delivery's mail, which the edge writes as it takes it
+            self.loop.call_soon(self.tell, message.to, message.message)
+            return
         try:
             self._deliver(message)
         except Exception:

@@ -230,8 +230,9 @@ class SharedDocBuilt:
 
 @frozen
 class SharedDocMirrorDue:
-    """Timer payload, due at once: the people's shared document takes what the Room
-    changed, after the answers those changes produced have gone out (lab_people.py)."""
+    """Back to the Room through its host (``TellAfterMail``): the people's shared document
+    takes what the Room changed, now that the answers those changes produced have gone
+    out (lab_people.py)."""
 
 
 @frozen

@@ -1,16 +1,17 @@
-"""The people's shared document takes what a message changed from a timer due at once,
-after the answers that message produced have gone out (room/lab_people.py): an agent's
-call does not wait for the people's update, a burst of changes is mirrored once, and a
-person's own message finds every change mirrored first."""
+"""The people's shared document takes what a message changed once the answers that
+message produced have gone out (room/lab_people.py, ``AfterMail``): an agent's call does
+not wait for the people's update, changes made before the mirror comes back are mirrored
+once, a person's own message finds every change mirrored first, and a mirror that fails
+is not asked for again until the document changes."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any
 
+from nbstage.actors.common.effects import AfterMail
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import lab_people
-from nbstage.actors.daemon.room.actions import Wake
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.sharing import Sharing
@@ -54,9 +55,9 @@ class WatchedRoom:
     def act(self, *todo: Any) -> None:
         self.done.extend(todo)
 
-    def wakes(self) -> list[Wake]:
-        """The mirror's timers armed (the beacon's to the MCP watchers are not)."""
-        return [x for x in self.done if isinstance(x, Wake) and x.payload == SharedDocMirrorDue()]
+    def wakes(self) -> list[AfterMail]:
+        """The mirrors asked for."""
+        return [x for x in self.done if isinstance(x, AfterMail)]
 
     def mirrors(self) -> list[tuple[str, int]]:
         return [x for x in self.done if isinstance(x, tuple) and x[0] == "mirror"]
@@ -67,7 +68,7 @@ def test_a_change_is_mirrored_from_a_timer_due_at_once_not_in_the_message() -> N
     room.doc.create_cell("2+2", "code", None)
     lab_people.after_message(room)
     assert room.mirrors() == [], "the message's answers go out first"
-    assert [w.seconds for w in room.wakes()] == [0]
+    assert [w.payload for w in room.wakes()] == [SharedDocMirrorDue()]
     lab_people.mirror(room, SharedDocMirrorDue())
     assert room.mirrors() == [("mirror", room.doc.revision)]
     assert not room.sharing.mirror_due
@@ -81,7 +82,7 @@ def test_a_burst_of_changes_arms_one_timer_and_is_mirrored_once() -> None:
     assert len(room.wakes()) == 1
     lab_people.mirror(room, SharedDocMirrorDue())
     lab_people.after_message(room)
-    assert len(room.wakes()) == 1, "the mirror's own message arms nothing: nothing is behind"
+    assert len(room.wakes()) == 1, "the mirror's own message asks for none: nothing is behind"
     assert room.mirrors() == [("mirror", room.doc.revision)]
 
 
@@ -121,3 +122,20 @@ def test_nobody_watching_arms_nothing() -> None:
     room.doc.create_cell("x", "code", None)
     lab_people.after_message(room)
     assert room.wakes() == []
+
+
+def test_a_failing_mirror_is_not_asked_for_again_until_the_document_changes() -> None:
+    room = WatchedRoom()
+
+    def broken(*args: Any) -> list[Any]:
+        raise RuntimeError("yrs refused")
+
+    room.sharing.mirror = broken  # type: ignore[method-assign]
+    room.doc.create_cell("x", "code", None)
+    lab_people.after_message(room)
+    lab_people.mirror(room, SharedDocMirrorDue())
+    lab_people.after_message(room)
+    assert len(room.wakes()) == 1, "the same revision again would fail again"
+    room.doc.create_cell("y", "code", None)
+    lab_people.after_message(room)
+    assert len(room.wakes()) == 2

@@ -1,7 +1,7 @@
 """What a part of the Room asks the Room to do: the Room carries these out (``Room.act``),
 so no part sends, offloads or arms a timer itself, and none imports thespian (ADR 0003).
 
-The first five (Send, Offload, Wake, Answer, Fail) are any actor's effects
+The first six (Send, Offload, Wake, AfterMail, Answer, Fail) are any actor's effects
 (actors/common/effects.py), carried out by the base's ``effect_carriers``, the same ones
 the Daemon's admissions return; the rest only the Room can carry out."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbstage.actors.common.effects import Answer, Fail, Offload, Send, Wake
+from nbstage.actors.common.effects import AfterMail, Answer, Fail, Offload, Send, Wake
 from nbstage.protocol.common.errors import NbstageError
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon_actors.edge import Origin
@@ -207,6 +207,7 @@ Action = (
     Send
     | Offload
     | Wake
+    | AfterMail
     | Answer
     | Fail
     | StartKernelChild

@@ -130,7 +130,7 @@ class Room(NbActor):
             finished(f.SharedDocBuilt): partial(lab_people.shared_doc_built, self),
             wakeup(f.SharedDocIdle): partial(lab_people.shared_doc_idle, self),
             finished(f.SharedDocFrozen): partial(lab_people.shared_doc_frozen, self),
-            wakeup(f.SharedDocMirrorDue): partial(lab_people.mirror, self),
+            f.SharedDocMirrorDue: lambda due, sender: lab_people.mirror(self, due),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(
                 *self.file.look_returned(d, self.doc, bool(self.peers))

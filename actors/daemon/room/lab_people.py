@@ -1,19 +1,22 @@
 """The Room's handlers for the people watching in JupyterLab (ADR 0004): what each message
-changed is mirrored into their shared document, from a timer due at once so that the
-answers the message produced go out first; the requests held for its build or its freeze
+changed is mirrored into their shared document once the answers the message produced
+have gone out (``AfterMail``); the requests held for its build or its freeze
 are served once it is back, and a person's edit is journalled like an agent's. A
 person's message takes the document with every change mirrored first. The state is the
 sharing part's (sharing.py); these act through the Room."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from nbstage.actors.common.effects import AfterMail
 from nbstage.actors.daemon.room import person_edits, sharing
-from nbstage.actors.daemon.room.actions import Wake
 from nbstage.protocol.daemon import lab
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import SharedDocMirrorDue
+
+log = logging.getLogger("nbstage.room")
 
 
 def after_message(room: Any) -> None:
@@ -23,18 +26,30 @@ def after_message(room: Any) -> None:
     sharing = room.sharing
     if sharing.mirror_due or not sharing.watched:
         return
+    if room.doc is not None and sharing.stalled_at == room.doc.revision:
+        return
     if sharing.behind(room.doc, room.peers, room.seat.runs.book.live_cells()):
         sharing.mirror_due = True
-        room.act(Wake(0, SharedDocMirrorDue()))
+        room.act(AfterMail(SharedDocMirrorDue()))
 
 
 def mirror(room: Any, due: SharedDocMirrorDue | None = None) -> None:
-    """Everything the Room changed, into the people's document and out to them."""
+    """Everything the Room changed, into the people's document and out to them. A mirror
+    that fails is logged and not tried again until the document changes: tried after
+    every message, it would run the daemon's loop hot."""
     sharing = room.sharing
     sharing.mirror_due = False
-    if sharing.watched:
-        running, nid = room.seat.runs.book.live_cells(), room.config.notebook_id
-        room.act(*sharing.mirror(room.doc, room.peers, running, room.edge, nid))
+    if not sharing.watched:
+        return
+    running, nid = room.seat.runs.book.live_cells(), room.config.notebook_id
+    try:
+        pushes = sharing.mirror(room.doc, room.peers, running, room.edge, nid)
+    except Exception:
+        log.exception("room %s: the people's document did not take the changes", nid)
+        sharing.stalled_at = room.doc.revision if room.doc is not None else None
+        return
+    sharing.stalled_at = None
+    room.act(*pushes)
 
 
 def joined(room: Any, origin: Origin, req: lab.JoinSharedDoc) -> None:

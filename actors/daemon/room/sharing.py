@@ -7,8 +7,8 @@ comes back continues it.
 A plain class that returns actions (room/actions.py). After every message it handled
 the Room asks whether the people are ``behind``; with nobody watching that is one
 attribute test, so the agent pays nothing for the view (ADR 0004). When they are, the
-``mirror`` runs from a timer due at once (``mirror_due``), after the answers of that
-message have gone out: an agent's call does not wait for the people's update. It also
+``mirror`` runs once the answers of that message have gone out (``mirror_due``, an
+``AfterMail``): an agent's call does not wait for the people's update. It also
 holds the word to the sessions that subscribed to the notebook as an MCP resource
 (change_beacon.py): both are the document's watchers.
 
@@ -84,7 +84,10 @@ class Sharing:
         """Moves at every build, every freeze and every join: an idle timer, a build or a
         freeze of another generation is stale."""
         self.mirror_due = False
-        """A ``SharedDocMirrorDue`` timer is armed and has not fired."""
+        """A ``SharedDocMirrorDue`` is on its way back to the Room."""
+        self.stalled_at: int | None = None
+        """The Document's revision at which a mirror failed: none is asked for again
+        until it moves."""
         self.beacon = ChangeBeacon()
         """The word to the daemon's watchers (sessions subscribed to the notebook as an MCP
         resource) that the document changed (change_beacon.py)."""
@@ -99,8 +102,11 @@ class Sharing:
         shared = self.shared
         if shared is None or doc is None or not shared.people:
             return False
-        return shared.behind(doc, running) or any(
-            peer_id not in peers.labels for peer_id in (*shared.people, *shared.marks.marks)
+        marks = shared.marks.marks
+        return (
+            shared.behind(doc, running)
+            or any(peer_id not in peers.labels for peer_id in (*shared.people, *marks))
+            or any(peer_id in shared.people for peer_id in marks)
         )
 
     def view(self) -> SharedDocView:
@@ -129,7 +135,6 @@ class Sharing:
         if self.shared is None:
             return self._hold(origin, req, doc)
         self.generation += 1
-        self.shared.mirror(doc)
         hello = self.shared.join(req.peer_id, origin.conn)
         return [Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))]
 
