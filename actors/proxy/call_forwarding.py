@@ -1,8 +1,8 @@
 """The ProxySupervisor's tools/call traffic: a call admitted and forwarded to the session
 child under its idempotency key (or held until a child is ready), its progress
-notifications, and its answer, with the restart banner on the first one after a restart.
-These are the supervisor's handlers for it; they act through the supervisor, which owns
-the calls in flight (``calls``)."""
+notifications, and its answer (the supervisor's ``_reply``, which puts the restart banner
+on the first one after a restart). These are the supervisor's handlers for it; they act
+through the supervisor, which owns the calls in flight (``calls``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 from nbstage.actors.proxy import child_restarts, restart_notices, restart_policy
 from nbstage.actors.proxy.tool_calls import PendingCall, admit, id_key
-from nbstage.protocol.daemon.notices import with_notices
 from nbstage.protocol.mcp import jsonrpc
 from nbstage.protocol.mcp.tool_names import ToolName
 from nbstage.protocol.mcp.tool_results import progress_notification, tool_error
@@ -41,13 +40,13 @@ def tool_call(sup: Any, request: jsonrpc.Request, dispatch: McpRequestAdmitted) 
         return
     call_id = id_key(request.id)
     if sup.config.no_daemon is not None:
-        reply(sup, call_id, call, tool_error(sup.config.no_daemon))
+        sup._reply(call, tool_error(sup.config.no_daemon))
         return
     if call.name is ToolName.RECONNECT:
-        child_restarts.reconnect(sup, call_id, call)
+        child_restarts.reconnect(sup, call)
         return
     if restart_policy.circuit_is_open(sup.restart, time.monotonic()):
-        reply(sup, call_id, call, tool_error(child_restarts.circuit_message(sup)))
+        sup._reply(call, tool_error(child_restarts.circuit_message(sup)))
         return
     sup.calls[call_id] = call
     if call.progress_token is not None:
@@ -84,14 +83,7 @@ def call_finished(sup: Any, msg: ToolCallFinished) -> None:
     if not sup.banner and not is_modern_version(call.version):
         sup.send(sup.edge, McpResultToSend(call.request_id, msg.result_json))
     else:
-        reply(sup, msg.call_id, call, msg.result())
-
-
-def reply(sup: Any, call_id: str, call: PendingCall, result: dict[str, Any]) -> None:
-    result = with_notices(result, sup.banner)
-    sup.banner = ()
-    decorated = sup._decorate(result, call.version, "tools/call")
-    sup._send_mcp(jsonrpc.Response(call.request_id, decorated))
+        sup._reply(call, msg.result())
 
 
 def progress_due(sup: Any, due: ProgressDue) -> None:
@@ -108,4 +100,4 @@ def call_wait_expired(sup: Any, expired: CallWaitExpired) -> None:
     if sup.stopped or call is None or call.sent_to is not None:
         return
     del sup.calls[expired.call_id]
-    reply(sup, expired.call_id, call, tool_error(restart_notices.NOT_BACK_IN_TIME))
+    sup._reply(call, tool_error(restart_notices.NOT_BACK_IN_TIME))

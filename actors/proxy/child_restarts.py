@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from nbstage.actors.proxy import call_forwarding, restart_notices, restart_policy
+from nbstage.actors.proxy import restart_notices, restart_policy
 from nbstage.actors.proxy.tool_calls import PendingCall, requeue
 from nbstage.protocol.daemon.notices import Notice
 from nbstage.protocol.mcp.tool_results import tool_error, tool_result
@@ -55,7 +55,7 @@ def requeue_or_fail_calls(sup: Any) -> None:
     sup.resources.child_lost()
     for call_id in requeue(sup.calls):
         call = sup.calls.pop(call_id)
-        call_forwarding.reply(sup, call_id, call, tool_error(restart_notices.CRASHED_TWICE))
+        sup._reply(call, tool_error(restart_notices.CRASHED_TWICE))
 
 
 def plan_restart(
@@ -71,7 +71,7 @@ def plan_restart(
         case restart_policy.OpenCircuit(until):
             for call_id, call in list(sup.calls.items()):
                 del sup.calls[call_id]
-                call_forwarding.reply(sup, call_id, call, tool_error(circuit_message(sup)))
+                sup._reply(call, tool_error(circuit_message(sup)))
             delay = max(0.0, until - time.monotonic())
             sup.wakeupAfter(timedelta(seconds=delay), payload=RestartDue(sup.slot.generation))
 
@@ -93,16 +93,14 @@ def hand_off(sup: Any, banner: Notice, when_rejoining: Notice | None = None) -> 
     plan_restart(sup, decision, banner, when_rejoining)
 
 
-def reconnect(sup: Any, call_id: str, call: PendingCall) -> None:
+def reconnect(sup: Any, call: PendingCall) -> None:
     sup._stop_child()
     sup.slot.ready = False
     requeue_or_fail_calls(sup)
     sup.restart, _ = restart_policy.reconnect(sup.restart)
     sup._start_child()
     structured = {"restarted": True, "restarts": sup.restart.restarts}
-    call_forwarding.reply(
-        sup, call_id, call, tool_result(structured, text="Session server restarted.")
-    )
+    sup._reply(call, tool_result(structured, text="Session server restarted."))
 
 
 def restart_due(sup: Any, due: RestartDue) -> None:

@@ -1,13 +1,13 @@
 """The resource requests the ProxySupervisor holds (issue 25), treated as it treats tools.
 
-``resources/templates/list``, subscribe and unsubscribe, reads of a static resource and
-URIs that name nothing are answered here at once. A list or a read goes to the session
-child; while no child is up, a list is answered from the one the last child gave (kept
-here, never an empty cache: with none yet, the list waits for the child like a call),
-and a read waits for the next child, as long as a call would. A list or read in flight
-on a child that dies is sent once more to its successor. The subscriptions live here,
-so they outlast a child: each new child is told them, with the URIs of the 2026-07-28
-listen streams (listen_streams.py), which hear the same changes.
+``resources/templates/list``, subscribe and unsubscribe, and URIs that name nothing are
+answered here at once. A list or a read goes to the session child; while no child is up,
+a list is answered from the one the last child gave (kept here, never an empty cache:
+with none yet, the list waits for the child like a call), and a read waits for the next
+child, as long as a call would. A list or read in flight on a child that dies is sent
+once more to its successor. The subscriptions live here, so they outlast a child: each
+new child is told them, with the URIs of the 2026-07-28 listen streams
+(listen_streams.py), which hear the same changes.
 
 A client that takes the MCP Apps extension (``mcp_apps.py``) also finds the outputs page
 in the list and reads it from here; for any other client it does not exist.
@@ -102,13 +102,11 @@ class ResourceDesk:
         if method is not ResourceMethod.READ and is_modern_version(version):
             self.out.error(res.removed_in_modern(request.id, method))
             return
-        static = res.static_contents(uri) if isinstance(uri, str) else None
-        if apps and uri == mcp_apps.OUTPUT_PAGE_URI:
-            static = mcp_apps.page_contents()
-        if static is not None and method is ResourceMethod.READ:
-            self.out.answer(request.id, {"contents": static}, version, method)
+        page = apps and uri == mcp_apps.OUTPUT_PAGE_URI
+        if page and method is ResourceMethod.READ:
+            self.out.answer(request.id, {"contents": mcp_apps.page_contents()}, version, method)
             return
-        if static is None:
+        if not page:
             try:
                 res.parse_uri(uri)
             except res.ResourceUriError as exc:

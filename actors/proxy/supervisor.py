@@ -10,7 +10,8 @@ flight once, and hands the new child the restart target (restart_target.py) so t
 notebook is rejoined.
 
 The tools/call traffic (call_forwarding.py) and a child that goes away (child_restarts.py)
-are handlers beside it that act through the supervisor.
+are handlers beside it that act through the supervisor; both answer a call through its
+``_reply``, so the second needs nothing from the first.
 
 The child is a process the edge starts, talks to and watches on this actor's behalf
 (StartSessionChild, ToSessionChild, StopSessionChild); what the child says comes back
@@ -42,7 +43,7 @@ from nbstage.actors.proxy.resource_calls import ResourceDesk, SupervisorOutbox
 from nbstage.actors.proxy.tool_calls import PendingCall, id_key
 from nbstage.actors.proxy.tool_list import ToolList
 from nbstage.protocol.common.version import VERSION
-from nbstage.protocol.daemon.notices import Notice
+from nbstage.protocol.daemon.notices import Notice, with_notices
 from nbstage.protocol.mcp import jsonrpc, page_links
 from nbstage.protocol.mcp.resources import RESOURCE_METHODS
 from nbstage.protocol.mcp.subscriptions import LISTEN_METHOD, Change
@@ -164,7 +165,7 @@ class ProxySupervisor(NbActor):
         self.stopped = True
         for call_id, call in list(self.calls.items()):
             del self.calls[call_id]
-            call_forwarding.reply(self, call_id, call, tool_error(restart_notices.STOPPED_FIRST))
+            self._reply(call, tool_error(restart_notices.STOPPED_FIRST))
         self.listens.close_all()
         self._stop_child()
         self.send(self.edge, SupervisorStopped())
@@ -199,6 +200,13 @@ class ProxySupervisor(NbActor):
 
     def _decorate(self, result: dict[str, Any], version: str, method: str) -> dict[str, Any]:
         return decorate_result(result, version=version, method=method, server_info=self.server_info)
+
+    def _reply(self, call: PendingCall, result: dict[str, Any]) -> None:
+        """A tools/call's answer, carrying the restart banner if it is the first since."""
+        result = with_notices(result, self.banner)
+        self.banner = ()
+        decorated = self._decorate(result, call.version, "tools/call")
+        self._send_mcp(jsonrpc.Response(call.request_id, decorated))
 
     def _cancel(self, request_id: Any) -> None:
         call_id = id_key(request_id)

@@ -73,7 +73,7 @@ def configured(manager: Any, msg: SessionConfig, sender: Any) -> None:
 def start_watch(manager: Any) -> None:
     manager.watch = manager.createActor(WatchLoop)
     heartbeat = float(os.environ.get(HEARTBEAT_ENV) or 1.0)
-    start = StartWatch(manager.config.socket_path, heartbeat, client_info(manager), manager.edge)
+    start = StartWatch(manager.config.socket_path, heartbeat, manager._client_info(), manager.edge)
     manager.send(manager.watch, start)
 
 
@@ -81,20 +81,6 @@ def child_exited(manager: Any, msg: Any, sender: Any) -> None:
     if manager.watch is not None and msg.childAddress == manager.watch:
         log.warning("the watch loop exited; starting a new one")
         start_watch(manager)
-
-
-def client_info(manager: Any) -> dict[str, Any]:
-    cfg = manager.config
-    active = manager.state.active
-    return {
-        "label": cfg.label,
-        "operator_id": cfg.operator_id,
-        "supervisor_pid": cfg.supervisor_pid,
-        "session_manager_pid": os.getpid(),
-        "restarts": cfg.restarts,
-        "active": active.notebook_id if active else None,
-        "parked": [p.notebook_id for p in manager.state.parked],
-    }
 
 
 def connect(manager: Any) -> None:

@@ -63,7 +63,7 @@ def listing(state: SessionState) -> Work:
         for room in rooms
         if room.notebook_id not in mine and not room.starting
     ]
-    return {"resources": [*res.static_listing(), *entries]}
+    return {"resources": entries}
 
 
 def read(ref: res.ResourceRef) -> Work:

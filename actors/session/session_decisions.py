@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from nbstage.actors.session import daemon_upkeep, sessions, stale_reads
 from nbstage.actors.session import session_events as events
+from nbstage.actors.session import sessions, stale_reads
 from nbstage.actors.session.call_book import NEXT_RESULT
 from nbstage.actors.session.daemon_link import DaemonFailure
 from nbstage.actors.session.session_calls import (
@@ -35,7 +35,7 @@ def decide(manager: Any, event: object) -> None:
         held = {s.notebook_id: s.path for s in (manager.state.active, *manager.state.parked) if s}
         manager.snapshot = stale_reads.keep_only(manager.snapshot, held)
     if (manager.state.active, manager.state.parked) != before and manager.watch is not None:
-        manager.send(manager.watch, ClientInfoChanged(daemon_upkeep.client_info(manager)))
+        manager.send(manager.watch, ClientInfoChanged(manager._client_info()))
         manager.resources.refresh()
     if manager.state.active != before[0]:
         active = manager.state.active

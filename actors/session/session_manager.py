@@ -7,7 +7,8 @@ request id, never a blocked mailbox (daemon_requests.py); the open calls and the
 notices their results carry (call_book.py); the calls held back until the link or a
 rejoin can serve them (held_calls.py). The link to the daemon and the watch loop are
 handled beside it, through it (daemon_upkeep.py), and so is what it does with the
-session model's decisions (session_decisions.py).
+session model's decisions (session_decisions.py); both take who this client is, as the
+watch loop reports it, from ``_client_info``.
 """
 
 from __future__ import annotations
@@ -244,6 +245,20 @@ class SessionManager(NbActor):
 
     def _target_changed(self, change: TargetChange, notebook_id: str, path: str | None) -> None:
         self.send(self.supervisor, RestartTargetChanged(change, notebook_id, path))
+
+    def _client_info(self) -> dict[str, Any]:
+        """Who this client is, as the watch loop tells the daemon (and tells again when the
+        active or parked notebooks change)."""
+        config, active = self.config, self.state.active
+        return {
+            "label": config.label,
+            "operator_id": config.operator_id,
+            "supervisor_pid": config.supervisor_pid,
+            "session_manager_pid": os.getpid(),
+            "restarts": config.restarts,
+            "active": active.notebook_id if active else None,
+            "parked": [p.notebook_id for p in self.state.parked],
+        }
 
     def _finish(self, call_id: str, result: dict[str, Any]) -> None:
         """The result goes out, its figures written first (result_delivery.py)."""

@@ -6,10 +6,8 @@ A notebook is ``nbstage://notebook/<notebook_id>`` and one of its cells
 resource nbstage does not have ("not found"); an ``nbstage:`` URI of another shape, or
 a string that is no URI, is malformed (invalid params).
 
-``STATIC_RESOURCES`` is where resources that are not notebooks are declared, for every
-client: they are listed before the notebooks and read from here, whether or not a session
-child is up. The MCP App's ``ui://`` page is not one of them: only a client that takes
-the extension sees it (``mcp_apps.py``).
+The one resource that is not a notebook, the MCP App's ``ui://`` page, is only for a
+client that takes the extension (``mcp_apps.py``).
 """
 
 from __future__ import annotations
@@ -139,9 +137,6 @@ def notebook_entry(
     }
 
 
-STATIC_RESOURCES: Final[tuple[dict[str, Any], ...]] = ()
-"""Resources that are not notebooks, each with its listing fields and its ``contents``."""
-
 TEMPLATES: Final = (
     {
         "uriTemplate": NOTEBOOK_TEMPLATE,
@@ -159,14 +154,6 @@ TEMPLATES: Final = (
         "mimeType": CELL_MIME,
     },
 )
-
-
-def static_listing() -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k != "contents"} for r in STATIC_RESOURCES]
-
-
-def static_contents(uri: str) -> list[dict[str, Any]] | None:
-    return next((list(r["contents"]) for r in STATIC_RESOURCES if r["uri"] == uri), None)
 
 
 def capabilities() -> dict[str, Any]:

@@ -50,23 +50,22 @@ def test_the_kernels_part_answers_whoever_asked_and_drops_the_rest_with_a_reason
     questions, backend = KernelQuestions(), ScriptedBackend()
     content = {"code": "print(ab", "cursor_pos": 8}
     assert (
-        questions.ask(backend, KernelQuestionAsked("1", "complete_request", content), "room")
-        is None
+        questions.ask(backend, KernelQuestionAsked("1", "complete_request", content), "room") == []
     )
     assert (
-        questions.ask(backend, KernelQuestionAsked("2", "inspect_request", content), "room") is None
+        questions.ask(backend, KernelQuestionAsked("2", "inspect_request", content), "room") == []
     )
     events = [e for e in backend.drain() if isinstance(e, QuestionAnswered)]
-    sender, first = questions.answered(events[0])
-    assert sender == "room"
-    assert first.question_id == "1"
-    assert first.content["matches"] == ["print(abprint(ab"]
-    assert questions.answered(events[0]) is None, "an answer is taken once"
+    (first,) = questions.answered(events[0])
+    assert first.to == "room"
+    assert first.message.question_id == "1"
+    assert first.message.content["matches"] == ["print(abprint(ab"]
+    assert questions.answered(events[0]) == [], "an answer is taken once"
     assert questions.drop_all("the kernel died") == [
-        ("room", KernelQuestionAnswered("2", None, "the kernel died"))
+        Send("room", KernelQuestionAnswered("2", None, "the kernel died"))
     ]
     refused = questions.ask(None, KernelQuestionAsked("3", "complete_request", content), "room")
-    assert refused == ("room", KernelQuestionAnswered("3", None, "the kernel is not up"))
+    assert refused == [Send("room", KernelQuestionAnswered("3", None, "the kernel is not up"))]
 
 
 def ask(code: str = "ab", cursor: int = 2, detail: int = 0) -> AskKernel:

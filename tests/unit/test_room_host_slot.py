@@ -28,6 +28,7 @@ from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSour
 from nbstage.protocol.daemon_actors.kernels import (
     KernelDied,
     KernelReady,
+    KernelRestarted,
     ShutdownKernel,
     StartKernel,
 )
@@ -111,6 +112,11 @@ def test_a_kernel_that_died_on_its_host_gives_the_slot_back_and_the_restart_move
     ready = seat.ready(KernelReady(None, 1, view), "kernel-2")
     answers = [a for a in ready if isinstance(a, Answer)]
     assert answers == [Answer(asker, RestartCompleted(None, moved_from="one", moved_to="two"))]
+
+    again = Origin(1, "restart in place")
+    seat.pending_restart = [again]
+    in_place = seat.restarted(KernelRestarted(again, None), "kernel-2")
+    assert [a for a in in_place if isinstance(a, Answer)] == [Answer(again, RestartCompleted(None))]
 
 
 def test_a_restart_on_a_host_the_daemon_has_lost_starts_a_fresh_kernel(tmp_path: Path) -> None:

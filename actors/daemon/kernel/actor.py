@@ -200,7 +200,7 @@ class Kernel(NbActor):
 
     def _on_event(self, event: Any) -> None:
         if isinstance(event, QuestionAnswered):
-            self._tell(self.questions.answered(event))
+            self.carry(*self.questions.answered(event))
             return
         if event.parent_id in self.info_ids:
             if isinstance(event, KernelWentIdle):
@@ -228,16 +228,11 @@ class Kernel(NbActor):
 
     def _on_question(self, msg: KernelQuestionAsked, sender: ActorAddress) -> None:
         ready = self.state in (KernelState.IDLE, KernelState.BUSY) and not self.backend_busy
-        self._tell(self.questions.ask(self.backend if ready else None, msg, sender))
+        self.carry(*self.questions.ask(self.backend if ready else None, msg, sender))
         self.tick_soon()
 
-    def _tell(self, reply: tuple[Any, Any] | None) -> None:
-        if reply is not None:
-            self.send(*reply)
-
     def drop_questions(self, reason: str) -> None:
-        for reply in self.questions.drop_all(reason):
-            self._tell(reply)
+        self.carry(*self.questions.drop_all(reason))
 
     # --- control --------------------------------------------------------------------------
 

@@ -19,8 +19,9 @@ class HostSlot:
         self.last: str | None = None
         """The host the latest kernel on a host ran on (kept after it ends)."""
         self.died_there = False
-        self.moved: tuple[str, str] | None = None
-        """(from, to) when the latest grant put the kernel on another host than ``last``."""
+        self._moved: tuple[str, str] | None = None
+        """(from, to) when the latest grant put the kernel on another host than ``last``
+        (ADR 0007), until ``take_move`` reads it."""
 
     def ask(self, notebook_id: str, wish: str) -> PlaceKernel:
         self.tickets += 1
@@ -35,7 +36,7 @@ class HostSlot:
         if placed.host is not None:
             self.held = placed.ticket
             if placed.moved_from is not None:
-                self.moved = (placed.moved_from, placed.host.name)
+                self._moved = (placed.moved_from, placed.host.name)
             self.last, self.died_there = placed.host.name, False
         return True
 
@@ -51,5 +52,7 @@ class HostSlot:
         return held
 
     def take_move(self) -> tuple[str, str] | None:
-        moved, self.moved = self.moved, None
+        """The move, once: the answer to the restarts that the moved kernel completes says
+        so, and a later restart in place does not."""
+        moved, self._moved = self._moved, None
         return moved

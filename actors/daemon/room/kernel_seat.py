@@ -183,9 +183,7 @@ class KernelSeat:
             return []
         self.up(msg.pid, msg.actor_pid)
         self.env.running = msg.environment
-        answered = self.answer_restarts()
-        self.slots.take_move()
-        return [ProjectReported(), *answered, ReportStatus()]
+        return [ProjectReported(), *self.answer_restarts(), ReportStatus()]
 
     def up(self, pid: int, actor_pid: int | None = None) -> None:
         self.state = KernelState.IDLE
@@ -200,8 +198,9 @@ class KernelSeat:
         return [*self.answer_restarts(), ReportStatus()]
 
     def answer_restarts(self) -> list[Action]:
-        """The kernel is up: restarts, and dependency changes that restarted it, are done."""
-        env, moved = self.env, self.slots.moved or (None, None)
+        """The kernel is up: restarts, and dependency changes that restarted it, are done;
+        a kernel that came up on another host than the last one says where it moved."""
+        env, moved = self.env, self.slots.take_move() or (None, None)
         done = RestartCompleted(self.pid, moved_from=moved[0], moved_to=moved[1])
         todo: list[Action] = [Answer(o, done) for o in self.pending_restart]
         todo += [Answer(o, replace(reply, environment=env.running)) for o, reply in env.pending]
