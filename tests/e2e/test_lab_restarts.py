@@ -184,6 +184,8 @@ def test_a_persons_acknowledged_edit_survives_a_sigkill(lab) -> None:
     path = lab.notebook("person-kill.ipynb", "a = 1")
     notebook_id = lab.daemon.request("open", path=str(path))["notebook_id"]
     watcher = WsPerson(lab, "person-kill.ipynb")
+    # joined before the kill: a join the kill cuts off is refused, not told to reload
+    watcher.synced()
     with lab.daemon.client() as client:
         person = SocketPerson(client, notebook_id)
         cell_id = person.cells()[0]["id"]
