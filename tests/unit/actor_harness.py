@@ -32,6 +32,7 @@ from nbstage.actors.session.daemon_link import (
     OpenDaemonLink,
     SendToDaemon,
 )
+from nbstage.protocol.common.host_mail import TellAfterMail
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested
 from nbstage.protocol.common.settings import Settings
 from nbstage.protocol.daemon.frames import WIRE_VERSION, decode_body
@@ -85,6 +86,9 @@ class Recorder(Actor):
         elif isinstance(msg, BlockingWorkRequested):
             self.seen.append(msg)
             self.send(msg.reply_to, run_inline(msg))
+        elif isinstance(msg, TellAfterMail):
+            # what the actor host does: back to the actor, after what was sent before it
+            self.send(msg.to, msg.message)
         elif isinstance(msg, Recorded):
             self.send(sender, list(self.seen))
         else:
