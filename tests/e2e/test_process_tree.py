@@ -86,23 +86,25 @@ def tree_of(pid: int) -> dict[int, psutil.Process]:
 SESSION_ZYGOTE = "nbstage.entrypoints.session.session_zygote"
 
 
-def session_forker_of(daemon_pid: int) -> int:
-    """The daemon's session fork server (ADR 0009), once it runs: the daemon starts it as it
-    begins to serve."""
+def session_forker_of(daemon: RunningDaemon) -> int:
+    """The daemon's session fork server (ADR 0009), once it listens: the daemon starts it
+    a second after it begins to serve, and it listens once its imports are done."""
 
     def found() -> int | None:
-        for pid, proc in tree_of(daemon_pid).items():
+        if not daemon.paths.session_zygote.exists():
+            return None
+        for pid, proc in tree_of(daemon.pid).items():
             with contextlib.suppress(psutil.Error):
-                if SESSION_ZYGOTE in proc.cmdline() and proc.ppid() == daemon_pid:
+                if SESSION_ZYGOTE in proc.cmdline() and proc.ppid() == daemon.pid:
                     return pid
         return None
 
-    return wait_until(found, 30, f"the session fork server of daemon {daemon_pid}")
+    return wait_until(found, 30, f"the session fork server of daemon {daemon.pid}")
 
 
-def assert_forked_by_the_daemon(child: psutil.Process, daemon_pid: int) -> None:
+def assert_forked_by_the_daemon(child: psutil.Process, daemon: RunningDaemon) -> None:
     """While the daemon runs, a session child is forked by its session fork server."""
-    assert child.ppid() == session_forker_of(daemon_pid), describe([child])
+    assert child.ppid() == session_forker_of(daemon), describe([child])
 
 
 def zygotes_in(tree: dict[int, psutil.Process]) -> list[int]:
@@ -272,7 +274,7 @@ async def in_thread(func: Any, *args: Any) -> Any:
 def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
-    session_forker_of(tree_daemon.pid)
+    session_forker_of(tree_daemon)
 
     async def body() -> None:
         session = tagged(sweep, mcp_client(tree_daemon, "legacy", label="idle"))
@@ -285,7 +287,7 @@ def test_an_idle_nbstage_mcp_is_itself_and_its_session_child(
             tree = tree_of(server)
             sweep.note(tree)
             assert sorted(tree) == sorted([server, child.pid]), describe(tree)
-            assert_forked_by_the_daemon(child, tree_daemon.pid)
+            assert_forked_by_the_daemon(child, tree_daemon)
             assert "nbstage.entrypoints.session.session_main" in child.cmdline()
             # The process the client launched is the edge itself: one interpreter, which read
             # its command line without click (entrypoints/cli.py, tests/unit/test_lean_start.py).
@@ -314,7 +316,7 @@ def test_a_daemon_is_one_process_its_zygote_and_one_more_per_room_that_ran_a_cel
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
     rooms = 3
-    forker = session_forker_of(tree_daemon.pid)
+    forker = session_forker_of(tree_daemon)
     alone = tree_of(tree_daemon.pid)
     assert sorted(alone) == sorted([tree_daemon.pid, forker]), describe(alone)
     with tree_daemon.client() as client:
@@ -359,7 +361,7 @@ def test_sigkill_of_nbstage_mcp_takes_its_session_child_within_2s(
 def test_sigkill_of_the_session_child_is_served_by_a_new_child_and_the_old_is_gone(
     tree_daemon: RunningDaemon, sweep: Sweep
 ) -> None:
-    session_forker_of(tree_daemon.pid)
+    session_forker_of(tree_daemon)
 
     async def body() -> None:
         session = tagged(sweep, mcp_client(tree_daemon, "legacy", label="child"))
@@ -396,7 +398,7 @@ def test_sigkill_of_the_session_child_is_served_by_a_new_child_and_the_old_is_go
             sweep.note(tree)
             new = only_session_child(server)
             assert new.pid != old.pid
-            assert_forked_by_the_daemon(new, tree_daemon.pid)
+            assert_forked_by_the_daemon(new, tree_daemon)
             print(
                 f"\nafter SIGKILL of child {old.pid}: next call served in "
                 f"{served * 1000:.0f} ms by child {new.pid}"
@@ -410,7 +412,7 @@ def test_sigkill_of_the_daemon_takes_its_zygote_and_three_kernels_within_2s(
 ) -> None:
     with tree_daemon.client() as client:
         kernels = open_rooms_with_kernels(client, tree_daemon, 3)
-        forker = session_forker_of(tree_daemon.pid)
+        forker = session_forker_of(tree_daemon)
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
         zygotes = zygotes_in(tree)
@@ -428,7 +430,7 @@ def test_daemon_stop_with_ten_kernels_leaves_nothing_2s_after_it_returns(
 ) -> None:
     with tree_daemon.client() as client:
         kernels = open_rooms_with_kernels(client, tree_daemon, 10)
-        forker = session_forker_of(tree_daemon.pid)
+        forker = session_forker_of(tree_daemon)
         tree = tree_of(tree_daemon.pid)
         sweep.note(tree)
         expected = [tree_daemon.pid, forker, *zygotes_in(tree), *kernels.values()]
@@ -473,7 +475,7 @@ def test_the_first_call_with_no_daemon_running_autostarts_one_and_is_served(
             assert execution["outputs"][0]["text"] == "2", execution
             daemon.pid = (await in_thread(daemon.request, "identity"))["pid"]
             sweep.own(daemon.pid)
-            await in_thread(session_forker_of, daemon.pid)
+            await in_thread(session_forker_of, daemon)
 
     try:
         run_bounded(body, budget=BODY_BUDGET_SECS)
@@ -532,7 +534,7 @@ def test_the_first_notebook_of_an_autostarted_daemon_runs_on_its_spare_kernel(
             await call_ok(client, "create_notebook", working_dir=str(folder))
             daemon.pid = (await in_thread(daemon.request, "identity"))["pid"]
             sweep.own(daemon.pid)
-            await in_thread(session_forker_of, daemon.pid)
+            await in_thread(session_forker_of, daemon)
             cell = (await call_ok(client, "create_cell", source=where))["cell_id"]
             cwd, pid = await run(client, cell)
             assert (cwd, int(pid)) == (str(folder.resolve()), spare_kernel_pid(paths))
