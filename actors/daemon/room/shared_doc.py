@@ -153,13 +153,11 @@ class SharedDoc:
     def behind(self, doc: Document, running: frozenset[str]) -> bool:
         """Whether ``mirror`` would write anything: the document, the running cells, a
         person's edit to settle, or an agent's mark moved since the last one."""
-        return (
-            doc.revision != self.revision
-            or running != self._running
-            or self._heard
-            or self.marks.dirty
-            or bool(self.marks.gone)
-        )
+        return self._moved(doc, running) or self.marks.dirty or bool(self.marks.gone)
+
+    def _moved(self, doc: Document, running: frozenset[str]) -> bool:
+        """The document, the running cells or a person's edit moved since the last mirror."""
+        return doc.revision != self.revision or running != self._running or self._heard
 
     def mirror(self, doc: Document, running: frozenset[str] = frozenset()) -> list[bytes]:
         """Bring the Y document to ``doc`` in one transaction, cell by cell id; the
@@ -170,7 +168,7 @@ class SharedDoc:
         are touched, so an edit, an output or a new cell costs a cell, not the notebook.
         ``running``: the cells queued or running, whose ``execution_state`` is "running"
         (Lab's ``[*]``)."""
-        if not (doc.revision != self.revision or running != self._running or self._heard):
+        if not self._moved(doc, running):
             return self._marked(False)
         seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
         with self.ydoc.transaction():
