@@ -14,12 +14,19 @@ from typing import Any
 
 import pytest
 from jupyter_ydoc import YNotebook
-from pycrdt import Doc, YMessageType, create_sync_message, handle_sync_message
+from pycrdt import (
+    Doc,
+    YMessageType,
+    create_sync_message,
+    handle_sync_message,
+    write_message,
+)
 
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room.actions import Answer, Fail, Offload, Wake
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.peers import Peers
+from nbstage.actors.daemon.room.shared_doc import STEP2
 from nbstage.actors.daemon.room.sharing import Sharing
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.lab import JoinSharedDoc, PassSharedDocMessage, from_text, to_text
@@ -270,18 +277,43 @@ def test_a_frozen_document_is_let_go() -> None:
     assert gone() is None
 
 
-def test_a_new_clients_sync_is_answered_from_the_cache_until_a_change() -> None:
-    room = Room(_doc("a"))
-    _, peer_id = _live_with_a_browser(room)
+def test_the_workers_encoding_answers_the_first_new_client_and_is_then_let_go() -> None:
+    """Kept while anyone watched, that copy of the whole document weighed 1.2 times the
+    notebook's JSON; a later client that holds nothing is answered from the document."""
+    room = Room(_doc("a", "b"))
+    [build] = room.join(conn=5)
+    built = build.work()
+    room.built(build, built)
+    peer_id = next(iter(room.sharing.people()))
     ask = PassSharedDocMessage("nb", peer_id, Browser().sync_step1())
-    first = room.sharing.heard(ask, room.doc, None).answer.messages
-    assert room.sharing.heard(ask, room.doc, None).answer.messages == first
+    [first] = room.sharing.heard(ask, room.doc, None).answer.messages
+    assert from_text(first) == STEP2 + write_message(built.update)
     shared = room.sharing.shared
     assert shared is not None
-    assert shared._whole is not None
+    assert shared._whole is None
+    for change in (None, lambda d: d.create_cell("c", "code", None)):
+        if change is not None:
+            change(room.doc)
+            room.sharing.mirror(room.doc, room.peers, frozenset(), None, "nb")
+        browser = Browser()
+        browser.hear(room.sharing.heard(ask, room.doc, None).answer.messages)
+        assert browser.cells() == [(c.id, c.source) for c in room.doc.cells]
+
+
+def test_a_first_client_that_holds_history_gets_its_difference_and_the_copy_is_let_go() -> None:
+    room = Room(_doc("a"))
+    browser, peer_id = _live_with_a_browser(room)
+    room.freeze(_everyone_leaves(room, peer_id))
+    [thaw] = room.join(conn=8)
+    room.built(thaw, thaw.work())
+    peer_id = next(iter(room.sharing.people()))
     room.doc.create_cell("b", "code", None)
+    ask = PassSharedDocMessage("nb", peer_id, browser.sync_step1())
+    browser.hear(room.sharing.heard(ask, room.doc, None).answer.messages)
+    shared = room.sharing.shared
+    assert shared is not None
+    assert shared._whole is None
     room.sharing.mirror(room.doc, room.peers, frozenset(), None, "nb")
-    browser = Browser()
     browser.hear(room.sharing.heard(ask, room.doc, None).answer.messages)
     assert browser.cells() == [(c.id, c.source) for c in room.doc.cells]
 

@@ -27,7 +27,7 @@ from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 
-STALE: shared_cells.Fingerprint = ("", "", (-1, -1), -2, "")
+STALE: shared_cells.Fingerprint = ("", "", -1, -2, "")
 """What the mirror takes a Y cell for when it cannot tell what it holds: unlike any
 cell, so the cell is written again whole."""
 
@@ -163,7 +163,8 @@ def _made(notebook: dict[str, Any], seen: dict[str, shared_cells.Fingerprint]) -
     ynotebook.set(notebook)
     if not notebook["cells"]:
         ynotebook.ycells.clear()  # set() gives a notebook without cells an empty one
-    ids: list[str | None] = [cell["id"] for cell in notebook["cells"]]
+    named = {cell_id: cell_id for cell_id in seen}  # the Document's strs, not copies
+    ids: list[str | None] = [named.get(cell["id"], cell["id"]) for cell in notebook["cells"]]
     return Built(ydoc, ynotebook, ids, ydoc.get_update(), seen)
 
 

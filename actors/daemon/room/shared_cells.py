@@ -6,6 +6,7 @@ schema. Pure; shared_doc.py uses them.
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any, NamedTuple, Protocol
 
 import orjson
@@ -53,28 +54,27 @@ def copies(cells: list[Cell]) -> tuple[CellCopy, ...]:
     )
 
 
-Fingerprint = tuple[str, str, tuple[int, int], int | None, str]
-"""A cell as the mirror last wrote it: type, source, outputs (identity, length), count,
-metadata (as sorted JSON, a str: orjson's bytes keep a buffer of kilobytes each)."""
+Fingerprint = tuple[str, str, int, int | None, str]
+"""A cell as the mirror last wrote it: type, source, outputs (the list's identity and
+length as one int), count, metadata (as sorted JSON, a str: orjson's bytes keep a buffer
+of kilobytes each). The shared document keeps one a cell while anyone watches, so each
+is kept small: the str and the source are shared, not copies (ADR 0004, "What the live
+document weighs")."""
 
 
 def fingerprint(cell: CellContent) -> Fingerprint:
     """What the mirror compares: the Document replaces a cell's outputs list whenever
-    they change, so the list's identity stands for its content."""
-    metadata = orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS).decode()
-    return (
-        cell.cell_type,
-        cell.source,
-        (id(cell.outputs), len(cell.outputs)),
-        cell.execution_count,
-        metadata,
-    )
+    they change, so the list's identity stands for its content. Cells with the same
+    metadata share one interned str of it."""
+    metadata = sys.intern(orjson.dumps(cell.metadata, option=orjson.OPT_SORT_KEYS).decode())
+    outputs = id(cell.outputs) << 32 | len(cell.outputs)
+    return (cell.cell_type, cell.source, outputs, cell.execution_count, metadata)
 
 
 def unknown(cell: Cell) -> Fingerprint:
     """A Y cell the mirror did not write (a person's new cell, taken): everything but its
     type and source, which the Room took from it, is written back."""
-    return (cell.cell_type, cell.source, (-1, -1), -2, "")
+    return (cell.cell_type, cell.source, -1, -2, "")
 
 
 def cell_of(ycell: Any) -> dict[str, Any]:

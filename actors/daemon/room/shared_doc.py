@@ -99,8 +99,11 @@ class SharedDoc:
         """The ids of the cells the last person's update changed inside."""
         self._updates: list[bytes] = []
         self._whole: bytes | None = STEP2 + write_message(built.update)
-        """The answer to a new Y client's sync step 1 (an empty state vector): the whole
-        document, kept until the next change."""
+        """The whole document as the worker encoded it: the answer to the first Y client's
+        sync step 1 if it holds nothing yet, so the Room's thread does not encode it.
+        Let go at the first sync step 1 or the next change, whichever comes first: kept
+        while anyone watched, it was a copy of the document 1.2 times the notebook's JSON
+        (ADR 0004, "What the live document weighs")."""
         self.marks = marks or AgentMarks()
         """The agents, as Lab's collaborators (agent_marks.py)."""
         self.marks.resend()
@@ -368,11 +371,10 @@ class SharedDoc:
 
     def _sync(self, step: int, payload: bytes) -> Heard:
         if step == YSyncMessageType.SYNC_STEP1:
-            if payload != EMPTY_STATE:
-                return Heard(replies=[STEP2 + write_message(self.ydoc.get_update(payload))])
-            if self._whole is None:
-                self._whole = STEP2 + write_message(self.ydoc.get_update())
-            return Heard(replies=[self._whole])
+            whole, self._whole = self._whole, None
+            if whole is not None and payload == EMPTY_STATE:
+                return Heard(replies=[whole])
+            return Heard(replies=[STEP2 + write_message(self.ydoc.get_update(payload))])
         if step not in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
             raise UnreadableMessage(f"sync step {step} is not 0, 1 or 2")
         if payload == EMPTY_UPDATE:
