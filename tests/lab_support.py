@@ -25,7 +25,11 @@ from typing import Any
 
 import nbformat
 from tornado.httpclient import HTTPRequest
-from tornado.websocket import WebSocketClientConnection, websocket_connect
+from tornado.websocket import (
+    WebSocketClientConnection,
+    WebSocketClosedError,
+    websocket_connect,
+)
 
 from nbstage.entrypoints.common import lab_start
 from nbstage.entrypoints.common.statedir import state_paths
@@ -146,7 +150,10 @@ class WsPerson(YPerson):
         request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
         self.ws: WebSocketClientConnection = self._run(lambda: websocket_connect(request))
         self.close_code: int | None = None
-        self._send(self.greeting())
+        with contextlib.suppress(WebSocketClosedError):
+            # A room that refuses this page (a history it does not hold) may close the
+            # socket before the greeting is written; ``wait_until`` reads why.
+            self._send(self.greeting())
 
     def _run(self, make: Callable[[], Any], timeout: float = 30.0) -> Any:
         """Await what ``make()`` returns, on this person's loop (tornado's futures are made
