@@ -31,11 +31,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
+import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import nbformat
 import psutil
+from pycrdt import Doc, create_sync_message
 from y_client import Nbstage, StockLab, YClient
 
 from nbstage.actors.daemon.notebook.document import Document
@@ -250,10 +253,13 @@ async def memory(ours: Nbstage) -> None:
     alone = subprocess.run(
         [sys.executable, __file__, "--y-memory", str(path)], capture_output=True, check=True
     )
-    held, idle = map(int, alone.stdout.split())
+    held, idle, yrs, python = map(int, alone.stdout.split())
     print(f"  notebook JSON {size / 1024:.0f} kB; Y document encoded {encoded / 1024:.0f} kB")
     print(f"    ({encoded / size:.2f}x); a fresh process holding the Room's shared document")
-    print(f"    grows {held / 1024:.0f} kB ({held / size:.2f}x); the daemon's RSS grew")
+    print(f"    after its first join grows {held / 1024:.0f} kB ({held / size:.2f}x) of RSS:")
+    print(f"    yrs's store alone {yrs / 1024:.0f} kB ({yrs / size:.2f}x, malloc's bytes in")
+    print(f"    use for a Doc made from the update), the Python side {python / 1024:.0f} kB")
+    print(f"    ({python / size:.2f}x, tracemalloc); the daemon's RSS grew")
     print(f"    {grown / 1024:.0f} kB when the first person joined ({grown / size:.2f}x)")
     print(f"  idle (frozen, no one watching): the room keeps {kept / 1024:.0f} kB")
     print(f"    ({kept / size:.2f}x); the fresh process, frozen and trimmed, still holds")
@@ -261,9 +267,24 @@ async def memory(ours: Nbstage) -> None:
     print(f"    {after / 1024:.0f} kB above what it was before the join (no trim there)")
 
 
-def y_memory(path: str) -> tuple[int, int]:
-    """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded;
-    then what is left once it is frozen (the frozen form included)."""
+class MallInfo2(ctypes.Structure):
+    names = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks")
+    _fields_ = [(name, ctypes.c_size_t) for name in (*names, "uordblks", "fordblks", "keepcost")]
+
+
+def malloced(libc: ctypes.CDLL) -> int:
+    """glibc's bytes in use (allocated chunks, mmapped ones too)."""
+    libc.mallinfo2.restype = MallInfo2
+    gc.collect()
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
+def y_memory(path: str) -> tuple[int, int, int, int]:
+    """RSS a SharedDoc of ``path`` adds to this process, its Document already loaded,
+    once a person joined (their sync step 1 answered); then what is left once it is
+    frozen (the frozen form included); then the split of the first: yrs's store (a Doc
+    made from the document's update, in malloc's bytes), and the Python side."""
     libc = ctypes.CDLL("libc.so.6")
     doc = Document.from_json(nbformat.read(path, as_version=4))
     warm = SharedDoc.of(Document.from_json(nbformat.read(path, as_version=4)))  # imports
@@ -274,6 +295,8 @@ def y_memory(path: str) -> tuple[int, int]:
     libc.malloc_trim(0)
     before = psutil.Process().memory_info().rss
     shared = SharedDoc.of(doc)
+    shared.join("person", 1)
+    shared.receive(create_sync_message(Doc()))
     gc.collect()
     libc.malloc_trim(0)
     grown = psutil.Process().memory_info().rss - before
@@ -284,7 +307,18 @@ def y_memory(path: str) -> tuple[int, int]:
     libc.malloc_trim(0)
     idle = psutil.Process().memory_info().rss - before
     assert kept.size > 0
-    return grown, idle
+    start = malloced(libc)
+    alone = Doc()
+    alone.apply_update(zlib.decompress(kept.update))
+    yrs = malloced(libc) - start
+    tracemalloc.start()
+    python = SharedDoc.of(doc)
+    python.join("person", 1)
+    python.receive(create_sync_message(Doc()))
+    gc.collect()
+    traced, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return grown, idle, yrs, traced
 
 
 async def executes(ours: Nbstage, runs: int, apart: bool = False) -> tuple[list, list]:
