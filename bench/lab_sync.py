@@ -264,7 +264,7 @@ async def memory(ours: Nbstage) -> None:
     print(f"  idle (frozen, no one watching): the room keeps {kept / 1024:.0f} kB")
     print(f"    ({kept / size:.2f}x); the fresh process, frozen and trimmed, still holds")
     print(f"    {idle / 1024:.0f} kB more than before ({idle / size:.2f}x); the daemon's RSS is")
-    print(f"    {after / 1024:.0f} kB above what it was before the join (no trim there)")
+    print(f"    {after / 1024:.0f} kB above what it was before the join")
 
 
 class MallInfo2(ctypes.Structure):

@@ -245,6 +245,12 @@ class SharedDocFrozen:
 
 
 @frozen
+class FreedPagesReleased:
+    """Offload token: a worker gave back to the system the pages malloc held free, after
+    a frozen shared document's live form was let go (freed_pages.py)."""
+
+
+@frozen
 class SharedDocIdle:
     """Timer payload: no person has been in the room since ``generation``; its shared
     document is frozen unless one joined since."""

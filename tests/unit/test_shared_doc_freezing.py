@@ -22,6 +22,7 @@ from nbstage.protocol.daemon.lab import PassSharedDocMessage
 from nbstage.protocol.daemon.room_replies import SharedDocState
 from nbstage.protocol.daemon_actors.room_followups import SharedDocBuilt, SharedDocFrozen
 from tests.unit.test_shared_doc_handover import (
+    RELEASED,
     STREAM,
     Browser,
     Room,
@@ -103,7 +104,7 @@ def test_the_rooms_side_of_a_freeze_and_a_thaw_takes_no_checksum(
     _, _, freeze = _freezing(room)
     assert counted == []
     assert room.sharing.view().state is SharedDocState.FREEZING
-    assert room.frozen_back(freeze, freeze.work()) == []
+    assert room.frozen_back(freeze, freeze.work()) == RELEASED
     assert len(counted) == 3
     [thaw] = room.join(conn=8)
     assert len(counted) == 3
@@ -119,7 +120,7 @@ def test_an_edit_made_while_the_freeze_runs_survives_it(worker_runs: str) -> Non
     session = room.sharing.freezing.shared.session
     frozen = freeze.work() if worker_runs == "before the edits" else None
     _edit(room)
-    assert room.frozen_back(freeze, frozen if frozen is not None else freeze.work()) == []
+    assert room.frozen_back(freeze, frozen if frozen is not None else freeze.work()) == RELEASED
     assert room.sharing.view().state is SharedDocState.FROZEN
     [thaw] = room.join(conn=8)
     [_, answer] = room.built(thaw, thaw.work())
@@ -170,7 +171,7 @@ def test_a_freeze_that_comes_back_after_a_second_one_began_is_dropped() -> None:
     second_result = second.work()
     assert room.frozen_back(first, first_result) == []
     assert room.sharing.view().state is SharedDocState.FREEZING
-    assert room.frozen_back(second, second_result) == []
+    assert room.frozen_back(second, second_result) == RELEASED
     assert room.sharing.frozen is second_result
     assert room.frozen_back(second, second_result) == []
     assert room.sharing.frozen is second_result
@@ -187,7 +188,7 @@ def test_a_timer_of_an_earlier_generation_starts_no_second_freeze() -> None:
     freeze = room.idle(due)
     assert freeze is not None
     assert room.idle(due) is None
-    assert room.frozen_back(freeze, freeze.work()) == []
+    assert room.frozen_back(freeze, freeze.work()) == RELEASED
     assert room.idle(due) is None
     assert room.sharing.view().state is SharedDocState.FROZEN
 
@@ -219,7 +220,7 @@ def test_a_failed_freeze_keeps_the_live_document_and_tries_again() -> None:
     assert room.y_cells() == room.cells()
     again = room.idle(wake.payload)
     assert again is not None
-    assert room.frozen_back(again, again.work()) == []
+    assert room.frozen_back(again, again.work()) == RELEASED
     assert room.sharing.view().state is SharedDocState.FROZEN
 
 
@@ -288,5 +289,5 @@ def test_a_room_that_closes_refuses_what_a_freeze_held_and_keeps_its_result() ->
     refused = room.sharing.refuse_held(closing)
     assert [type(action) for action in refused] == [Fail]
     assert room.sharing.refuse_held(closing) == []
-    assert room.frozen_back(freeze, freeze.work()) == []
+    assert room.frozen_back(freeze, freeze.work()) == RELEASED
     assert room.sharing.view().state is SharedDocState.FROZEN

@@ -23,6 +23,7 @@ from pycrdt import (
 )
 
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.room import freed_pages
 from nbstage.actors.daemon.room.actions import Answer, Fail, Offload, Wake
 from nbstage.actors.daemon.room.notices import NoticeBoard
 from nbstage.actors.daemon.room.peers import Peers
@@ -32,7 +33,11 @@ from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.lab import JoinSharedDoc, PassSharedDocMessage, from_text, to_text
 from nbstage.protocol.daemon.room_replies import SharedDocState
 from nbstage.protocol.daemon_actors.edge import Origin
-from nbstage.protocol.daemon_actors.room_followups import SharedDocBuilt, SharedDocIdle
+from nbstage.protocol.daemon_actors.room_followups import (
+    FreedPagesReleased,
+    SharedDocBuilt,
+    SharedDocIdle,
+)
 
 STREAM = {"output_type": "stream", "name": "stdout", "text": "out\n"}
 
@@ -42,6 +47,10 @@ def _doc(*sources: str) -> Document:
     for source in sources:
         doc.create_cell(source, "code", None)
     return doc
+
+
+RELEASED = [Offload(FreedPagesReleased(), freed_pages.release)]
+"""What a kept freeze comes to: the pages the live document held, given back by a worker."""
 
 
 class Room:
@@ -86,7 +95,7 @@ class Room:
         """The idle timer fires and the worker's freeze comes back at once."""
         freeze = self.idle(due)
         assert freeze is not None
-        assert self.frozen_back(freeze, freeze.work()) == []
+        assert self.frozen_back(freeze, freeze.work()) == RELEASED
 
     def _serve(self, todo: list, held: list) -> list:
         for origin, req in held:

@@ -26,6 +26,7 @@ from nbstage.actors.daemon.room import (
     actions,
     arrivals,
     edits,
+    freed_pages,
     lab_people,
     opening,
     views,
@@ -130,6 +131,7 @@ class Room(NbActor):
             finished(f.SharedDocBuilt): partial(lab_people.shared_doc_built, self),
             wakeup(f.SharedDocIdle): partial(lab_people.shared_doc_idle, self),
             finished(f.SharedDocFrozen): partial(lab_people.shared_doc_frozen, self),
+            finished(f.FreedPagesReleased): freed_pages.released,
             f.SharedDocMirrorDue: lambda due, sender: lab_people.mirror(self, due),
             finished(f.SaveFinished): lambda d: self.act(*self.file.save_returned(d, self.doc)),
             finished(f.FileLooked): lambda d: self.act(

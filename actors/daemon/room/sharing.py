@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import person_edits, shared_build
+from nbstage.actors.daemon.room import freed_pages, person_edits, shared_build
 from nbstage.actors.daemon.room.actions import Action, Answer, Edited, Fail, Offload, Send, Wake
 from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.freezing import FreezeOutcome, Freezing, outcome
@@ -43,6 +43,7 @@ from nbstage.protocol.daemon.lab import (
 from nbstage.protocol.daemon.room_replies import SharedDocState, SharedDocView
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import (
+    FreedPagesReleased,
     JournalAppended,
     SharedDocBuilt,
     SharedDocFrozen,
@@ -218,9 +219,10 @@ class Sharing:
     def frozen_back(
         self, done: Any, doc: Document | None, running: frozenset[str] = frozenset()
     ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
-        """The freeze came back (freezing.py has what it comes to). Taken back, the live
-        document is brought to ``doc`` and the requests held for it go back to the Room,
-        in order, as after a build."""
+        """The freeze came back (freezing.py has what it comes to). Kept, the live
+        document is let go, and a worker gives the pages it held back to the system
+        (freed_pages.py). Taken back, the live document is brought to ``doc`` and the
+        requests held for it go back to the Room, in order, as after a build."""
         freezing = self.freezing
         under_way = None if freezing is None else freezing.generation
         held = bool(freezing and freezing.held)
@@ -231,7 +233,7 @@ class Sharing:
         self.freezing = None
         if decided is FreezeOutcome.KEPT:
             self.frozen = done.result
-            return [], []
+            return [Offload(FreedPagesReleased(), freed_pages.release)], []
         if decided is FreezeOutcome.CLOSED or doc is None:
             closed = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")
             return [Fail(origin, closed) for origin, _ in freezing.held], []
