@@ -247,7 +247,7 @@ class SharedDocFrozen:
 @frozen
 class FreedPagesReleased:
     """Offload token: a worker gave back to the system the pages malloc held free, after
-    a frozen shared document's live form was let go (freed_pages.py)."""
+    a shared document's build was taken or its live form let go (freed_pages.py)."""
 
 
 @frozen

@@ -59,6 +59,8 @@ class Room:
     def __init__(self, doc: Document) -> None:
         self.doc, self.sharing, self.peers = doc, Sharing(), Peers(NoticeBoard())
         self.requests = 0
+        self.releases = 0
+        """The builds taken that asked a worker to give the freed pages back."""
 
     def person(self, conn: int) -> tuple[Origin, JoinSharedDoc]:
         peer_id = self.peers.join("person (JupyterLab)", conn)
@@ -76,7 +78,9 @@ class Room:
         """SharedDocBuilt arrives; the held requests are served as the Room serves them.
         Every action, in order."""
         done = BlockingWorkDone(build.token, result, error)
-        return self._serve(*self.sharing.built(done, self.doc))
+        todo, held = self.sharing.built(done, self.doc)
+        self.releases += todo.count(RELEASED[0])
+        return self._serve([action for action in todo if action not in RELEASED], held)
 
     def idle(self, due: SharedDocIdle) -> Offload | None:
         """The idle timer fires: the freeze handed to a worker, if one starts."""
@@ -193,6 +197,18 @@ def test_the_peoples_requests_held_for_the_build_come_back_in_their_order() -> N
     answered = [action.origin.request_id for action in todo if isinstance(action, Answer)]
     assert answered == [1, second[0].request_id, origin.request_id, third[0].request_id]
     assert set(room.sharing.people()) == set(room.peers.labels)
+
+
+def test_a_build_taken_gives_back_the_pages_its_temporaries_held_and_no_other_does() -> None:
+    room = Room(_doc("a"))
+    [build] = room.join(conn=5)
+    stale = Offload(SharedDocBuilt(build.token.generation + 1), build.work)
+    room.built(stale, stale.work())
+    room.built(build, error=RuntimeError("no"))
+    assert room.releases == 0
+    [again] = room.join(conn=6)
+    room.built(again, again.work())
+    assert room.releases == 1
 
 
 def test_a_build_of_another_generation_is_not_taken() -> None:

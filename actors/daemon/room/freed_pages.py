@@ -1,11 +1,12 @@
-"""Giving back to the system the pages malloc keeps once a frozen shared document is let go.
+"""Giving back to the system the pages malloc keeps after the shared document's big frees.
 
 glibc keeps what a process frees in its arenas (one per thread that allocated) and gives
-whole free pages back only at the top of a heap; the daemon's allocations interleave, so a
-frozen document's live form, about 5 MB of yrs's items for 1,000 short cells, stayed in
-the daemon's RSS after it was freed (ADR 0004, item 17). ``malloc_trim`` gives those
-pages back; it runs on a worker, off the Room's thread. Elsewhere than glibc there is no
-such call, and nothing is done.
+whole free pages back only at the top of a heap; the daemon's allocations interleave, so
+the temporaries of a build on a worker, and a frozen document's live form (about 5 MB of
+yrs's items for 1,000 short cells), stayed in the daemon's RSS once freed (ADR 0004,
+item 17). ``malloc_trim`` gives those pages back; the Room asks a worker for it once a
+build is taken and once a freeze is kept, off its own thread. Elsewhere than glibc there
+is no such call, and nothing is done.
 """
 
 from __future__ import annotations

@@ -181,7 +181,8 @@ class Sharing:
         """The build came back: the document is taken and brought to ``doc`` (what the
         Room changed during the build, in one transaction), and the held requests go
         back to the Room, in order; a failed build refuses them. The idle timer is
-        armed, for a build nobody joins in the end."""
+        armed, for a build nobody joins in the end, and a worker gives back the pages
+        the build's temporaries held (freed_pages.py)."""
         building = self.building
         if building is None or done.token.generation != building.generation:
             return [], []
@@ -197,7 +198,8 @@ class Sharing:
         session, marks = (None, None) if frozen is None else (frozen.session, frozen.marks)
         self.shared = SharedDoc(done.result, building.start, session, marks)
         self.shared.mirror(doc, running)
-        return [self._idle_timer()], building.held
+        released = Offload(FreedPagesReleased(), freed_pages.release)
+        return [self._idle_timer(), released], building.held
 
     def _refuse(self, building: Building, error: NbstageError) -> list[Action]:
         """A build that came to nothing: its held requests are refused, and a frozen
