@@ -15,7 +15,9 @@ through the journal.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -367,6 +369,43 @@ def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_
                 await anyio.sleep(0.2)
 
     run_bounded(body, budget=180)
+
+
+def lab_unix_sockets(lab: RunningLab) -> int:
+    """How many Unix sockets `nbstage lab`'s processes hold."""
+    top = psutil.Process(lab.process.pid)
+    return sum(len(p.net_connections(kind="unix")) for p in [top, *top.children(True)])
+
+
+def test_a_join_cut_off_by_a_daemon_kill_is_told_to_reload(lab) -> None:
+    """The daemon is frozen (SIGSTOP) before a page's room websocket joins, so the join's
+    connection waits in the socket's backlog with its request unanswered; then it is
+    killed. The join is cut off mid-request: the edge brings a daemon back and closes
+    with the reloadable 1003, never with a close that leaves the page no way on but a
+    reload by hand; the reload joins."""
+    name = "cut-off-join.ipynb"
+    lab.notebook(name, "a = 1")
+    session = lab.session(name)
+    pid = lab.daemon.request("identity")["pid"]
+    lab.daemon.pid = pid
+    before = lab_unix_sockets(lab)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        person = WsPerson(lab, name, session=session)
+        wait_until(lambda: lab_unix_sockets(lab) > before, 15, "the join's connection")
+    finally:
+        lab.daemon.kill()
+    wait_until(lambda: pid_gone(pid), 15, "the killed daemon to be gone")
+    with pytest.raises(ConnectionError, match=r"1003.*restarted.*reloadable"):
+        person.wait_until(lambda: False, 60)
+    person.close()
+    lab.daemon.pid = wait_until(lambda: _other_daemon(lab, pid), 60, "the edge's new daemon")
+    reloaded = WsPerson(lab, name)
+    try:
+        reloaded.synced()
+        assert reloaded.cells()[0]["source"] == "a = 1"
+    finally:
+        reloaded.close()
 
 
 def test_a_daemon_stopped_on_purpose_stays_stopped_until_a_page_asks(lab) -> None:
