@@ -132,6 +132,15 @@ class SessionChildEdge:
 
     # --- daemon links ---------------------------------------------------------------------
 
+    def _settings(self) -> str | None:
+        """Why a daemon would refuse this state dir's settings: asked only when no daemon
+        answers (the settings module is the daemon's, kept out of a lean start)."""
+        if self._state_dir is None:
+            return None
+        from nbstage.protocol.common.settings import settings_problem
+
+        return settings_problem(Path(self._state_dir))
+
     async def _run_link(self, link_id: int, link: Link, socket_path: str) -> None:
         """Connect and relay one link's frames. The link may be closed (and forgotten)
         before this task first runs, or while it connects."""
@@ -149,7 +158,7 @@ class SessionChildEdge:
             if writer is not None:
                 writer.close()
             self._links.pop(link_id, None)
-            self._host.tell(link.owner, DaemonLinkRefused(link_id, str(exc)))
+            self._host.tell(link.owner, DaemonLinkRefused(link_id, str(exc), self._settings()))
             return
         if link.closed:
             writer.close()

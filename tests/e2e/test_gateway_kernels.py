@@ -22,6 +22,7 @@ import pytest
 
 from nbstage.actors.daemon.kernel.gateway_client import CALL_SECS
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonError
+from nbstage.entrypoints.control.daemon_control import SettingsRefused
 from tests.conftest import FAST_SETTINGS
 from tests.gateway_support import Gateway, gateway_running, notebook_wishing, stop_gateway
 from tests.support import (
@@ -273,7 +274,7 @@ def test_a_malformed_host_table_stops_the_daemon_from_starting(tmp_path: Path) -
     (state_dir / "config.toml").write_text(
         '[[kernel_hosts]]\nname = "half"\nurl = "http://127.0.0.1:9"\n'
     )
-    with pytest.raises(RuntimeError), daemon_running(state_dir, FAST_SETTINGS):
+    with pytest.raises(SettingsRefused, match="a token"), daemon_running(state_dir, FAST_SETTINGS):
         pass
     logged = "".join(p.read_text() for p in (state_dir / "logs").glob("*"))
     assert "kernel host 'half' ([[kernel_hosts]] table 1): a token (or token_file) is required" in (
