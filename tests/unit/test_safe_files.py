@@ -32,6 +32,7 @@ from nbstage.protocol.common.safe_files import (
     write_private,
 )
 from nbstage.protocol.common.settings import load_settings
+from tests.sqlite_locks import unheld_locks
 
 BLOCKED_AFTER = 5.0
 
@@ -285,31 +286,6 @@ def test_an_old_database_and_its_side_files_are_narrowed_and_a_link_refused(
         private_database(linked)
 
 
-SQLITE_LOCKS = r"""
-import fcntl, os, sys
-db, taken = sys.argv[1], []
-# sqlite's unix locks: a connection in WAL mode holds a read lock on byte 128 of the -shm
-# file (its "DMS" byte) and on the database's shared range; a process that can lock
-# either exclusively takes itself for the only user of the database.
-for path, start, length in ((db + "-shm", 128, 1), (db, 0x40000002, 510)):
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, length, start)
-        taken.append(os.path.basename(path))
-    except OSError:
-        pass
-print(",".join(taken))
-"""
-
-
-def locks_another_process_can_take(db_path: Path) -> str:
-    import subprocess
-    import sys
-
-    probe = [sys.executable, "-c", SQLITE_LOCKS, str(db_path)]
-    return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
-
-
 def test_a_second_connection_to_a_database_leaves_the_first_ones_locks_in_place(
     tmp_path: Path,
 ) -> None:
@@ -326,15 +302,16 @@ def test_a_second_connection_to_a_database_leaves_the_first_ones_locks_in_place(
         first.execute("PRAGMA journal_mode=WAL")
         first.execute("CREATE TABLE t (x)")
         first.execute("INSERT INTO t VALUES (1)")
-        assert locks_another_process_can_take(db_path) == ""
+        assert unheld_locks(db_path) == []
         second = sqlite3.connect(private_database(db_path), isolation_level=None)
-        assert locks_another_process_can_take(db_path) == ""
+        assert unheld_locks(db_path) == []
         second.execute("INSERT INTO t VALUES (2)")
         assert first.execute("SELECT count(*) FROM t").fetchone()[0] == 2
     finally:
         first.close()
         if second is not None:
             second.close()
+    assert unheld_locks(db_path) == ["registry.sqlite3-shm", "registry.sqlite3"]
 
 
 def test_a_registry_refused_for_what_it_is_trusts_nothing(tmp_path: Path) -> None:
