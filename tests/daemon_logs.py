@@ -13,8 +13,10 @@ import contextlib
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
 KEPT = Path(__file__).resolve().parents[1] / "build" / "test-artifacts" / "daemon-logs"
 TAIL_LINES = 60
