@@ -103,6 +103,9 @@ def run_foreground(paths: StatePaths) -> None:
     prepare(paths)
     lock_fd = _take_lock(paths)
     faulthandler.register(signal.SIGUSR1)
+    # a fatal signal (SIGSEGV, SIGBUS, ...) leaves every thread's stack in daemon.out,
+    # where nothing else would say why the daemon is gone
+    faulthandler.enable()
     try:
         setup_logging(paths.logs, "daemon")
         paths = runtime_dir.settle(paths)
@@ -180,7 +183,7 @@ def start_background(
             env=env,
             start_new_session=True,
         )
-    threading.Thread(target=proc.wait, name="reap-daemon", daemon=True).start()
+    threading.Thread(target=_reap, args=(proc, paths), name="reap-daemon", daemon=True).start()
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         status = query_status(paths, timeout=2.0)
@@ -197,6 +200,16 @@ def start_background(
             raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
         time.sleep(0.05)
     raise TimeoutError(f"daemon did not answer within {START_TIMEOUT:.0f}s; see {paths.logs}")
+
+
+def _reap(proc: subprocess.Popen[bytes], paths: StatePaths) -> None:
+    """Wait for the daemon; one that a signal ended (SIGKILL leaves no trace of its own)
+    gets a line saying so in daemon.out, if this process is still there to see it."""
+    code = proc.wait()
+    if code < 0:
+        note = f"nbstage: the daemon (pid {proc.pid}) was ended by signal {-code}"
+        with contextlib.suppress(OSError, ValueError), daemon_output(paths) as out:
+            out.write(f"{note} ({signal.strsignal(-code)})\n".encode())
 
 
 def stop(paths: StatePaths) -> int | None:
