@@ -197,7 +197,10 @@ def start_background(
                 from nbstage.protocol.common.settings import settings_problem
 
                 raise SettingsRefused(settings_problem(paths.root) or f"see {paths.logs}")
-            raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
+            if proc.returncode != 0:
+                raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
+            # 0: it found the state dir's lock taken. Another start (a client's autostart
+            # or revival, daemon_launch.py) won; it is waited for.
         time.sleep(0.05)
     raise TimeoutError(f"daemon did not answer within {START_TIMEOUT:.0f}s; see {paths.logs}")
 

@@ -28,8 +28,9 @@ from tornado.websocket import WebSocketHandler
 from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.control.daemon_revival import Asker
 from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
-from nbstage.entrypoints.lab.daemon_revival import REVIVAL, Asker, open_link
+from nbstage.entrypoints.lab.daemon_revival import REVIVAL, open_link
 from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
 from nbstage.entrypoints.lab.room_link import RoomLink

@@ -331,8 +331,9 @@ def test_nothing_doubles_and_nothing_acknowledged_is_lost_over_a_seeded_mix(lab,
 def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_agent(
     lab,
 ) -> None:
-    """The agent is a real `nbstage mcp`; nothing but the Lab edge starts the daemon
-    again. The page is told to reload, its reload finds the room back, and what the
+    """The agent is a real `nbstage mcp`, with autostart off so that nothing but the Lab
+    edge starts the daemon again (an autostarting client's session child would too:
+    test_rejoin.py). The page is told to reload, its reload finds the room back, and what the
     person types there reaches the agent's get_cell."""
     name = "revived.ipynb"
     path = lab.notebook(name, "a = 1")
@@ -356,7 +357,9 @@ def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_
             reloaded.close()
 
     async def body() -> None:
-        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as agent:
+        async with McpClientSession(
+            lab.daemon, "legacy", "agent", lab.root, no_autostart=True
+        ) as agent:
             await call_ok(agent, "connect_notebook", path=str(path))
             typed = await anyio.to_thread.run_sync(kill_and_type)
             deadline = time.monotonic() + 60
