@@ -32,7 +32,11 @@ schemas. This file is written by `make docs`.
 SETTINGS_INTRO = """# Settings
 
 The daemon reads `config.toml` in its state dir (a TOML table of the names below), and
-an environment variable overrides each one. A name it does not know is refused at start.
+an environment variable overrides each one. A name it does not know, a value of the
+wrong type, a file that is not TOML or a malformed `[[kernel_hosts]]` table is refused
+at start, before anything runs: `nbstage daemon start` prints what is wrong and where and
+exits 78, and an agent whose `nbstage mcp` autostarts the daemon gets the same words as
+its call's error at once (`tests/e2e/test_bad_settings.py`).
 This file is written by `make docs` from `protocol/common/settings.py`.
 
 | setting | variable | default | what it does |

@@ -82,14 +82,18 @@ def daemon_start(foreground: bool, state_dir: str | None) -> None:
     from nbstage.entrypoints.control import daemon_control
 
     paths = state_paths(state_dir)
-    if foreground:
-        try:
-            daemon_control.run_foreground(paths)
-        except daemon_control.AlreadyRunning:
-            status = daemon_control.query_status(paths)
-            click.echo("already running: " + _status_line(status, paths.socket))
-        return
-    status, started = daemon_control.start_background(paths)
+    try:
+        if foreground:
+            try:
+                daemon_control.run_foreground(paths)
+            except daemon_control.AlreadyRunning:
+                status = daemon_control.query_status(paths)
+                click.echo("already running: " + _status_line(status, paths.socket))
+            return
+        status, started = daemon_control.start_background(paths)
+    except daemon_control.SettingsRefused as exc:
+        click.echo(f"nbstage daemon: not started: {exc}", err=True)
+        sys.exit(daemon_control.SETTINGS_REFUSED_EXIT)
     click.echo("started: " if started else "already running: ", nl=False)
     _print_status(status, False)
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from nbstage.actors.daemon.environment.environments import ENVS_DIR_ENV
+from tests import daemon_logs
 from tests.support import RunningDaemon, daemon_running
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -89,11 +90,27 @@ def lab() -> Iterator[Any]:
         yield running
 
 
+def pytest_runtest_logstart(nodeid: str) -> None:
+    daemon_logs.test_begins(nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport() -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        daemon_logs.test_failed(report)
+
+
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
-    """A fresh, short state dir (so sockets fit in it) that is removed afterwards."""
+    """A fresh, short state dir (so sockets fit in it) that is removed afterwards; a
+    failing test keeps its daemons' logs (tests/daemon_logs.py)."""
     with tempfile.TemporaryDirectory(prefix="nbs-") as tmp:
-        yield Path(tmp) / "state"
+        path = Path(tmp) / "state"
+        daemon_logs.started(path)
+        yield path
+        daemon_logs.stopped(path, cleanly=True)
 
 
 @pytest.fixture

@@ -136,12 +136,15 @@ def stop_lab(process: subprocess.Popen) -> None:
 class WsPerson(YPerson):
     """A browser tab, headless: one room's websocket, driven from a sync test."""
 
-    def __init__(self, lab: RunningLab, name: str, held: str | None = None) -> None:
-        """``held``: the session id the page holds, if not the one the session gives."""
+    def __init__(
+        self, lab: RunningLab, name: str, held: str | None = None, session: dict | None = None
+    ) -> None:
+        """``held``: the session id the page holds, if not the one the session gives;
+        ``session``: the page's session, asked for earlier, if it is not to be asked now."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.name = name
-        session = lab.session(name)
+        session = session or lab.session(name)
         self.notebook_id = session["fileId"]
         url = (
             f"ws://127.0.0.1:{lab.port}/api/collaboration/room/json:notebook:{self.notebook_id}"

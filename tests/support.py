@@ -18,6 +18,7 @@ import psutil
 from nbstage.entrypoints.common.statedir import StatePaths, client_paths, state_paths
 from nbstage.entrypoints.control import daemon_control
 from nbstage.entrypoints.control.daemon_client import DaemonClient, DaemonNotRunning
+from tests import daemon_logs
 
 NBSTAGE = [sys.executable, "-m", "nbstage.entrypoints.cli"]
 
@@ -122,6 +123,7 @@ class RunningDaemon:
 def start_daemon(state_dir: Path, env: dict[str, str] | None = None) -> RunningDaemon:
     """What `nbstage daemon start` does, in this process, so a test pays for no CLI."""
     env = env or {}
+    daemon_logs.started(state_paths(state_dir).root)
     daemon_control.start_background(state_paths(state_dir), cli_env(state_dir, env))
     paths = client_paths(state_dir)
     with DaemonClient(paths.socket) as client:
@@ -136,7 +138,12 @@ def daemon_running(state_dir: Path, env: dict[str, str] | None = None) -> Iterat
     try:
         yield daemon
     finally:
-        assert_daemon_gone(daemon)
+        try:
+            assert_daemon_gone(daemon)
+        except BaseException:
+            daemon_logs.stopped(daemon.paths.root, cleanly=False)
+            raise
+        daemon_logs.stopped(daemon.paths.root, cleanly=True)
 
 
 def assert_daemon_gone(daemon: RunningDaemon) -> None:

@@ -65,6 +65,9 @@ class DaemonLinkRefused:
 
     link: int
     reason: str
+    settings_problem: str | None = None
+    """Why a daemon would refuse this state dir's settings, if it would: then none
+    will start until they are mended."""
 
 
 @frozen

@@ -35,6 +35,13 @@ UNREACHABLE = (
 )
 
 
+def settings_refused(problem: str) -> str:
+    return (
+        f"The nbstage daemon cannot start: {problem}. Once that is mended, "
+        "`nbstage daemon start` (or a restart of this MCP server) starts it."
+    )
+
+
 def too_large_to_send(size: int) -> str:
     return (
         f"The request is {size:,} bytes, over the daemon's "
@@ -48,6 +55,9 @@ class DaemonRequests:
         self.link: DaemonLink | None = None
         self.waiting: dict[int, tuple[type, Resume]] = {}
         self.call_of: dict[int, str] = {}
+        self.unreachable = UNREACHABLE
+        """What a request says while no daemon answers."""
+        self.refused_in_a_row = 0
 
     def connect(self, tell_edge: Callable[[object], None], socket_path: str, owner: Any) -> None:
         self.link = DaemonLink(tell_edge, socket_path, owner)
@@ -55,7 +65,7 @@ class DaemonRequests:
     def send(self, request: object, resume: Resume, call_id: str | None = None) -> None:
         """Send ``request``; ``resume`` gets its typed reply or a DaemonFailure."""
         if self.link is None:
-            resume(DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, UNREACHABLE))
+            resume(DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, self.unreachable))
             return
         try:
             request_id = self.link.send(request)
@@ -77,6 +87,8 @@ class DaemonRequests:
         frame = frame_from(self.link, msg)
         if frame is None:
             return
+        self.refused_in_a_row = 0
+        self.unreachable = UNREACHABLE
         request_id: Any = frame.get("id")
         if frame["type"] == FrameKind.PROGRESS:
             call_id = self.call_of.get(request_id)
@@ -98,7 +110,11 @@ class DaemonRequests:
         if not is_current(self.link, msg):
             return False
         self.link = None
-        failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, UNREACHABLE)
+        refused = isinstance(msg, DaemonLinkRefused)
+        self.refused_in_a_row = self.refused_in_a_row + 1 if refused else 0
+        problem = msg.settings_problem if isinstance(msg, DaemonLinkRefused) else None
+        self.unreachable = UNREACHABLE if problem is None else settings_refused(problem)
+        failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, self.unreachable)
         waiting, self.waiting = self.waiting, {}
         self.call_of = {}
         for _expected, resume in waiting.values():

@@ -169,11 +169,20 @@ def hand_off(manager: Any, from_version: str, to_version: str) -> None:
 
 
 def link_lost(manager: Any, msg: DaemonLinkClosed | DaemonLinkRefused, sender: Any) -> None:
+    """A link that ended or could not be made. Only the first of a run of refusals is
+    logged (the link is tried again every few hundred ms). A daemon that would refuse
+    its settings will not come while it waits: the calls held for it are answered."""
+    said_before = manager.daemon.unreachable
     if not manager.daemon.lost(msg):
         return
-    level = logging.INFO if isinstance(msg, DaemonLinkRefused) else logging.WARNING
-    log.log(level, "daemon link %s: %s", type(msg).__name__, msg.reason)
+    refused = isinstance(msg, DaemonLinkRefused)
+    if not refused:
+        log.warning("daemon link closed: %s", msg.reason)
+    elif manager.daemon.refused_in_a_row == 1 or manager.daemon.unreachable != said_before:
+        log.info("daemon link refused: %s", msg.settings_problem or msg.reason)
     manager.held.confirmed = False
+    if refused and msg.settings_problem is not None and manager.held.awaiting_first_link:
+        manager.held.awaiting_first_link = False
     if not manager.held.awaiting_first_link:
         release_held_calls(manager)
     retry = FIRST_LINK_RETRY if manager.held.awaiting_first_link else LINK_RETRY

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import faulthandler
 import fcntl
+import logging
 import os
 import signal
 import subprocess
@@ -28,7 +29,10 @@ from nbstage.protocol.common.safe_files import open_private
 from nbstage.protocol.common.version import VERSION
 
 if TYPE_CHECKING:
+    from nbstage.protocol.common.settings import Settings
     from nbstage.protocol.daemon.replies import DaemonStatus
+
+log = logging.getLogger("nbstage.daemon")
 
 VERSION_ENV = "NBSTAGE_DAEMON_VERSION"
 START_TIMEOUT = 60.0
@@ -37,6 +41,15 @@ STOP_TIMEOUT = 40.0
 
 class AlreadyRunning(Exception):
     pass
+
+
+class SettingsRefused(Exception):
+    """config.toml or the ``NBSTAGE_*`` environment could not be read; the message says
+    where and why."""
+
+
+SETTINGS_REFUSED_EXIT = 78
+"""sysexits' EX_CONFIG: a daemon that refused its settings exits with it."""
 
 
 def daemon_version() -> str:
@@ -90,6 +103,9 @@ def run_foreground(paths: StatePaths) -> None:
     prepare(paths)
     lock_fd = _take_lock(paths)
     faulthandler.register(signal.SIGUSR1)
+    # a fatal signal (SIGSEGV, SIGBUS, ...) leaves every thread's stack in daemon.out,
+    # where nothing else would say why the daemon is gone
+    faulthandler.enable()
     try:
         setup_logging(paths.logs, "daemon")
         paths = runtime_dir.settle(paths)
@@ -98,14 +114,13 @@ def run_foreground(paths: StatePaths) -> None:
             paths.socket.unlink()
         os.environ[EDGE_PID_ENV] = str(os.getpid())
         work_in_state_dir(paths)
+        settings = _settings(paths)
         stale_envs = environments.pool_envs(paths.root)
         if os.environ.pop(WARM_KERNEL_ENV, "") == "1":
             spare_kernel.warm(paths.root, paths.kernel_dir)
         from nbstage.actors.daemon.environment import uv_commands
         from nbstage.entrypoints.daemon.daemon_edge import Edge
-        from nbstage.protocol.common.settings import load_settings
 
-        settings = load_settings(paths.root)
         uv_commands.use_config_file(settings.uv_config_file)
         edge = Edge(paths, settings, daemon_version(), stale_envs)
         asyncio.run(edge.run())
@@ -125,6 +140,19 @@ def work_in_state_dir(paths: StatePaths) -> None:
     if os.environ.get(ENVS_DIR_ENV):
         os.environ[ENVS_DIR_ENV] = os.path.abspath(os.environ[ENVS_DIR_ENV])
     os.chdir(paths.root)
+
+
+def _settings(paths: StatePaths) -> Settings:
+    """The settings, read before anything starts (a spare kernel, a socket), or
+    SettingsRefused: clients see the same words (``settings_problem``)."""
+    from nbstage.protocol.common.settings import load_settings, settings_problem
+
+    try:
+        return load_settings(paths.root)
+    except (OSError, ValueError):
+        problem = settings_problem(paths.root) or "the settings could not be read"
+        log.error("the daemon refuses to start: %s", problem)
+        raise SettingsRefused(problem) from None
 
 
 def start_background(
@@ -155,7 +183,7 @@ def start_background(
             env=env,
             start_new_session=True,
         )
-    threading.Thread(target=proc.wait, name="reap-daemon", daemon=True).start()
+    threading.Thread(target=_reap, args=(proc, paths), name="reap-daemon", daemon=True).start()
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         status = query_status(paths, timeout=2.0)
@@ -165,9 +193,26 @@ def start_background(
             status = query_status(paths)
             if status is not None:
                 return status, False
-            raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
+            if proc.returncode == SETTINGS_REFUSED_EXIT:
+                from nbstage.protocol.common.settings import settings_problem
+
+                raise SettingsRefused(settings_problem(paths.root) or f"see {paths.logs}")
+            if proc.returncode != 0:
+                raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
+            # 0: it found the state dir's lock taken. Another start (a client's autostart
+            # or revival, daemon_launch.py) won; it is waited for.
         time.sleep(0.05)
     raise TimeoutError(f"daemon did not answer within {START_TIMEOUT:.0f}s; see {paths.logs}")
+
+
+def _reap(proc: subprocess.Popen[bytes], paths: StatePaths) -> None:
+    """Wait for the daemon; one that a signal ended (SIGKILL leaves no trace of its own)
+    gets a line saying so in daemon.out, if this process is still there to see it."""
+    code = proc.wait()
+    if code < 0:
+        note = f"nbstage: the daemon (pid {proc.pid}) was ended by signal {-code}"
+        with contextlib.suppress(OSError, ValueError), daemon_output(paths) as out:
+            out.write(f"{note} ({signal.strsignal(-code)})\n".encode())
 
 
 def stop(paths: StatePaths) -> int | None:

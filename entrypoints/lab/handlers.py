@@ -28,8 +28,9 @@ from tornado.websocket import WebSocketHandler
 from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.entrypoints.control.daemon_revival import Asker
 from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
-from nbstage.entrypoints.lab.daemon_revival import REVIVAL, Asker, open_link
+from nbstage.entrypoints.lab.daemon_revival import REVIVAL, open_link
 from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
 from nbstage.entrypoints.lab.room_link import RoomLink
@@ -122,7 +123,11 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             hello = await self.link.request(
                 "lab_join", notebook_id=self.notebook_id, peer_id=self.peer_id
             )
-        except (OSError, Untrusted, DaemonError) as exc:
+        except OSError as exc:
+            log.warning("room %s: the daemon went away during a join: %s", self.room, exc)
+            self._revive_then_reload(Asker.PAGE)
+            return
+        except (Untrusted, DaemonError) as exc:
             self._refuse(GONE, f"room unavailable: {exc}")
             return
         held = self.get_query_argument("sessionId", "")
@@ -187,18 +192,24 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.write_message(message, binary=True)
 
     def _lost(self) -> None:
-        """The daemon connection ended. Unless this websocket is closing anyway, the
-        daemon is brought back if it died (daemon_revival.py), its room opened again,
-        and then the page is told to reload: its Y history is not the new room's."""
+        """The daemon connection ended: see ``_revive_then_reload``."""
+        self._revive_then_reload(Asker.LINK_LOST)
+
+    def _revive_then_reload(self, asker: Asker) -> None:
+        """Unless this websocket is closing anyway, the daemon is brought back if it died
+        (daemon_revival.py), its room opened again, and then the page is told to reload:
+        its Y history is not the new room's. A join cut off the same way ends the same
+        way (a page's request, so a daemon stopped meanwhile is started too), never with
+        a close that leaves the page no way on but a reload by hand."""
         if self.ws_connection is None or self.ws_connection.is_closing() or self.reviving:
             return
         self.reviving = True
         path = ROOMS.paths.get(self.notebook_id)
         notebooks = [] if path is None else [full_path(self.settings, path)]
-        start_kept(self.revivals, self._revive(notebooks))
+        start_kept(self.revivals, self._revive(asker, notebooks))
 
-    async def _revive(self, notebooks: list[str]) -> None:
-        alive = await REVIVAL.ensure(Asker.LINK_LOST, notebooks)
+    async def _revive(self, asker: Asker, notebooks: list[str]) -> None:
+        alive = await REVIVAL.ensure(asker, notebooks)
         word = "restarted" if alive else "went away"
         self._refuse(GONE, _reload(f"the nbstage daemon {word}"))
 

@@ -111,8 +111,9 @@ def _figure_files(state_dir: Path) -> int:
     try:
         return load_settings(state_dir).figure_files
     except (OSError, ValueError) as exc:
-        log.warning("settings not read, so figure_files is %d: %s", Settings.figure_files, exc)
-        return Settings.figure_files
+        default = Settings().figure_files
+        log.warning("settings not read, so figure_files is %d: %s", default, exc)
+        return default
 
 
 def eof_drain_secs() -> float:

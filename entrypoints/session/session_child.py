@@ -41,6 +41,7 @@ from nbstage.entrypoints.common.offload_runner import OffloadRunner
 from nbstage.entrypoints.common.ownership import Untrusted, check_peer, check_private_dir
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, followed_socket
 from nbstage.entrypoints.session import fault_points
+from nbstage.entrypoints.session.revival import Revival, wants_revival
 from nbstage.protocol.common.offload import BlockingWorkRequested
 from nbstage.protocol.daemon.frames import FrameError, read_body
 from nbstage.protocol.session import session_frames
@@ -77,6 +78,8 @@ class SessionChildEdge:
         self.exit_code = 0
         self._fault = fault_points.from_environment()
         self._state_dir = os.environ.get(LINK_STATE_DIR_ENV)
+        self._autostart = False
+        self._revival: Revival | None = None
 
     async def run(self) -> None:
         from nbstage.actors.session.session_manager import SessionManager
@@ -85,12 +88,14 @@ class SessionChildEdge:
             asyncio.get_running_loop().add_reader(self._edge_pidfd, os._exit, 1)
         reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
         self._host = ActorHost(self._on_actor_message)
+        self._revival = Revival(asyncio.get_running_loop())
         self._offload = OffloadRunner(self._host.tell)
         manager = self._host.create(SessionManager)
         try:
             while (message := await session_frames.read(reader)) is not None:
                 if isinstance(message, SessionConfig):
                     setup_logging(Path(message.state_dir) / "logs", "session")
+                    self._autostart = message.autostart
                 self._host.tell(manager, message)
                 if isinstance(message, StopSessionManager) or self.exit_code:
                     break
@@ -132,6 +137,23 @@ class SessionChildEdge:
 
     # --- daemon links ---------------------------------------------------------------------
 
+    def _revive_if_dead(self, refusal: BaseException, settings_problem: str | None) -> None:
+        revival = self._revival
+        if revival is None or self._state_dir is None or settings_problem is not None:
+            return
+        if wants_revival(refusal, self._autostart, revival.running):
+            log.warning("the daemon's socket refuses; looking whether it died")
+            revival.start(self._state_dir)
+
+    def _settings(self) -> str | None:
+        """Why a daemon would refuse this state dir's settings: asked only when no daemon
+        answers (the settings module is the daemon's, kept out of a lean start)."""
+        if self._state_dir is None:
+            return None
+        from nbstage.protocol.common.settings import settings_problem
+
+        return settings_problem(Path(self._state_dir))
+
     async def _run_link(self, link_id: int, link: Link, socket_path: str) -> None:
         """Connect and relay one link's frames. The link may be closed (and forgotten)
         before this task first runs, or while it connects."""
@@ -149,7 +171,9 @@ class SessionChildEdge:
             if writer is not None:
                 writer.close()
             self._links.pop(link_id, None)
-            self._host.tell(link.owner, DaemonLinkRefused(link_id, str(exc)))
+            problem = self._settings()
+            self._host.tell(link.owner, DaemonLinkRefused(link_id, str(exc), problem))
+            self._revive_if_dead(exc, problem)
             return
         if link.closed:
             writer.close()

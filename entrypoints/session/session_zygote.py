@@ -128,6 +128,24 @@ def loaded_sources(modules: dict[str, Any], package: Path) -> dict[str, int]:
     return found
 
 
+def library_dirs(modules: dict[str, Any], search_path: list[str], package: Path) -> dict[str, int]:
+    """path → mtime_ns of each import path entry that a loaded module outside ``package``
+    came from. Installing, upgrading or removing a distribution there (thespian, orjson,
+    the MCP types, the standard library itself) adds or removes entries in that folder,
+    which moves its mtime: nbstage's own sources alone would not show it."""
+    entries = sorted((os.path.join(entry, "") for entry in search_path if entry), key=len)
+    found: dict[str, int] = {}
+    for module in list(modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or path.startswith(str(package) + os.sep):
+            continue
+        entry = next((e for e in reversed(entries) if path.startswith(e)), None)
+        if entry is not None and entry not in found:
+            with contextlib.suppress(OSError):
+                found[entry] = os.stat(entry).st_mtime_ns
+    return found
+
+
 # --- the child ----------------------------------------------------------------------------
 
 
@@ -202,6 +220,7 @@ class SessionZygote:
         self.owner = owner
         self.own = own
         self.sources = loaded_sources(sys.modules, PACKAGE)
+        self.sources.update(library_dirs(sys.modules, sys.path, PACKAGE))
         if began_ns:
             self.sources = unseen_after(self.sources, began_ns)
         self.stale = False

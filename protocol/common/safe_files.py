@@ -175,26 +175,38 @@ def write_private(path: str | Path, data: bytes) -> None:
         raise
 
 
-def make_private_file(path: str | Path) -> None:
-    """Create ``path`` 0600 if it is absent; narrow it to 0600 if it is there. Refuses a
-    link or anything but a regular file (for files another library opens by name, such
-    as a sqlite database)."""
-    os.close(open_private(path, os.O_RDONLY | os.O_CREAT))
-
-
-def narrow_if_present(path: str | Path) -> None:
-    """``make_private_file`` for a file that may be absent, and is not created here."""
-    with contextlib.suppress(FileNotFoundError):
-        os.close(open_private(path, os.O_RDONLY))
+def narrow_unopened(path: str | Path) -> None:
+    """Narrow the regular file at ``path`` to 0600 without opening it: through an
+    ``O_PATH`` descriptor, whose close leaves the process's locks on the file alone.
+    Refuses a link or anything but a regular file."""
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise not_regular(path, info.st_mode)
+        if stat.S_IMODE(info.st_mode) != PRIVATE_MODE:
+            os.chmod(f"/proc/self/fd/{fd}", PRIVATE_MODE)
+    finally:
+        os.close(fd)
 
 
 def private_database(path: str | Path) -> str:
     """Make a sqlite database and the files sqlite keeps beside it 0600 before sqlite
     opens them by name; returns the path for ``sqlite3.connect``. sqlite gives the
-    ``-wal``, ``-shm`` and ``-journal`` files it creates the database's own bits."""
-    make_private_file(path)
+    ``-wal``, ``-shm`` and ``-journal`` files it creates the database's own bits.
+
+    Files that are there are never opened here (``narrow_unopened``). sqlite's locks
+    are POSIX record locks, which the close of any descriptor of the file drops for the
+    whole process: a plain open and close for a second connection took the first one's
+    locks away, and the next process to open the database took the ``-shm`` file for
+    unused and truncated it under the first one's mapping, which died of SIGBUS."""
+    try:
+        os.close(open_private(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        narrow_unopened(path)
     for suffix in ("-wal", "-shm", "-journal"):
-        narrow_if_present(f"{path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            narrow_unopened(f"{path}{suffix}")
     return str(path)
 
 

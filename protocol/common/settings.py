@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nbstage.protocol.common.frozen import frozen
-from nbstage.protocol.common.kernel_hosts import KernelHost, decode_kernel_hosts
+from nbstage.protocol.common.kernel_hosts import KernelHost, KernelHostError, decode_kernel_hosts
 from nbstage.protocol.common.safe_files import (
     DEFAULT_MAX_FILE_BYTES,
     SMALL_FILE_BYTES,
@@ -125,7 +125,10 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     else:
         import tomllib  # here: most state dirs have no config.toml, and every process loads this
 
-        values.update(tomllib.loads(text.decode("utf-8")))
+        try:
+            values.update(tomllib.loads(text.decode("utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{config} is not valid TOML: {exc}") from exc
     hosts = decode_kernel_hosts(values.pop("kernel_hosts", []), state_dir)
     for name, var in _ENV_NAMES.items():
         if var in env:
@@ -135,8 +138,27 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     unknown = set(values) - set(_ENV_NAMES)
     if unknown:
         raise ValueError(f"unknown settings in {config}: {', '.join(sorted(unknown))}")
-    typed = {k: _typed(types[k], v) for k, v in values.items()}
+    typed = {}
+    for name, value in values.items():
+        try:
+            typed[name] = _typed(types[name], value)
+        except (TypeError, ValueError) as exc:
+            where = _ENV_NAMES[name] if _ENV_NAMES[name] in env else str(config)
+            kind = types[name].__name__
+            raise ValueError(f"{name} = {value!r} ({where}) is not of type {kind}: {exc}") from exc
     return replace(settings, kernel_hosts=hosts, **typed)
+
+
+def settings_problem(state_dir: Path, environ: dict[str, str] | None = None) -> str | None:
+    """Why a daemon of this state dir would refuse its settings (config.toml, the
+    ``NBSTAGE_*`` environment), or None when they read."""
+    try:
+        load_settings(state_dir, environ)
+    except KernelHostError as exc:
+        return f"{state_dir / 'config.toml'}: {exc}"
+    except (OSError, ValueError) as exc:
+        return str(exc)
+    return None
 
 
 def _typed(kind: type, value: object) -> Any:

@@ -15,7 +15,9 @@ through the journal.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -329,8 +331,9 @@ def test_nothing_doubles_and_nothing_acknowledged_is_lost_over_a_seeded_mix(lab,
 def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_agent(
     lab,
 ) -> None:
-    """The agent is a real `nbstage mcp`; nothing but the Lab edge starts the daemon
-    again. The page is told to reload, its reload finds the room back, and what the
+    """The agent is a real `nbstage mcp`, with autostart off so that nothing but the Lab
+    edge starts the daemon again (an autostarting client's session child would too:
+    test_rejoin.py). The page is told to reload, its reload finds the room back, and what the
     person types there reaches the agent's get_cell."""
     name = "revived.ipynb"
     path = lab.notebook(name, "a = 1")
@@ -354,7 +357,9 @@ def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_
             reloaded.close()
 
     async def body() -> None:
-        async with McpClientSession(lab.daemon, "legacy", "agent", lab.root) as agent:
+        async with McpClientSession(
+            lab.daemon, "legacy", "agent", lab.root, no_autostart=True
+        ) as agent:
             await call_ok(agent, "connect_notebook", path=str(path))
             typed = await anyio.to_thread.run_sync(kill_and_type)
             deadline = time.monotonic() + 60
@@ -367,6 +372,43 @@ def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_
                 await anyio.sleep(0.2)
 
     run_bounded(body, budget=180)
+
+
+def lab_unix_sockets(lab: RunningLab) -> int:
+    """How many Unix sockets `nbstage lab`'s processes hold."""
+    top = psutil.Process(lab.process.pid)
+    return sum(len(p.net_connections(kind="unix")) for p in [top, *top.children(True)])
+
+
+def test_a_join_cut_off_by_a_daemon_kill_is_told_to_reload(lab) -> None:
+    """The daemon is frozen (SIGSTOP) before a page's room websocket joins, so the join's
+    connection waits in the socket's backlog with its request unanswered; then it is
+    killed. The join is cut off mid-request: the edge brings a daemon back and closes
+    with the reloadable 1003, never with a close that leaves the page no way on but a
+    reload by hand; the reload joins."""
+    name = "cut-off-join.ipynb"
+    lab.notebook(name, "a = 1")
+    session = lab.session(name)
+    pid = lab.daemon.request("identity")["pid"]
+    lab.daemon.pid = pid
+    before = lab_unix_sockets(lab)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        person = WsPerson(lab, name, session=session)
+        wait_until(lambda: lab_unix_sockets(lab) > before, 15, "the join's connection")
+    finally:
+        lab.daemon.kill()
+    wait_until(lambda: pid_gone(pid), 15, "the killed daemon to be gone")
+    with pytest.raises(ConnectionError, match=r"1003.*restarted.*reloadable"):
+        person.wait_until(lambda: False, 60)
+    person.close()
+    lab.daemon.pid = wait_until(lambda: _other_daemon(lab, pid), 60, "the edge's new daemon")
+    reloaded = WsPerson(lab, name)
+    try:
+        reloaded.synced()
+        assert reloaded.cells()[0]["source"] == "a = 1"
+    finally:
+        reloaded.close()
 
 
 def test_a_daemon_stopped_on_purpose_stays_stopped_until_a_page_asks(lab) -> None:

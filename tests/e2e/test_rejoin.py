@@ -8,16 +8,19 @@ import signal
 from pathlib import Path
 
 import anyio
+import psutil
 import pytest
 
 from tests.support import (
     RunningDaemon,
     call_ok,
     mcp_client,
+    pid_gone,
     run_bounded,
     run_cli,
     start_daemon,
     texts_of,
+    wait_until,
 )
 
 pytestmark = pytest.mark.e2e
@@ -134,3 +137,36 @@ def test_without_a_daemon_the_server_answers_and_attaches_when_one_appears(
     finally:
         if placeholder.pid > 0:
             assert_daemon_gone(placeholder)
+
+
+def test_a_daemon_killed_under_an_autostarting_client_is_started_again_by_it(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Nobody starts the daemon again here: the session child of the client, whose
+    `nbstage mcp` has autostart on, finds the socket refusing, sees that the daemon the
+    state dir stamped is gone, and starts one as autostart does (detached, nobody's
+    child); then it rejoins its file-backed notebook."""
+    old = daemon.pid
+
+    session = mcp_client(daemon, "legacy", label="ada", cwd=tmp_path)
+
+    async def body() -> None:
+        async with session as client:
+            await call_ok(client, "create_notebook", ephemeral=False)
+            await call_ok(client, "create_cell", source="kept = 1")
+            await call_ok(client, "save_notebook", path="kept.ipynb")
+            daemon.kill()
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(lambda: pid_gone(old), 15, "the killed daemon to be gone")
+            )
+            result = await first_answer_after_recovery(client)
+            daemon.pid = (await anyio.to_thread.run_sync(daemon.request, "identity"))["pid"]
+            assert not result.is_error, texts_of(result)
+            assert [c["source_preview"] for c in result.structured_content["cells"]] == ["kept = 1"]
+            assert daemon.pid != old
+            clients_tree = psutil.Process(session.server_pid).children(recursive=True)
+            assert daemon.pid not in [p.pid for p in clients_tree], "not detached from the client"
+
+    run_bounded(body)
+    logged = (daemon.paths.logs / "session.log").read_text()
+    assert "the daemon's socket refuses; looking whether it died" in logged

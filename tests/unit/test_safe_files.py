@@ -32,6 +32,7 @@ from nbstage.protocol.common.safe_files import (
     write_private,
 )
 from nbstage.protocol.common.settings import load_settings
+from tests.sqlite_locks import unheld_locks
 
 BLOCKED_AFTER = 5.0
 
@@ -259,6 +260,58 @@ def test_a_database_and_its_side_files_are_0600(tmp_path: Path) -> None:
         "registry.sqlite3-wal": 0o600,
         "registry.sqlite3-shm": 0o600,
     }
+
+
+def test_an_old_database_and_its_side_files_are_narrowed_and_a_link_refused(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    db_path = tmp_path / "registry.sqlite3"
+    with umask(0o022):
+        db = sqlite3.connect(db_path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (x)")
+        try:
+            assert {mode_of(path) for path in tmp_path.iterdir()} == {0o644}
+            private_database(db_path)
+            modes = {path.name: mode_of(path) for path in tmp_path.iterdir()}
+        finally:
+            db.close()
+    assert set(modes.values()) == {0o600}, modes
+    assert len(modes) == 3
+    linked = tmp_path / "linked.sqlite3"
+    linked.symlink_to(db_path)
+    with pytest.raises(FileRefused, match="symbolic link"):
+        private_database(linked)
+
+
+def test_a_second_connection_to_a_database_leaves_the_first_ones_locks_in_place(
+    tmp_path: Path,
+) -> None:
+    """A Room's registry connection opens beside the Daemon actor's, in one process. When
+    that second open dropped the first's locks, a read-only reader in another process (a
+    test polling the registry) truncated the -shm file under the daemon's mapping, and
+    the daemon's next write died of SIGBUS."""
+    import sqlite3
+
+    db_path = tmp_path / "registry.sqlite3"
+    first = sqlite3.connect(private_database(db_path), isolation_level=None)
+    second = None
+    try:
+        first.execute("PRAGMA journal_mode=WAL")
+        first.execute("CREATE TABLE t (x)")
+        first.execute("INSERT INTO t VALUES (1)")
+        assert unheld_locks(db_path) == []
+        second = sqlite3.connect(private_database(db_path), isolation_level=None)
+        assert unheld_locks(db_path) == []
+        second.execute("INSERT INTO t VALUES (2)")
+        assert first.execute("SELECT count(*) FROM t").fetchone()[0] == 2
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+    assert unheld_locks(db_path) == ["registry.sqlite3-shm", "registry.sqlite3"]
 
 
 def test_a_registry_refused_for_what_it_is_trusts_nothing(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ from nbstage.entrypoints.session.session_zygote import (
     SessionZygote,
     changed_files,
     exit_status,
+    library_dirs,
     loaded_sources,
+    os_mtime,
     refusal,
     this_interpreter,
     unseen_after,
@@ -89,6 +91,53 @@ def test_loaded_sources_are_the_modules_inside_the_package(tmp_path: Path) -> No
     modules = {"a": Module(inside), "b": Module(outside), "c": Module(None)}
     found = loaded_sources(modules, tmp_path / "pkg")
     assert found == {str(inside): inside.stat().st_mtime_ns}
+
+
+def test_library_dirs_are_the_import_path_entries_of_modules_outside_the_package(
+    tmp_path: Path,
+) -> None:
+    """The deepest entry that holds a module counts (a venv's site-packages, not the
+    folder above it); the package's own modules and entries nothing came from do not."""
+    outer, site, unused = tmp_path / "lib", tmp_path / "lib" / "site-packages", tmp_path / "u"
+    for folder in (site / "lib_a", unused, tmp_path / "pkg"):
+        folder.mkdir(parents=True)
+
+    class Module:
+        def __init__(self, file: Path | None) -> None:
+            self.__file__ = str(file) if file else None
+
+    modules = {
+        "lib_a": Module(site / "lib_a" / "__init__.py"),
+        "lib_b": Module(site / "lib_b.py"),
+        "stdlib_mod": Module(outer / "json.py"),
+        "ours": Module(tmp_path / "pkg" / "a.py"),
+        "builtin": Module(None),
+    }
+    search_path = [str(outer), str(site), str(unused), ""]
+    found = library_dirs(modules, search_path, tmp_path / "pkg")
+    assert found == {
+        f"{site}{os.sep}": site.stat().st_mtime_ns,
+        f"{outer}{os.sep}": outer.stat().st_mtime_ns,
+    }
+
+
+def test_a_distribution_installed_beside_the_loaded_ones_counts_as_a_change(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "lib_a.py").write_text("")
+
+    class Module:
+        __file__ = str(site / "lib_a.py")
+
+    long_ago = 1_000_000_000
+    os.utime(site, ns=(long_ago, long_ago))
+    seen = library_dirs({"lib_a": Module()}, [str(site)], tmp_path / "pkg")
+    assert seen == {f"{site}{os.sep}": long_ago}
+    assert changed_files(seen, os_mtime) == []
+    (site / "lib_a-2.0.dist-info").mkdir()
+    assert changed_files(seen, os_mtime) == [f"{site}{os.sep}"]
 
 
 def test_a_source_changed_on_disk_is_refused_and_ends_the_server(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import zmq
-from jupyter_client import session as jupyter_session
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -28,31 +27,12 @@ from nbstage.actors.daemon.kernel.kernel_backend_events import KernelEvent
 from nbstage.actors.daemon.kernel.kernel_environment import Placement
 from nbstage.actors.daemon.kernel.kernel_files import pipe_socket
 from nbstage.actors.daemon.kernel.kernel_messages import iopub_event, shell_event
+from nbstage.actors.daemon.kernel.kernel_wire import waiting
 from nbstage.actors.daemon.kernel.process_tree import end_tree, kernel_tag, tagged_environ
 from nbstage.actors.daemon.kernel.spare_kernel import KERNEL_NAME, LAUNCHER, NO_HISTORY, Spare
 from nbstage.protocol.common.frozen import frozen
 from nbstage.protocol.daemon_actors.kernel_facts import EnvironmentView, EnvSource
 from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
-
-
-def _dates_as_sent(value: Any) -> Any:
-    return value
-
-
-# nbstage reads no date of a kernel message, and parsing the two in every message's headers
-# was more than half of its deserialisation (ADR 0002); the dates stay ISO 8601 strings.
-jupyter_session.extract_dates = _dates_as_sent
-
-
-def _waiting(channel: Any) -> Iterator[dict[str, Any]]:
-    """Every message already on ``channel``, without blocking: one non-blocking read each.
-    (The channel's ``msg_ready`` and ``get_msg`` build a zmq poller for every call, two
-    per message and one more per channel at the end: most of a drain's time.)"""
-    if channel.socket is None:
-        return
-    while (msg := channel.session.recv(channel.socket, zmq.NOBLOCK)[1]) is not None:
-        yield msg
-
 
 SPECS_FRESH_SECS = 2.0
 """How long one scan of the kernelspec dirs answers every room that asks while none of
@@ -244,11 +224,11 @@ class JupyterBackend:
     def drain(self) -> Iterator[KernelEvent]:
         """Every message already waiting on iopub and shell, without blocking, read one
         at a time as the caller takes them: a burst of output is never all in memory."""
-        for msg in _waiting(self._kc.iopub_channel):
+        for msg in waiting(self._kc.iopub_channel):
             event = iopub_event(msg)
             if event is not None:
                 yield event
-        yield from map(shell_event, _waiting(self._kc.shell_channel))
+        yield from map(shell_event, waiting(self._kc.shell_channel))
 
     def is_alive(self) -> bool:
         """Whether the kernel process still runs, by a non-blocking ``poll`` of it.

@@ -1,6 +1,6 @@
-"""The Lab edge's revival of the daemon: when it starts one (a table), how it reads the
-socket (a real Unix socket, listening, left behind, missing), and the page config it
-hands the front end."""
+"""A client's revival of the daemon (the Lab edge's, a session child's): when it starts
+one (tables), how it reads the socket (a real Unix socket, listening, left behind,
+missing), and the page config the Lab edge hands the front end."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import psutil
 import pytest
 
 from nbstage.entrypoints.common.statedir import StatePaths, record_socket_dir
-from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
-from nbstage.entrypoints.lab.daemon_revival import (
+from nbstage.entrypoints.control.daemon_revival import (
     Asker,
     SocketState,
     daemon_environ,
     probe,
     should_start,
 )
+from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
 from nbstage.entrypoints.lab.page_config import ANNOUNCEMENTS, install
+from nbstage.entrypoints.session.revival import wants_revival
 from nbstage.protocol.common.safe_files import write_private
 
 DECISIONS = [
@@ -85,6 +86,31 @@ def test_the_page_config_turns_the_announcements_off_and_runs_cells_on_the_serve
     assert again["disabledExtensions"].count(ANNOUNCEMENTS) == 1
 
 
-def test_a_daemon_the_edge_starts_does_not_inherit_labs_token() -> None:
-    environ = {"JUPYTER_TOKEN": "secret", "NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
+SESSION_CHILD = [
+    (ConnectionRefusedError(), True, False, True),
+    (ConnectionRefusedError(), True, True, False),
+    (ConnectionRefusedError(), False, False, False),
+    (FileNotFoundError(), True, False, False),
+    (PermissionError(), True, False, False),
+]
+
+
+@pytest.mark.parametrize(("refusal", "autostart", "reviving", "wanted"), SESSION_CHILD)
+def test_which_refused_links_make_a_session_child_look_at_the_daemon(
+    refusal, autostart, reviving, wanted
+) -> None:
+    """A socket that refuses (a daemon that may have died), with autostart on and no
+    revival under way; a missing socket is a daemon stopped on purpose."""
+    assert wants_revival(refusal, autostart, reviving) is wanted
+
+
+def test_a_daemon_a_client_starts_inherits_neither_labs_token_nor_the_clients_marks() -> None:
+    environ = {
+        "JUPYTER_TOKEN": "secret",
+        "NBSTAGE_EDGE_PID": "41",
+        "NBSTAGE_LINK_STATE_DIR": "/s",
+        "NBSTAGE_SESSION_FD": "3",
+        "NBSTAGE_STATE_DIR": "/s",
+        "PATH": "/bin",
+    }
     assert daemon_environ(environ) == {"NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}

@@ -1,0 +1,55 @@
+"""A session child brings back a daemon that died under it, when its `nbstage mcp` was
+started with autostart on (the default).
+
+The link to the daemon is tried again every few hundred ms (actors/session/
+daemon_upkeep.py). A refusal whose socket file is there but takes no connection is a
+daemon that may have died (SIGKILL, a crash, the OOM killer): the same revival as the
+Lab edge's (entrypoints/control/daemon_revival.py) looks closer and starts one only if
+the daemon the state dir last stamped is gone, detached and one for all clients, as
+autostart does. A missing socket is a daemon stopped on purpose and stays stopped, as a
+daemon another `nbstage mcp --no-autostart` client (the harness's) finds. The next link
+try after the start rejoins as after any restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+log = logging.getLogger("nbstage.session")
+
+
+def wants_revival(refusal: BaseException, autostart: bool, reviving: bool) -> bool:
+    """Whether a refused link calls for a look at the daemon (and maybe a start)."""
+    return autostart and not reviving and isinstance(refusal, ConnectionRefusedError)
+
+
+class Revival:
+    """At most one revival at a time, on a thread of its own: it may wait up to a minute
+    for a daemon to answer, and a child that stops must not wait for it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.running = False
+
+    def start(self, state_dir: str) -> None:
+        self.running = True
+        thread = threading.Thread(target=self._run, args=(state_dir,), daemon=True)
+        thread.name = "daemon-revival"
+        thread.start()
+
+    def _run(self, state_dir: str) -> None:
+        from nbstage.entrypoints.common.statedir import state_paths
+        from nbstage.entrypoints.control.daemon_revival import Asker, revive
+
+        try:
+            alive = revive(state_paths(state_dir), Asker.LINK_LOST)
+            log.info("after a refused link the daemon %s", "answers" if alive else "is away")
+        except Exception:
+            log.exception("the daemon's revival failed")
+        finally:
+            self.loop.call_soon_threadsafe(self._ended)
+
+    def _ended(self) -> None:
+        self.running = False
