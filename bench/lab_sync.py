@@ -267,9 +267,13 @@ async def memory(ours: Nbstage) -> None:
     print(f"    {after / 1024:.0f} kB above what it was before the join")
 
 
+MALLINFO2 = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks")
+
+
 class MallInfo2(ctypes.Structure):
-    names = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks")
-    _fields_ = [(name, ctypes.c_size_t) for name in (*names, "uordblks", "fordblks", "keepcost")]
+    """glibc's ``struct mallinfo2``."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (*MALLINFO2, "fordblks", "keepcost")]
 
 
 def malloced(libc: ctypes.CDLL) -> int:
