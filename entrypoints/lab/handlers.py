@@ -31,6 +31,7 @@ from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
 from nbstage.entrypoints.lab.daemon_revival import REVIVAL, Asker, open_link
 from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
+from nbstage.entrypoints.lab.export_formats import ExportFormats
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
 from nbstage.entrypoints.lab.room_link import RoomLink
 
@@ -239,6 +240,7 @@ def _reload(reason: str) -> str:
 
 
 HANDLERS = [
+    (r"/api/nbconvert", ExportFormats),
     (r"/api/collaboration/session/(.*)", CollaborationSession),
     (r"/api/collaboration/room/(.*)", RoomSocket),
     (r"/api/kernels/([^/]+)/execute", CellExecution),

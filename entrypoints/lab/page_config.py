@@ -7,7 +7,8 @@
 
 Lab rebuilds its page config from files on disk after reading the server's
 ``page_config_data``, so the disabled plugins are added by ``page_config_hook``, which
-it calls last.
+it calls last. The hook is also where the edge hears that a page is being served
+(tree_page.py prepares the notebook a page opens).
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ def with_our_options(page_config: dict[str, Any]) -> dict[str, Any]:
     return {**page_config, DISABLED_KEY: disabled, "serverSideExecution": True}
 
 
-def install(settings: dict[str, Any]) -> None:
-    """Set the options in a Jupyter server's settings, after any hook already there."""
+def install(
+    settings: dict[str, Any], on_page: Callable[[Any], None] = lambda handler: None
+) -> None:
+    """Set the options in a Jupyter server's settings, after any hook already there;
+    ``on_page`` is called with the handler of every page served."""
     settings.setdefault("page_config_data", {})["serverSideExecution"] = True
     earlier: Callable[[Any, dict[str, Any]], dict[str, Any]] | None
     earlier = settings.get("page_config_hook")
@@ -36,6 +40,7 @@ def install(settings: dict[str, Any]) -> None:
     def hook(handler: Any, page_config: dict[str, Any]) -> dict[str, Any]:
         if earlier is not None:
             page_config = earlier(handler, page_config)
+        on_page(handler)
         return with_our_options(page_config)
 
     settings["page_config_hook"] = hook
