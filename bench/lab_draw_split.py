@@ -119,6 +119,44 @@ LEAN = {
         "@jupyterlab/fileeditor-extension:language-server",
     )
 }
+VIEW = {
+    **LEAN,
+    "@jupyterlab/console-extension": True,
+    "@jupyterlab/terminal-extension": True,
+}
+"""What does not work with the rooms' stand-in kernels, manages Lab itself, or is a shell."""
+BARE = {
+    **LEAN,
+    **{
+        name: True
+        for name in (
+            "@jupyterlab/terminal-extension",
+            "@jupyterlab/console-extension",
+            "@jupyterlab/help-extension",
+            "@jupyterlab/csvviewer-extension",
+            "@jupyterlab/htmlviewer-extension",
+            "@jupyterlab/imageviewer-extension",
+            "@jupyterlab/pdf-extension",
+            "@jupyterlab/video-extension",
+            "@jupyterlab/audio-extension",
+            "@jupyterlab/vega5-extension",
+            "@jupyterlab/mermaid-extension",
+            "@jupyterlab/json-lines-extension",
+            "@jupyterlab/markdownviewer-extension",
+            "@jupyterlab/logconsole-extension",
+            "@jupyterlab/inspector-extension",
+            "@jupyterlab/celltags-extension",
+            "@jupyterlab/metadataform-extension",
+            "@jupyterlab/settingeditor-extension",
+            "@jupyterlab/theme-dark-extension",
+            "@jupyterlab/theme-dark-high-contrast-extension",
+            "@jupyterlab/toc-extension",
+            "@jupyterlab/running-extension",
+            "@jupyterlab/launcher-extension",
+        )
+    },
+}
+"""A ceiling for what disabling plugins can give: most of what is not the notebook."""
 TRACKER = "@jupyterlab/notebook-extension:tracker"
 MAIN = "/work/main/.venv/bin/python"
 """Main's checkout, for the variant ``main``: its code, by turns with this one's."""
@@ -127,6 +165,8 @@ VARIANTS: dict[str, dict] = {
     "main": {"nbstage": [MAIN, "-P", "-m", "nbstage.entrypoints.cli"]},
     "nobuild": {"page_config": NO_BUILD},
     "lean": {"page_config": {"disabledExtensions": LEAN}},
+    "bare": {"page_config": {"disabledExtensions": BARE}},
+    "view": {"page_config": {"disabledExtensions": VIEW}},
     "full": {"settings": {TRACKER: {"windowingMode": "full"}}},
     "defer": {"settings": {TRACKER: {"windowingMode": "defer"}}},
     "none": {"settings": {TRACKER: {"windowingMode": "none"}}},
@@ -198,10 +238,11 @@ def page_cpu(driver) -> dict[str, float]:
 def open_page(driver, side: Nbstage, name: str, workspace: str, timeout: float) -> dict:
     """Open the notebook's page and wait until Lab is restored and its first cell drawn.
 
-    The page comes from a page of the same server (its renderer stays, so the CPU it
-    counts is this page's), by a navigation that returns once the page is committed."""
+    The page comes from about:blank, as lab_first_draw.py's do (a renderer of its own, as
+    a new tab's), by a navigation that returns once the page is committed; the CPU of
+    the page's renderer is counted from then, that of the servers from before it."""
     url = f"{side.base}/lab/workspaces/{workspace}/tree/{quote(name)}?token={quote(side.token)}"
-    driver.get(f"{side.base}/api/status?token={quote(side.token)}")
+    driver.get("about:blank")
     before = server_cpu(side)
     start = time.perf_counter()
     driver.execute_cdp_cmd("Page.navigate", {"url": url})

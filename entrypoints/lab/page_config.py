@@ -4,6 +4,12 @@
   it in the room's kernel (execution.py), instead of sending code to a kernel.
 - The announcements plugin is disabled: it fetches JupyterLab's news feed and checks
   for updates over the network, which a local edge has no business doing.
+- So are plugins that cannot work with the rooms' stand-in kernels (the debugger, which
+  speaks the kernel's debug protocol, and consoles, whose kernel would be a stand-in
+  that runs nothing), that manage Lab itself (the extension and plugin managers, the
+  hub menu), and the language-server plugins (no language server is there; the
+  completer asks the room's kernel). Together they cost the page about 0.1 to 0.2 s of its
+  main thread's CPU before a notebook is drawn (ADR 0004, item 17).
 
 Lab rebuilds its page config from files on disk after reading the server's
 ``page_config_data``, so the disabled plugins are added by ``page_config_hook``, which
@@ -17,7 +23,20 @@ from collections.abc import Callable
 from typing import Any
 
 ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
-DISABLED = (ANNOUNCEMENTS,)
+DISABLED = (
+    ANNOUNCEMENTS,
+    "@jupyterlab/debugger-extension",
+    "@jupyterlab/console-extension",
+    "@jupyterlab/inspector-extension:consoles",
+    "@jupyterlab/tooltip-extension:consoles",
+    "@jupyterlab/extensionmanager-extension",
+    "@jupyterlab/pluginmanager-extension",
+    "@jupyterlab/hub-extension",
+    "@jupyterlab/lsp-extension",
+    "@jupyterlab/notebook-extension:language-server",
+    "@jupyterlab/fileeditor-extension:language-server",
+)
+"""Whole extensions (every plugin of theirs) or single plugins, as Lab matches them."""
 DISABLED_KEY = "disabledExtensions"
 
 

@@ -381,13 +381,15 @@ def test_labs_interrupt_button_interrupts_the_rooms_kernel(lab, person) -> None:
 
 def test_the_page_config_lab_serves_turns_off_the_news_and_runs_cells_on_the_server(lab) -> None:
     """What the front end reads, from the page itself: the announcements plugin (news and
-    update checks over the network) disabled, server-side execution on."""
+    update checks over the network) and the plugins a room's view does without
+    disabled, server-side execution on."""
     with urllib.request.urlopen(f"{lab.base}/lab?token={lab.token}", timeout=30) as page:
         html = page.read().decode()
     start = html.index('id="jupyter-config-data"')
     body = html[html.index(">", start) + 1 : html.index("</script>", start)]
     config = json.loads(body)
     assert "@jupyterlab/apputils-extension:announcements" in config["disabledExtensions"]
+    assert "@jupyterlab/debugger-extension" in config["disabledExtensions"]
     assert config["serverSideExecution"] is True
 
 
