@@ -5,13 +5,16 @@ A script put into every new document before Lab's own marks: Lab's app object ex
 (its scripts are fetched and ran), ``app.started`` (the plugins that start at once are
 active), ``app.restored`` (the layout is back), the notebook's room websocket made,
 opened, and its sync step 2 received (the document is in the page), the notebook widget,
-its first cell node, and the first cell's source drawn. The navigation and resource
-timings say what the HTML, the scripts and the API calls took.
+its first cell node, and the first cell's source drawn. Each round opens an empty Lab
+page (no notebook: until it is restored), a 3-cell notebook and a big one. The
+navigation and resource timings say what the HTML, the scripts and the API calls took.
 
 Each variant is an `nbstage lab` of its own, with Jupyter config and settings dirs of
 its own, so that a lever that is a setting (plugins disabled or deferred in
 ``labconfig/page_config.json``, a notebook setting in the user settings) can be tried
-against the current code without changing it; the variants are opened by turns.
+against the current code without changing it; the variants are opened by turns. The
+variant ``main`` is another checkout's code (``NBSTAGE_BENCH_OTHER_PYTHON``). Never
+asserts.
 
     .venv/bin/python bench/lab_draw_split.py [--rounds 3] [--cells 1000] [--variant NAME]...
 """
@@ -158,8 +161,9 @@ BARE = {
 }
 """A ceiling for what disabling plugins can give: most of what is not the notebook."""
 TRACKER = "@jupyterlab/notebook-extension:tracker"
-MAIN = "/work/main/.venv/bin/python"
-"""Main's checkout, for the variant ``main``: its code, by turns with this one's."""
+MAIN = os.environ.get("NBSTAGE_BENCH_OTHER_PYTHON", "/work/main/.venv/bin/python")
+"""The interpreter of another checkout (its nbstage installed editable), for the variant
+``main``: that code, by turns with this one's."""
 VARIANTS: dict[str, dict] = {
     "current": {},
     "main": {"nbstage": [MAIN, "-P", "-m", "nbstage.entrypoints.cli"]},
@@ -241,7 +245,8 @@ def open_page(driver, side: Nbstage, name: str, workspace: str, timeout: float) 
     The page comes from about:blank, as lab_first_draw.py's do (a renderer of its own, as
     a new tab's), by a navigation that returns once the page is committed; the CPU of
     the page's renderer is counted from then, that of the servers from before it."""
-    url = f"{side.base}/lab/workspaces/{workspace}/tree/{quote(name)}?token={quote(side.token)}"
+    tree = f"/tree/{quote(name)}" if name else ""
+    url = f"{side.base}/lab/workspaces/{workspace}{tree}?token={quote(side.token)}"
     driver.get("about:blank")
     before = server_cpu(side)
     start = time.perf_counter()
@@ -249,7 +254,7 @@ def open_page(driver, side: Nbstage, name: str, workspace: str, timeout: float) 
     driver.execute_cdp_cmd("Performance.enable", {"timeDomain": "threadTicks"})
     page_before = page_cpu(driver)
     done = "const m = window.__drawMarks || {}; return [m.first_cell_drawn, m.app_restored];"
-    while None in driver.execute_script(done):
+    while None in driver.execute_script(done)[0 if name else 1 :]:
         if time.perf_counter() - start > timeout:
             break
         time.sleep(0.01)
@@ -310,9 +315,10 @@ def main(rounds: int, cells: int, timeout: float, chosen: list[str], detail: boo
                     order = list(sides.items())
                     order = order[k % len(order) :] + order[: k % len(order)]
                     for label, side in order:
-                        for kind, size in (("small", 3), ("big", cells)):
-                            name = f"{kind}-{k}.ipynb"
-                            write_notebook(side.root / name, size, outputs=kind == "big")
+                        for kind, size in (("empty", 0), ("small", 3), ("big", cells)):
+                            name = f"{kind}-{k}.ipynb" if size else ""
+                            if size:
+                                write_notebook(side.root / name, size, outputs=kind == "big")
                             found = open_page(driver, side, name, f"{kind}{k}", timeout)
                             show(f"round {k} {label} {kind}", found)
                             if detail:
@@ -326,7 +332,7 @@ def main(rounds: int, cells: int, timeout: float, chosen: list[str], detail: boo
                 side.stop()
     for label, series in results.items():
         print(f"{label} (p50 ms):")
-        for kind in ("small", "big"):
+        for kind in ("empty", "small", "big"):
             line = "  ".join(
                 f"{m} {statistics.median(series[f'{kind} {m}']):.0f}"
                 for m in (*ORDER, *(f"cpu {k}" for k in CPU))
