@@ -35,6 +35,7 @@ from urllib.parse import quote
 import psutil
 from common import NBSTAGE
 from lab_sync import write_notebook
+from lab_variants import VARIANTS
 from y_client import Nbstage
 
 from nbstage.entrypoints.common.statedir import client_paths
@@ -109,79 +110,6 @@ return {marks: window.__drawMarks, html: nav.responseEnd, dom: nav.domContentLoa
         resources};
 """
 
-NO_BUILD = {"buildCheck": False, "buildAvailable": False}
-LEAN = {
-    name: True
-    for name in (
-        "@jupyterlab/debugger-extension",
-        "@jupyterlab/extensionmanager-extension",
-        "@jupyterlab/pluginmanager-extension",
-        "@jupyterlab/hub-extension",
-        "@jupyterlab/lsp-extension",
-        "@jupyterlab/notebook-extension:language-server",
-        "@jupyterlab/fileeditor-extension:language-server",
-    )
-}
-VIEW = {
-    **LEAN,
-    "@jupyterlab/console-extension": True,
-    "@jupyterlab/terminal-extension": True,
-}
-"""What does not work with the rooms' stand-in kernels, manages Lab itself, or is a shell."""
-BARE = {
-    **LEAN,
-    **{
-        name: True
-        for name in (
-            "@jupyterlab/terminal-extension",
-            "@jupyterlab/console-extension",
-            "@jupyterlab/help-extension",
-            "@jupyterlab/csvviewer-extension",
-            "@jupyterlab/htmlviewer-extension",
-            "@jupyterlab/imageviewer-extension",
-            "@jupyterlab/pdf-extension",
-            "@jupyterlab/video-extension",
-            "@jupyterlab/audio-extension",
-            "@jupyterlab/vega5-extension",
-            "@jupyterlab/mermaid-extension",
-            "@jupyterlab/json-lines-extension",
-            "@jupyterlab/markdownviewer-extension",
-            "@jupyterlab/logconsole-extension",
-            "@jupyterlab/inspector-extension",
-            "@jupyterlab/celltags-extension",
-            "@jupyterlab/metadataform-extension",
-            "@jupyterlab/settingeditor-extension",
-            "@jupyterlab/theme-dark-extension",
-            "@jupyterlab/theme-dark-high-contrast-extension",
-            "@jupyterlab/toc-extension",
-            "@jupyterlab/running-extension",
-            "@jupyterlab/launcher-extension",
-        )
-    },
-}
-"""A ceiling for what disabling plugins can give: most of what is not the notebook."""
-TRACKER = "@jupyterlab/notebook-extension:tracker"
-MAIN = os.environ.get("NBSTAGE_BENCH_OTHER_PYTHON", "/work/main/.venv/bin/python")
-"""The interpreter of another checkout (its nbstage installed editable), for the variant
-``main``: that code, by turns with this one's."""
-VARIANTS: dict[str, dict] = {
-    "current": {},
-    "main": {"nbstage": [MAIN, "-P", "-m", "nbstage.entrypoints.cli"]},
-    "nobuild": {"page_config": NO_BUILD},
-    "lean": {"page_config": {"disabledExtensions": LEAN}},
-    "bare": {"page_config": {"disabledExtensions": BARE}},
-    "view": {"page_config": {"disabledExtensions": VIEW}},
-    "full": {"settings": {TRACKER: {"windowingMode": "full"}}},
-    "defer": {"settings": {TRACKER: {"windowingMode": "defer"}}},
-    "none": {"settings": {TRACKER: {"windowingMode": "none"}}},
-    "all": {
-        "page_config": {**NO_BUILD, "disabledExtensions": LEAN},
-        "settings": {TRACKER: {"windowingMode": "full"}},
-    },
-}
-"""Per variant: ``page_config`` (labconfig/page_config.json) and ``settings`` (plugin id →
-user settings)."""
-
 
 def prepare_dirs(work: Path, name: str, variant: dict) -> dict[str, str]:
     """Jupyter dirs of the variant's own; the environment that points Lab at them."""
@@ -213,17 +141,14 @@ def daemon_pid(side: Nbstage) -> int:
     return asyncio.run(ask())
 
 
-def cpu_seconds(pids: list[int], with_children: bool = False) -> float:
+def cpu_seconds(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
         try:
-            top = psutil.Process(pid)
-            procs = [top, *top.children(recursive=True)] if with_children else [top]
-            for proc in procs:
-                times = proc.cpu_times()
-                total += times.user + times.system
+            times = psutil.Process(pid).cpu_times()
         except psutil.Error:
             continue
+        total += times.user + times.system
     return total
 
 
@@ -274,10 +199,11 @@ def show(label: str, found: dict) -> None:
     print(f"  {label}: selenium {found['outside']:.0f} ms | {line} | cpu ms {cpu}", flush=True)
 
 
-def slowest_calls(found: dict, count: int = 8) -> None:
-    calls = [r for r in found["resources"] if "/static/" not in r["name"]]
-    calls.sort(key=lambda r: r["start"])
-    for r in calls:
+def calls(found: dict) -> None:
+    """Every call of the page but its static files, in the order they were made."""
+    made = [r for r in found["resources"] if "/static/" not in r["name"]]
+    made.sort(key=lambda r: r["start"])
+    for r in made:
         path = r["name"].split("?")[0].split("/", 3)[-1]
         print(f"      {r['start']:6.0f} → {r['end']:6.0f}  ttfb {r['ttfb']:5.0f}  {path}")
     scripts = [r for r in found["resources"] if "/static/" in r["name"]]
@@ -322,7 +248,7 @@ def main(rounds: int, cells: int, timeout: float, chosen: list[str], detail: boo
                             found = open_page(driver, side, name, f"{kind}{k}", timeout)
                             show(f"round {k} {label} {kind}", found)
                             if detail:
-                                slowest_calls(found)
+                                calls(found)
                             marks = {"html": found["html"], **found["marks"]}
                             marks.update({f"cpu {k}": v for k, v in found["cpu"].items()})
                             for mark, value in marks.items():
