@@ -118,11 +118,14 @@ class YClient:
 class Nbstage:
     """`nbstage lab` and its daemon in a state dir of their own."""
 
-    def __init__(self, work: Path, settings: dict[str, str] | None = None) -> None:
-        """``settings``: the daemon's, as NBSTAGE_* variables."""
+    def __init__(
+        self, work: Path, settings: dict[str, str] | None = None, nbstage: list[str] = NBSTAGE
+    ) -> None:
+        """``settings``: the daemon's, as NBSTAGE_* variables; ``nbstage``: the command
+        (another checkout's, to compare code by turns)."""
         self.state, self.root = work / "state", work / "nbstage"
         self.root.mkdir()
-        command = [*NBSTAGE, "lab", "--state-dir", str(self.state), "--root-dir", str(self.root)]
+        command = [*nbstage, "lab", "--state-dir", str(self.state), "--root-dir", str(self.root)]
         self.log = (work / "lab.log").open("wb")
         env = {**os.environ, "NBSTAGE_AUTOSAVE_DELAY_SECS": "60", **(settings or {})}
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)

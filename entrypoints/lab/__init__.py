@@ -14,11 +14,12 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from jupyter_server.utils import url_path_join
 
-    from nbstage.entrypoints.lab import page_config
+    from nbstage.entrypoints.lab import export_formats, page_config, tree_page
     from nbstage.entrypoints.lab.handlers import HANDLERS
 
     settings = serverapp.web_app.settings
-    page_config.install(settings)
+    page_config.install(settings, tree_page.page_asked)
+    export_formats.find_soon()
     base = settings["base_url"]
     serverapp.web_app.add_handlers(
         ".*$", [(url_path_join(base, pattern), handler) for pattern, handler in HANDLERS]

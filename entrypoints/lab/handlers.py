@@ -32,6 +32,7 @@ from nbstage.entrypoints.control.daemon_revival import Asker
 from nbstage.entrypoints.lab.agent_presence import GLOBAL_ROOM, AgentPresence
 from nbstage.entrypoints.lab.daemon_revival import REVIVAL, open_link
 from nbstage.entrypoints.lab.execution import NOTEBOOK_ROOM, PERSON_LABEL, ROOMS, CellExecution
+from nbstage.entrypoints.lab.export_formats import ExportFormats
 from nbstage.entrypoints.lab.local_rooms import LocalRooms
 from nbstage.entrypoints.lab.room_link import RoomLink
 
@@ -250,6 +251,7 @@ def _reload(reason: str) -> str:
 
 
 HANDLERS = [
+    (r"/api/nbconvert", ExportFormats),
     (r"/api/collaboration/session/(.*)", CollaborationSession),
     (r"/api/collaboration/room/(.*)", RoomSocket),
     (r"/api/kernels/([^/]+)/execute", CellExecution),

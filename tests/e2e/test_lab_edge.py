@@ -381,14 +381,39 @@ def test_labs_interrupt_button_interrupts_the_rooms_kernel(lab, person) -> None:
 
 def test_the_page_config_lab_serves_turns_off_the_news_and_runs_cells_on_the_server(lab) -> None:
     """What the front end reads, from the page itself: the announcements plugin (news and
-    update checks over the network) disabled, server-side execution on."""
+    update checks over the network) and the plugins a room's view does without
+    disabled, server-side execution on."""
     with urllib.request.urlopen(f"{lab.base}/lab?token={lab.token}", timeout=30) as page:
         html = page.read().decode()
     start = html.index('id="jupyter-config-data"')
     body = html[html.index(">", start) + 1 : html.index("</script>", start)]
     config = json.loads(body)
     assert "@jupyterlab/apputils-extension:announcements" in config["disabledExtensions"]
+    assert "@jupyterlab/debugger-extension" in config["disabledExtensions"]
     assert config["serverSideExecution"] is True
+
+
+def test_a_notebooks_page_prepares_it_before_the_front_end_asks(lab) -> None:
+    """The page of a notebook (show_notebook's url is one): the notebook is put in the
+    page's workspace as its current tab and its room's shared document is built, before
+    Lab's front end asks for either (tree_page.py); the export formats Lab asks for at
+    every notebook come from the list made once (export_formats.py)."""
+    path = lab.notebook("page-asked.ipynb", "x = 1")
+    url = f"{lab.base}/lab/workspaces/asked/tree/page-asked.ipynb?token={lab.token}"
+    with urllib.request.urlopen(url, timeout=30) as page:
+        assert page.status == 200
+    main = lab.call("GET", "/lab/api/workspaces/asked")["data"]["layout-restorer:data"]["main"]
+    assert main["current"] == "notebook:page-asked.ipynb"
+    assert main["dock"]["widgets"] == ["notebook:page-asked.ipynb"]
+    with lab.daemon.client(timeout=30) as agent:
+        notebook_id = agent.request("open", path=str(path), peer_label="agent")["notebook_id"]
+
+        def shared_doc() -> str:
+            described = agent.request("describe_room", notebook_id=notebook_id)
+            return str((described.get("shared_doc") or {}).get("state", "none"))
+
+        wait_until(lambda: shared_doc() != "none", 30, "the shared document built")
+    assert lab.call("GET", "/api/nbconvert")["html"] == {"output_mimetype": "text/html"}
 
 
 class KernelChannels:

@@ -20,7 +20,7 @@ from nbstage.entrypoints.control.daemon_revival import (
     should_start,
 )
 from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
-from nbstage.entrypoints.lab.page_config import ANNOUNCEMENTS, install
+from nbstage.entrypoints.lab.page_config import ANNOUNCEMENTS, DISABLED, install
 from nbstage.entrypoints.session.revival import wants_revival
 from nbstage.protocol.common.safe_files import write_private
 
@@ -79,7 +79,8 @@ def test_the_page_config_turns_the_announcements_off_and_runs_cells_on_the_serve
     install(settings)
     assert settings["page_config_data"]["serverSideExecution"] is True
     config = settings["page_config_hook"](None, {"disabledExtensions": ["some:plugin"]})
-    assert config["disabledExtensions"] == ["some:plugin", ANNOUNCEMENTS]
+    assert config["disabledExtensions"] == ["some:plugin", *DISABLED]
+    assert ANNOUNCEMENTS in DISABLED
     assert config["serverSideExecution"] is True
     assert config["earlier"] == 1
     again = settings["page_config_hook"](None, config)
