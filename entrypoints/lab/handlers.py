@@ -239,9 +239,13 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
 
 
 def full_path(settings: dict[str, Any], path: str) -> str:
-    """A path under Lab's root, as the daemon opens it."""
-    root = settings.get("server_root_dir", os.getcwd())
-    return os.path.join(os.path.expanduser(root), path)
+    """A path under Lab's root, as the daemon opens it. One that leaves the root (``..``)
+    is refused with a 404, as Lab's own contents API refuses it."""
+    root = os.path.abspath(os.path.expanduser(settings.get("server_root_dir", os.getcwd())))
+    full = os.path.abspath(os.path.join(root, path.lstrip("/")))
+    if os.path.commonpath([root, full]) != root:
+        raise web.HTTPError(404, f"{path} is outside Lab's root")
+    return full
 
 
 def _reload(reason: str) -> str:

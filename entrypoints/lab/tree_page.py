@@ -39,7 +39,7 @@ def asked_notebook(path_kwargs: dict[str, Any]) -> tuple[str, str] | None:
     arguments, already unquoted), or None for a page that opens no notebook."""
     tree = path_kwargs.get("tree") or ""
     path = tree.removeprefix("/tree/").strip("/")
-    if not tree.startswith("/tree/") or not path.endswith(".ipynb"):
+    if not tree.startswith("/tree/") or not path.endswith(".ipynb") or ".." in path.split("/"):
         return None
     workspace = (path_kwargs.get("workspace") or "").removeprefix("/workspaces/")
     return workspace or DEFAULT_WORKSPACE, path
@@ -110,13 +110,13 @@ async def _build_shared_doc(settings: dict[str, Any], path: str) -> None:
     from nbstage.entrypoints.lab.execution import PERSON_LABEL
     from nbstage.entrypoints.lab.handlers import full_path
 
+    full = full_path(settings, path)
     try:
         link = await open_link()
     except (OSError, Untrusted) as exc:
         log.info("no daemon to prepare %s in: %s", path, exc)
         return
     try:
-        full = full_path(settings, path)
         joined = await link.request("open", path=full, peer_label=PERSON_LABEL)
         await link.request("lab_join", notebook_id=joined["notebook_id"], peer_id=joined["peer_id"])
     except (DaemonError, OSError) as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import jsonschema
+import nbformat
 import psutil
 import pytest
 from pycrdt import Awareness, Decoder, Doc, YMessageType
@@ -478,3 +479,16 @@ def test_labs_completer_and_tooltip_are_answered_by_the_rooms_kernel(lab, person
         assert inspected["msg_type"] == "inspect_reply"
         assert inspected["content"]["found"] is True
         assert "len" in inspected["content"]["data"]["text/plain"]
+
+
+def test_a_notebook_outside_labs_root_is_refused(lab) -> None:
+    """Lab's contents API keeps a person under its root; the edge's own routes to the
+    daemon do as well: a session for ``../`` is a 404 and opens nothing."""
+    outside = lab.root.parent / "outside-the-root.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), outside)
+    body = {"format": "json", "type": "notebook"}
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        lab.call("PUT", "/api/collaboration/session/..%2Foutside-the-root.ipynb", body)
+    assert refused.value.code == 404
+    opened = [room["path"] for room in lab.daemon.request("list_rooms")["rooms"]]
+    assert str(outside) not in opened, opened

@@ -22,6 +22,8 @@ from nbstage.entrypoints.lab.tree_page import LAYOUT, asked_notebook, with_noteb
         (None, "/tree/notes.md", None),
         (None, "/tree/dir/", None),
         (None, "/tree/", None),
+        (None, "/tree/../outside.ipynb", None),
+        ("/workspaces/w0", "/tree/dir/../../outside.ipynb", None),
     ],
 )
 def test_the_notebook_a_page_opens(workspace, tree, asked) -> None:
@@ -84,3 +86,27 @@ def test_the_export_formats_are_nbconverts_and_found_once() -> None:
     assert found["html"] == {"output_mimetype": "text/html"}
     assert found["notebook"] == {"output_mimetype": "application/json"}
     assert formats() is formats()
+
+
+@pytest.mark.parametrize(
+    ("path", "full"),
+    [
+        ("a.ipynb", "/root/lab/a.ipynb"),
+        ("dir/../b.ipynb", "/root/lab/b.ipynb"),
+        ("/c.ipynb", "/root/lab/c.ipynb"),
+        ("../outside.ipynb", None),
+        ("dir/../../outside.ipynb", None),
+    ],
+)
+def test_a_path_the_edge_opens_stays_under_labs_root(path: str, full: str | None) -> None:
+    from tornado.web import HTTPError
+
+    from nbstage.entrypoints.lab.handlers import full_path
+
+    settings = {"server_root_dir": "/root/lab"}
+    if full is None:
+        with pytest.raises(HTTPError) as refused:
+            full_path(settings, path)
+        assert refused.value.status_code == 404
+    else:
+        assert full_path(settings, path) == full
