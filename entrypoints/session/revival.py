@@ -20,9 +20,17 @@ import threading
 log = logging.getLogger("nbstage.session")
 
 
-def wants_revival(refusal: BaseException, autostart: bool, reviving: bool) -> bool:
+REST_SECS = 60.0
+"""After a revival no daemon answered at the end of (a daemon that dies as it starts),
+how long refusals start no other: a crash at start is not relaunched every few seconds
+for as long as the client runs."""
+
+
+def wants_revival(refusal: BaseException, autostart: bool, reviving: bool, resting: bool) -> bool:
     """Whether a refused link calls for a look at the daemon (and maybe a start)."""
-    return autostart and not reviving and isinstance(refusal, ConnectionRefusedError)
+    if not autostart or reviving or resting:
+        return False
+    return isinstance(refusal, ConnectionRefusedError)
 
 
 class Revival:
@@ -32,6 +40,11 @@ class Revival:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.running = False
+        self.rest_until = 0.0
+
+    @property
+    def resting(self) -> bool:
+        return self.loop.time() < self.rest_until
 
     def start(self, state_dir: str) -> None:
         self.running = True
@@ -43,13 +56,16 @@ class Revival:
         from nbstage.entrypoints.common.statedir import state_paths
         from nbstage.entrypoints.control.daemon_revival import Asker, revive
 
+        alive = False
         try:
             alive = revive(state_paths(state_dir), Asker.LINK_LOST)
             log.info("after a refused link the daemon %s", "answers" if alive else "is away")
         except Exception:
             log.exception("the daemon's revival failed")
         finally:
-            self.loop.call_soon_threadsafe(self._ended)
+            self.loop.call_soon_threadsafe(self._ended, alive)
 
-    def _ended(self) -> None:
+    def _ended(self, alive: bool) -> None:
         self.running = False
+        if not alive:
+            self.rest_until = self.loop.time() + REST_SECS

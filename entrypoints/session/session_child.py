@@ -141,7 +141,7 @@ class SessionChildEdge:
         revival = self._revival
         if revival is None or self._state_dir is None or settings_problem is not None:
             return
-        if wants_revival(refusal, self._autostart, revival.running):
+        if wants_revival(refusal, self._autostart, revival.running, revival.resting):
             log.warning("the daemon's socket refuses; looking whether it died")
             revival.start(self._state_dir)
 

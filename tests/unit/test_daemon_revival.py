@@ -4,6 +4,7 @@ missing), and the page config the Lab edge hands the front end."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 
@@ -88,21 +89,23 @@ def test_the_page_config_turns_the_announcements_off_and_runs_cells_on_the_serve
 
 
 SESSION_CHILD = [
-    (ConnectionRefusedError(), True, False, True),
-    (ConnectionRefusedError(), True, True, False),
-    (ConnectionRefusedError(), False, False, False),
-    (FileNotFoundError(), True, False, False),
-    (PermissionError(), True, False, False),
+    (ConnectionRefusedError(), True, False, False, True),
+    (ConnectionRefusedError(), True, True, False, False),
+    (ConnectionRefusedError(), True, False, True, False),
+    (ConnectionRefusedError(), False, False, False, False),
+    (FileNotFoundError(), True, False, False, False),
+    (PermissionError(), True, False, False, False),
 ]
 
 
-@pytest.mark.parametrize(("refusal", "autostart", "reviving", "wanted"), SESSION_CHILD)
+@pytest.mark.parametrize(("refusal", "autostart", "reviving", "resting", "wanted"), SESSION_CHILD)
 def test_which_refused_links_make_a_session_child_look_at_the_daemon(
-    refusal, autostart, reviving, wanted
+    refusal, autostart, reviving, resting, wanted
 ) -> None:
-    """A socket that refuses (a daemon that may have died), with autostart on and no
-    revival under way; a missing socket is a daemon stopped on purpose."""
-    assert wants_revival(refusal, autostart, reviving) is wanted
+    """A socket that refuses (a daemon that may have died), with autostart on, no
+    revival under way and none that failed lately; a missing socket is a daemon stopped
+    on purpose."""
+    assert wants_revival(refusal, autostart, reviving, resting) is wanted
 
 
 def test_a_daemon_a_client_starts_inherits_neither_labs_token_nor_the_clients_marks() -> None:
@@ -115,3 +118,19 @@ def test_a_daemon_a_client_starts_inherits_neither_labs_token_nor_the_clients_ma
         "PATH": "/bin",
     }
     assert daemon_environ(environ) == {"NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
+
+
+def test_a_revival_no_daemon_answered_rests_the_next_one() -> None:
+    from nbstage.entrypoints.session.revival import REST_SECS, Revival
+
+    loop = asyncio.new_event_loop()
+    try:
+        revival = Revival(loop)
+        revival.running = True
+        revival._ended(True)
+        assert (revival.running, revival.resting) == (False, False)
+        revival._ended(False)
+        assert revival.resting
+        assert revival.rest_until - loop.time() <= REST_SECS
+    finally:
+        loop.close()
