@@ -128,6 +128,8 @@ class Nbstage:
         command = [*nbstage, "lab", "--state-dir", str(self.state), "--root-dir", str(self.root)]
         self.log = (work / "lab.log").open("wb")
         env = {**os.environ, "NBSTAGE_AUTOSAVE_DELAY_SECS": "60", **(settings or {})}
+        # Lab's workspaces (which a notebook's page now writes) stay in the bench's folder.
+        env["JUPYTERLAB_WORKSPACES_DIR"] = str(work / "nbstage-jupyter" / "workspaces")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
         paths = state_paths(self.state)
         self.base = f"http://127.0.0.1:{lab_start.wait_until_up(paths, 120)['port']}"
