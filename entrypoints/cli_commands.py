@@ -6,7 +6,9 @@ Each command imports what it needs.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +76,18 @@ def _status_line(status: DaemonStatus | None, socket: Path | None = None) -> str
     )
 
 
+@contextlib.contextmanager
+def _said_if_settings_refused() -> Iterator[None]:
+    """A daemon that refused its settings: what is wrong, in one line, and exit 78."""
+    from nbstage.entrypoints.control import daemon_control
+
+    try:
+        yield
+    except daemon_control.SettingsRefused as exc:
+        click.echo(f"nbstage daemon: not started: {exc}", err=True)
+        sys.exit(daemon_control.SETTINGS_REFUSED_EXIT)
+
+
 @daemon.command("start")
 @click.option("--foreground", is_flag=True, help="Run in this process instead of detaching.")
 @state_dir_option
@@ -82,7 +96,7 @@ def daemon_start(foreground: bool, state_dir: str | None) -> None:
     from nbstage.entrypoints.control import daemon_control
 
     paths = state_paths(state_dir)
-    try:
+    with _said_if_settings_refused():
         if foreground:
             try:
                 daemon_control.run_foreground(paths)
@@ -91,9 +105,6 @@ def daemon_start(foreground: bool, state_dir: str | None) -> None:
                 click.echo("already running: " + _status_line(status, paths.socket))
             return
         status, started = daemon_control.start_background(paths)
-    except daemon_control.SettingsRefused as exc:
-        click.echo(f"nbstage daemon: not started: {exc}", err=True)
-        sys.exit(daemon_control.SETTINGS_REFUSED_EXIT)
     click.echo("started: " if started else "already running: ", nl=False)
     _print_status(status, False)
 
@@ -116,7 +127,8 @@ def daemon_restart(state_dir: str | None) -> None:
 
     paths = state_paths(state_dir)
     daemon_control.stop(paths)
-    status, _ = daemon_control.start_background(paths)
+    with _said_if_settings_refused():
+        status, _ = daemon_control.start_background(paths)
     click.echo("restarted: ", nl=False)
     _print_status(status, False)
 

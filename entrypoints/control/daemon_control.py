@@ -149,7 +149,7 @@ def _settings(paths: StatePaths) -> Settings:
 
     try:
         return load_settings(paths.root)
-    except (OSError, ValueError):
+    except Exception:
         problem = settings_problem(paths.root) or "the settings could not be read"
         log.error("the daemon refuses to start: %s", problem)
         raise SettingsRefused(problem) from None
@@ -196,7 +196,8 @@ def start_background(
             if proc.returncode == SETTINGS_REFUSED_EXIT:
                 from nbstage.protocol.common.settings import settings_problem
 
-                raise SettingsRefused(settings_problem(paths.root) or f"see {paths.logs}")
+                said = settings_problem(paths.root, None if env is None else dict(env))
+                raise SettingsRefused(said or f"see {paths.logs}")
             if proc.returncode != 0:
                 raise RuntimeError(f"daemon exited with code {proc.returncode}; see {paths.logs}")
             # 0: it found the state dir's lock taken. Another start (a client's autostart

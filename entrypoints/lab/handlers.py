@@ -116,7 +116,12 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             return
         self.notebook_id = room[len(NOTEBOOK_ROOM) :]
         try:
+            # a daemon that none answers for is started here already (daemon_revival.py)
             self.link = await open_link(self._pushed, self._lost)
+        except (OSError, Untrusted) as exc:
+            self._refuse(GONE, f"room unavailable: {exc}")
+            return
+        try:
             joined = await self.link.request(
                 "attach", notebook_id=self.notebook_id, peer_label=PERSON_LABEL
             )
@@ -126,9 +131,9 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             )
         except OSError as exc:
             log.warning("room %s: the daemon went away during a join: %s", self.room, exc)
-            self._revive_then_reload(Asker.PAGE)
+            self._revive_then_reload(Asker.LINK_LOST)
             return
-        except (Untrusted, DaemonError) as exc:
+        except DaemonError as exc:
             self._refuse(GONE, f"room unavailable: {exc}")
             return
         held = self.get_query_argument("sessionId", "")
@@ -199,9 +204,8 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     def _revive_then_reload(self, asker: Asker) -> None:
         """Unless this websocket is closing anyway, the daemon is brought back if it died
         (daemon_revival.py), its room opened again, and then the page is told to reload:
-        its Y history is not the new room's. A join cut off the same way ends the same
-        way (a page's request, so a daemon stopped meanwhile is started too), never with
-        a close that leaves the page no way on but a reload by hand."""
+        its Y history is not the new room's. A join cut off mid-request ends the same
+        way, never with a close that leaves the page no way on but a reload by hand."""
         if self.ws_connection is None or self.ws_connection.is_closing() or self.reviving:
             return
         self.reviving = True

@@ -110,7 +110,7 @@ def _figure_files(state_dir: Path) -> int:
 
     try:
         return load_settings(state_dir).figure_files
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # the daemon refuses such settings, and says why, at its start
         default = Settings().figure_files
         log.warning("settings not read, so figure_files is %d: %s", default, exc)
         return default

@@ -14,6 +14,7 @@ try after the start rejoins as after any restart.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 
@@ -63,7 +64,8 @@ class Revival:
         except Exception:
             log.exception("the daemon's revival failed")
         finally:
-            self.loop.call_soon_threadsafe(self._ended, alive)
+            with contextlib.suppress(RuntimeError):  # the child ended meanwhile
+                self.loop.call_soon_threadsafe(self._ended, alive)
 
     def _ended(self, alive: bool) -> None:
         self.running = False

@@ -142,7 +142,7 @@ def load_settings(state_dir: Path, environ: dict[str, str] | None = None) -> Set
     for name, value in values.items():
         try:
             typed[name] = _typed(types[name], value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, ArithmeticError) as exc:
             where = _ENV_NAMES[name] if _ENV_NAMES[name] in env else str(config)
             kind = types[name].__name__
             raise ValueError(f"{name} = {value!r} ({where}) is not of type {kind}: {exc}") from exc
@@ -158,6 +158,8 @@ def settings_problem(state_dir: Path, environ: dict[str, str] | None = None) -> 
         return f"{state_dir / 'config.toml'}: {exc}"
     except (OSError, ValueError) as exc:
         return str(exc)
+    except Exception as exc:  # a string, whatever the file holds: callers wait on it
+        return f"{state_dir / 'config.toml'}: {exc!r}"
     return None
 
 

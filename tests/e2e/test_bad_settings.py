@@ -31,10 +31,10 @@ def with_malformed_config(state_dir: Path) -> Path:
     return config
 
 
-def test_daemon_start_names_the_problem_and_exits_78(state_dir: Path) -> None:
+def test_daemon_start_and_restart_name_the_problem_and_exit_78(state_dir: Path) -> None:
     config = with_malformed_config(state_dir)
-    for how in (["--foreground"], []):
-        done = run_cli("daemon", "start", *how, "--state-dir", str(state_dir), state_dir=state_dir)
+    for how in (["start", "--foreground"], ["start"], ["restart"]):
+        done = run_cli("daemon", *how, "--state-dir", str(state_dir), state_dir=state_dir)
         assert done.returncode == SETTINGS_REFUSED_EXIT, (how, done.stdout, done.stderr)
         assert f"nbstage daemon: not started: {config}: {PROBLEM}" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr, done.stderr

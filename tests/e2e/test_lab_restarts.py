@@ -21,6 +21,7 @@ import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -374,10 +375,20 @@ def test_the_edge_revives_a_killed_daemon_and_the_persons_edit_then_reaches_the_
     run_bounded(body, budget=180)
 
 
-def lab_unix_sockets(lab: RunningLab) -> int:
-    """How many Unix sockets `nbstage lab`'s processes hold."""
+def lab_unix_sockets(lab: RunningLab) -> set[str]:
+    """The inodes of the Unix sockets `nbstage lab`'s processes hold (an inode, unlike a
+    count or an fd number, is never that of a socket closed meanwhile)."""
+    with open("/proc/net/unix") as table:
+        unix = {line.split()[6] for line in list(table)[1:]}
     top = psutil.Process(lab.process.pid)
-    return sum(len(p.net_connections(kind="unix")) for p in [top, *top.children(True)])
+    held = set()
+    for process in [top, *top.children(True)]:
+        for fd in Path(f"/proc/{process.pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    held.add(target[len("socket:[") : -1])
+    return held & unix
 
 
 def test_a_join_cut_off_by_a_daemon_kill_is_told_to_reload(lab) -> None:
@@ -395,7 +406,7 @@ def test_a_join_cut_off_by_a_daemon_kill_is_told_to_reload(lab) -> None:
     os.kill(pid, signal.SIGSTOP)
     try:
         person = WsPerson(lab, name, session=session)
-        wait_until(lambda: lab_unix_sockets(lab) > before, 15, "the join's connection")
+        wait_until(lambda: lab_unix_sockets(lab) - before, 15, "the join's connection")
     finally:
         lab.daemon.kill()
     wait_until(lambda: pid_gone(pid), 15, "the killed daemon to be gone")

@@ -72,3 +72,14 @@ def test_waiting_reads_every_queued_message_and_then_stops() -> None:
     finally:
         sender.close(linger=0)
         receiver.close(linger=0)
+
+
+def test_a_send_to_an_older_kernel_is_still_adapted_to_its_protocol() -> None:
+    """``Session.send`` calls ``adapt(msg, adapt_version)`` for a kernel whose
+    kernel_info named an older protocol: the v4 execute_request carries user_variables."""
+    session = Session()
+    content = {"code": "1", "silent": False, "store_history": True, "user_expressions": {}}
+    request = session.msg("execute_request", {**content, "allow_stdin": False})
+    adapted = kernel_wire.jupyter_session.adapt(request, 4)
+    assert "user_variables" in adapted["content"]
+    assert kernel_wire.jupyter_session.adapt(request) is request

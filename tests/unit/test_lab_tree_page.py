@@ -110,3 +110,11 @@ def test_a_path_the_edge_opens_stays_under_labs_root(path: str, full: str | None
         assert refused.value.status_code == 404
     else:
         assert full_path(settings, path) == full
+
+
+@pytest.mark.parametrize("layout", [None, [], "x", {"main": None}, {"main": []}])
+def test_a_workspace_of_any_shape_gets_the_notebook_as_its_current_tab(layout) -> None:
+    data = with_notebook({LAYOUT: layout}, "a.ipynb")
+    main = data[LAYOUT]["main"]
+    assert main["current"] == "notebook:a.ipynb"
+    assert main["dock"]["widgets"] == ["notebook:a.ipynb"]

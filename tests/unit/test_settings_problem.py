@@ -21,6 +21,8 @@ CASES = [
     (None, {"NBSTAGE_FIGURE_FILES": "many"}, "figure_files = 'many' (NBSTAGE_FIGURE_FILES) is"),
     ("figure_files = \n", {}, "{config} is not valid TOML: Invalid value (at line 1, column 16)"),
     ('[[kernel_hosts]]\nname = "x"\n', {}, "{config}: kernel host 'x' ([[kernel_hosts]] table 1)"),
+    ("max_rooms = inf\n", {}, "max_rooms = inf ({config}) is not of type int: "),
+    ("max_rooms = 1e400\n", {}, "max_rooms = inf ({config}) is not of type int: "),
 ]
 
 

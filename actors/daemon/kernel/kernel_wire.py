@@ -25,17 +25,20 @@ _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
 _CURRENT_MAJOR = "5."
 
-_adapt: Callable[[dict[str, Any]], dict[str, Any]] = jupyter_session.adapt
+_adapt: Callable[..., dict[str, Any]] = jupyter_session.adapt
+_CURRENT = int(_CURRENT_MAJOR[:-1])
 
 
 def _dates_as_sent(value: Any) -> Any:
     return value
 
 
-def _adapt_older(msg: dict[str, Any]) -> dict[str, Any]:
-    if str(msg["header"].get("version", "")).startswith(_CURRENT_MAJOR):
+def _adapt_older(msg: dict[str, Any], to_version: int = _CURRENT) -> dict[str, Any]:
+    """``adapter.adapt``, skipped for a protocol 5 message adapted to protocol 5 (a send
+    to an older kernel still goes through it)."""
+    if to_version == _CURRENT and str(msg["header"].get("version", "")).startswith(_CURRENT_MAJOR):
         return msg
-    return _adapt(msg)
+    return _adapt(msg, to_version)
 
 
 jupyter_session.extract_dates = _dates_as_sent
