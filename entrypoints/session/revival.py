@@ -22,9 +22,10 @@ log = logging.getLogger("nbstage.session")
 
 
 REST_SECS = 60.0
-"""After a revival no daemon answered at the end of (a daemon that dies as it starts),
-how long refusals start no other: a crash at start is not relaunched every few seconds
-for as long as the client runs."""
+"""After a revival that started a daemon and found it dead again (one that dies as it
+starts), how long refusals start no other: a crash at start is not relaunched every
+few seconds for as long as the client runs. A revival that started nothing (the daemon
+was stopped on purpose meanwhile, or is still stopping) does not rest."""
 
 
 def wants_revival(refusal: BaseException, autostart: bool, reviving: bool, resting: bool) -> bool:
@@ -55,19 +56,23 @@ class Revival:
 
     def _run(self, state_dir: str) -> None:
         from nbstage.entrypoints.common.statedir import state_paths
-        from nbstage.entrypoints.control.daemon_revival import Asker, revive
+        from nbstage.entrypoints.control.daemon_revival import Asker, SocketState, probe, revive
 
-        alive = False
+        failed = False
         try:
-            alive = revive(state_paths(state_dir), Asker.LINK_LOST)
+            paths = state_paths(state_dir)
+            alive = revive(paths, Asker.LINK_LOST)
             log.info("after a refused link the daemon %s", "answers" if alive else "is away")
+            # Started and dead again (not stopped on purpose, not still stopping): rest.
+            failed = not alive and probe(paths) is SocketState.DEAD
         except Exception:
             log.exception("the daemon's revival failed")
+            failed = True
         finally:
             with contextlib.suppress(RuntimeError):  # the child ended meanwhile
-                self.loop.call_soon_threadsafe(self._ended, alive)
+                self.loop.call_soon_threadsafe(self._ended, failed)
 
-    def _ended(self, alive: bool) -> None:
+    def _ended(self, failed: bool) -> None:
         self.running = False
-        if not alive:
+        if failed:
             self.rest_until = self.loop.time() + REST_SECS

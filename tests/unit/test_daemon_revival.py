@@ -120,17 +120,32 @@ def test_a_daemon_a_client_starts_inherits_neither_labs_token_nor_the_clients_ma
     assert daemon_environ(environ) == {"NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
 
 
-def test_a_revival_no_daemon_answered_rests_the_next_one() -> None:
+@pytest.mark.parametrize(
+    ("alive", "after", "rests"),
+    [
+        (True, SocketState.ANSWERS, False),
+        (False, SocketState.DEAD, True),
+        (False, SocketState.ABSENT, False),
+        (False, SocketState.PENDING, False),
+    ],
+)
+def test_only_a_daemon_started_and_dead_again_rests_the_next_revival(
+    monkeypatch: pytest.MonkeyPatch, alive: bool, after: SocketState, rests: bool
+) -> None:
+    from nbstage.entrypoints.control import daemon_revival
     from nbstage.entrypoints.session.revival import REST_SECS, Revival
 
+    monkeypatch.setattr(daemon_revival, "revive", lambda paths, asker: alive)
+    monkeypatch.setattr(daemon_revival, "probe", lambda paths: after)
     loop = asyncio.new_event_loop()
     try:
         revival = Revival(loop)
         revival.running = True
-        revival._ended(True)
-        assert (revival.running, revival.resting) == (False, False)
-        revival._ended(False)
-        assert revival.resting
+        revival._run("/nowhere/state")
+        loop.call_soon(loop.stop)
+        loop.run_forever()
+        assert not revival.running
+        assert revival.resting is rests
         assert revival.rest_until - loop.time() <= REST_SECS
     finally:
         loop.close()
