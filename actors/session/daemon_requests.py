@@ -37,8 +37,8 @@ UNREACHABLE = (
 
 def settings_refused(problem: str) -> str:
     return (
-        f"The nbstage daemon cannot start: {problem}. Once that is mended, "
-        "`nbstage daemon start` (or a restart of this MCP server) starts it."
+        f"The nbstage daemon cannot start: {problem}. Once that is mended, the next call "
+        "starts it (with autostart off: `nbstage daemon start`)."
     )
 
 

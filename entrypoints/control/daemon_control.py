@@ -98,8 +98,9 @@ def run_foreground(paths: StatePaths) -> None:
     from nbstage.actors.daemon.kernel import fork_server, spare_kernel
     from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
     from nbstage.entrypoints.common.logs import setup_logging
-    from nbstage.entrypoints.control.daemon_launch import WARM_KERNEL_ENV
+    from nbstage.entrypoints.control.daemon_launch import WARM_KERNEL_ENV, inherited_autostart_lock
 
+    autostart = inherited_autostart_lock()
     prepare(paths)
     lock_fd = _take_lock(paths)
     faulthandler.register(signal.SIGUSR1)
@@ -122,7 +123,7 @@ def run_foreground(paths: StatePaths) -> None:
         from nbstage.entrypoints.daemon.daemon_edge import Edge
 
         uv_commands.use_config_file(settings.uv_config_file)
-        edge = Edge(paths, settings, daemon_version(), stale_envs)
+        edge = Edge(paths, settings, daemon_version(), stale_envs, autostart)
         asyncio.run(edge.run())
     finally:
         spare_kernel.SPARE.discard()

@@ -7,22 +7,23 @@ nobody's child here, and it outlives the client that started it.
 
 Many clients started at once on a state dir with no daemon (32 agents, say) would each
 launch one, and all but one would fail on the daemon's lock, each a Python start for
-nothing. So the client that launches holds ``autostart.lock`` until the daemon answers
-(at most ``LAUNCH_HOLD_SECS``); a client that finds that lock held launches nothing and
-says ``Autostart.STARTING``: its edge then waits for the daemon's session fork server
-rather than start its session child meanwhile (ADR 0009).
+nothing. So the client that launches takes ``autostart.lock`` and hands it to the
+daemon it launches, which lets it go once it listens; the lock also goes with a daemon
+that dies before that (settings it refuses, a crash), so a later start is never kept
+waiting by a launch that came to nothing. A client that finds the lock held launches
+nothing and says ``Autostart.STARTING``: its edge then waits for the daemon's session
+fork server rather than start its session child meanwhile (ADR 0009).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import fcntl
 import logging
 import os
 import socket
 import subprocess
-import threading
-import time
 from collections.abc import Mapping
 
 from nbstage.entrypoints.common.ownership import Untrusted
@@ -39,8 +40,8 @@ client
 that starts it will most likely ask for a kernel next. Not passed on to kernels."""
 
 
-LAUNCH_HOLD_SECS = 60.0
-ANSWER_POLL_SECS = 0.05
+AUTOSTART_LOCK_ENV = "NBSTAGE_AUTOSTART_LOCK_FD"
+"""The descriptor of ``autostart.lock`` a launched daemon holds until it listens."""
 
 
 class Autostart(enum.Enum):
@@ -92,20 +93,43 @@ def start_daemon_unless_running(
         log.error("could not start the daemon: %s", exc)
         return Autostart.FAILED
     daemon = [*module_command("nbstage.entrypoints.cli"), "daemon", "start", "--foreground"]
-    with out:
-        subprocess.run(
-            ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            env={**(os.environ if environ is None else environ), WARM_KERNEL_ENV: "1"},
-            check=False,
-        )
-    threading.Thread(
-        target=_hold_until_answering, args=(held, paths), name="autostart-lock", daemon=True
-    ).start()
+    base = os.environ if environ is None else environ
+    try:
+        with out:
+            subprocess.run(
+                ["/bin/sh", "-c", '"$@" &', "sh", *daemon, "--state-dir", str(paths.root)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                env={**base, WARM_KERNEL_ENV: "1", AUTOSTART_LOCK_ENV: str(held)},
+                pass_fds=(held,),
+                check=False,
+            )
+    finally:
+        os.close(held)
     return Autostart.LAUNCHED
+
+
+def inherited_autostart_lock() -> int | None:
+    """In a launched daemon, first of all: the descriptor of the launcher's
+    ``autostart.lock``, kept from every process the daemon starts; None if the daemon
+    was not launched by a client."""
+    held = os.environ.pop(AUTOSTART_LOCK_ENV, "")
+    if not held.isdigit():
+        return None
+    try:
+        os.set_inheritable(int(held), False)
+    except OSError:
+        return None
+    return int(held)
+
+
+def let_autostart_go(held: int | None) -> None:
+    """In a launched daemon that listens now: the lock goes, and so the next start."""
+    if held is not None:
+        with contextlib.suppress(OSError):
+            os.close(held)
 
 
 def _launcher_lock(paths: StatePaths) -> int | None:
@@ -118,12 +142,3 @@ def _launcher_lock(paths: StatePaths) -> int | None:
         return None
     os.set_inheritable(fd, False)
     return fd
-
-
-def _hold_until_answering(fd: int, paths: StatePaths) -> None:
-    deadline = time.monotonic() + LAUNCH_HOLD_SECS
-    try:
-        while time.monotonic() < deadline and not daemon_answers(paths):
-            time.sleep(ANSWER_POLL_SECS)
-    finally:
-        os.close(fd)

@@ -24,6 +24,7 @@ from nbstage.actors.daemon.kernel.spare_kernel import SPARE, SPARE_UNUSED_SECS
 from nbstage.entrypoints.common.offload_runner import MOST_THREADS
 from nbstage.entrypoints.common.statedir import StatePaths
 from nbstage.entrypoints.common.worker_threads import DetachedWorkers
+from nbstage.entrypoints.control.daemon_launch import let_autostart_go
 from nbstage.entrypoints.daemon import alive_stamp, leftovers
 from nbstage.entrypoints.daemon.actor_wiring import ActorWiring
 from nbstage.entrypoints.daemon.client_server import ClientServer
@@ -47,10 +48,18 @@ it starts at once."""
 
 class Edge:
     def __init__(
-        self, paths: StatePaths, settings: Settings, version: str, stale_envs: list[Path]
+        self,
+        paths: StatePaths,
+        settings: Settings,
+        version: str,
+        stale_envs: list[Path],
+        autostart_lock: int | None = None,
     ) -> None:
-        """``stale_envs``: the pool environments a dead daemon left, removed at start."""
+        """``stale_envs``: the pool environments a dead daemon left, removed at start;
+        ``autostart_lock``: the launching client's ``autostart.lock``, let go once this
+        daemon listens (daemon_launch.py)."""
         self.paths = paths
+        self._autostart_lock = autostart_lock
         self.settings = settings
         self._stale_envs = stale_envs
         started_at = round(time.time(), 6)
@@ -79,6 +88,7 @@ class Edge:
         heartbeat = asyncio.create_task(self._heartbeat())
         home = asyncio.create_task(self._watch_home())
         log.info("daemon ready on %s (pid %d)", self.paths.socket, self.identity.pid)
+        let_autostart_go(self._autostart_lock)
         self.loop.call_later(SPARE_UNUSED_SECS, self._discard_spare)
         wanted = await asyncio.to_thread(_taken, self.paths.forks_wanted)
         self.loop.call_later(0 if wanted else SESSION_FORKS_AFTER_SECS, self._start_session_forks)

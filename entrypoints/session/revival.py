@@ -7,8 +7,10 @@ daemon that may have died (SIGKILL, a crash, the OOM killer): the same revival a
 Lab edge's (entrypoints/control/daemon_revival.py) looks closer and starts one only if
 the daemon the state dir last stamped is gone, detached and one for all clients, as
 autostart does. A missing socket is a daemon stopped on purpose and stays stopped, as a
-daemon another `nbstage mcp --no-autostart` client (the harness's) finds. The next link
-try after the start rejoins as after any restart.
+daemon another `nbstage mcp --no-autostart` client (the harness's) finds. A daemon that
+refused its settings at its start is started once they read again (a person mended
+`config.toml`), as the client's autostart would have. The next link try after a start
+rejoins as after any restart.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+from enum import StrEnum
 
 log = logging.getLogger("nbstage.session")
 
@@ -28,11 +31,24 @@ few seconds for as long as the client runs. A revival that started nothing (the 
 was stopped on purpose meanwhile, or is still stopping) does not rest."""
 
 
-def wants_revival(refusal: BaseException, autostart: bool, reviving: bool, resting: bool) -> bool:
-    """Whether a refused link calls for a look at the daemon (and maybe a start)."""
-    if not autostart or reviving or resting:
-        return False
-    return isinstance(refusal, ConnectionRefusedError)
+class Why(StrEnum):
+    DIED = "died"
+    """The socket refuses: the daemon may have died; it is started only if it did."""
+    MENDED = "mended"
+    """The settings a daemon refused at its start read now: one is started."""
+
+
+def wants_revival(
+    refusal: BaseException, autostart: bool, reviving: bool, resting: bool, mended: bool
+) -> Why | None:
+    """Whether a refused link calls for a look at the daemon (and maybe a start), and why."""
+    if not autostart or reviving:
+        return None
+    if mended:
+        return Why.MENDED
+    if resting or not isinstance(refusal, ConnectionRefusedError):
+        return None
+    return Why.DIED
 
 
 class Revival:
@@ -48,20 +64,20 @@ class Revival:
     def resting(self) -> bool:
         return self.loop.time() < self.rest_until
 
-    def start(self, state_dir: str) -> None:
+    def start(self, state_dir: str, why: Why) -> None:
         self.running = True
-        thread = threading.Thread(target=self._run, args=(state_dir,), daemon=True)
+        thread = threading.Thread(target=self._run, args=(state_dir, why), daemon=True)
         thread.name = "daemon-revival"
         thread.start()
 
-    def _run(self, state_dir: str) -> None:
+    def _run(self, state_dir: str, why: Why = Why.DIED) -> None:
         from nbstage.entrypoints.common.statedir import state_paths
         from nbstage.entrypoints.control.daemon_revival import Asker, SocketState, probe, revive
 
         failed = False
         try:
             paths = state_paths(state_dir)
-            alive = revive(paths, Asker.LINK_LOST)
+            alive = revive(paths, Asker.PAGE if why is Why.MENDED else Asker.LINK_LOST)
             log.info("after a refused link the daemon %s", "answers" if alive else "is away")
             # Started and dead again (not stopped on purpose, not still stopping): rest.
             failed = not alive and probe(paths) is SocketState.DEAD

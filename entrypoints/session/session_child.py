@@ -80,6 +80,7 @@ class SessionChildEdge:
         self._state_dir = os.environ.get(LINK_STATE_DIR_ENV)
         self._autostart = False
         self._revival: Revival | None = None
+        self._settings_refused = False
 
     async def run(self) -> None:
         from nbstage.actors.session.session_manager import SessionManager
@@ -139,11 +140,13 @@ class SessionChildEdge:
 
     def _revive_if_dead(self, refusal: BaseException, settings_problem: str | None) -> None:
         revival = self._revival
+        mended, self._settings_refused = self._settings_refused, settings_problem is not None
         if revival is None or self._state_dir is None or settings_problem is not None:
             return
-        if wants_revival(refusal, self._autostart, revival.running, revival.resting):
-            log.warning("the daemon's socket refuses; looking whether it died")
-            revival.start(self._state_dir)
+        why = wants_revival(refusal, self._autostart, revival.running, revival.resting, mended)
+        if why is not None:
+            log.warning("no daemon answers (%s); looking whether to start one", why)
+            revival.start(self._state_dir, why)
 
     def _settings(self) -> str | None:
         """Why a daemon would refuse this state dir's settings: asked only when no daemon

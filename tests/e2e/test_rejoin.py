@@ -169,4 +169,4 @@ def test_a_daemon_killed_under_an_autostarting_client_is_started_again_by_it(
 
     run_bounded(body)
     logged = (daemon.paths.logs / "session.log").read_text()
-    assert "the daemon's socket refuses; looking whether it died" in logged
+    assert "no daemon answers (died); looking whether to start one" in logged

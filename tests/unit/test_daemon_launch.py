@@ -31,6 +31,40 @@ def test_a_held_autostart_lock_means_another_client_is_starting_one(
             assert launched == [], "a second launch would only fail on the daemon's lock"
         finally:
             os.close(held)
-        monkeypatch.setattr(daemon_launch, "_hold_until_answering", lambda fd, paths: os.close(fd))
         assert start_daemon_unless_running(paths) is Autostart.LAUNCHED
         assert len(launched) == 1
+
+
+def test_the_launched_daemon_holds_the_lock_and_its_start_lets_it_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The launcher hands autostart.lock to the daemon (the lock's descriptor passed and
+    named in its environment) and keeps none; while the daemon holds it another client
+    launches none; the daemon's ready (or its death) lets it go."""
+    handed: list[int] = []
+
+    def launch(*args, **kwargs) -> None:
+        (fd,) = kwargs["pass_fds"]
+        assert kwargs["env"][daemon_launch.AUTOSTART_LOCK_ENV] == str(fd)
+        handed.append(os.dup(fd))  # what the daemon would inherit
+
+    monkeypatch.setattr(daemon_launch.subprocess, "run", launch)
+    with tempfile.TemporaryDirectory(prefix="nbs-") as tmp:
+        paths = state_paths(Path(tmp) / "state")
+        prepare(paths)
+        assert start_daemon_unless_running(paths) is Autostart.LAUNCHED
+        assert start_daemon_unless_running(paths) is Autostart.STARTING
+        monkeypatch.setenv(daemon_launch.AUTOSTART_LOCK_ENV, str(handed[0]))
+        held = daemon_launch.inherited_autostart_lock()
+        assert held == handed[0]
+        assert daemon_launch.AUTOSTART_LOCK_ENV not in os.environ
+        assert not os.get_inheritable(held)
+        daemon_launch.let_autostart_go(held)
+        assert start_daemon_unless_running(paths) is Autostart.LAUNCHED
+        os.close(handed[1])
+
+
+def test_a_daemon_nobody_launched_has_no_lock_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(daemon_launch.AUTOSTART_LOCK_ENV, raising=False)
+    assert daemon_launch.inherited_autostart_lock() is None
+    daemon_launch.let_autostart_go(None)

@@ -22,7 +22,7 @@ from nbstage.entrypoints.control.daemon_revival import (
 )
 from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
 from nbstage.entrypoints.lab.page_config import ANNOUNCEMENTS, DISABLED, install
-from nbstage.entrypoints.session.revival import wants_revival
+from nbstage.entrypoints.session.revival import Why, wants_revival
 from nbstage.protocol.common.safe_files import write_private
 
 DECISIONS = [
@@ -89,23 +89,30 @@ def test_the_page_config_turns_the_announcements_off_and_runs_cells_on_the_serve
 
 
 SESSION_CHILD = [
-    (ConnectionRefusedError(), True, False, False, True),
-    (ConnectionRefusedError(), True, True, False, False),
-    (ConnectionRefusedError(), True, False, True, False),
-    (ConnectionRefusedError(), False, False, False, False),
-    (FileNotFoundError(), True, False, False, False),
-    (PermissionError(), True, False, False, False),
+    (ConnectionRefusedError(), True, False, False, False, Why.DIED),
+    (ConnectionRefusedError(), True, True, False, False, None),
+    (ConnectionRefusedError(), True, False, True, False, None),
+    (ConnectionRefusedError(), False, False, False, False, None),
+    (FileNotFoundError(), True, False, False, False, None),
+    (PermissionError(), True, False, False, False, None),
+    (FileNotFoundError(), True, False, False, True, Why.MENDED),
+    (ConnectionRefusedError(), True, False, True, True, Why.MENDED),
+    (FileNotFoundError(), True, True, False, True, None),
+    (FileNotFoundError(), False, False, False, True, None),
 ]
 
 
-@pytest.mark.parametrize(("refusal", "autostart", "reviving", "resting", "wanted"), SESSION_CHILD)
+@pytest.mark.parametrize(
+    ("refusal", "autostart", "reviving", "resting", "mended", "why"), SESSION_CHILD
+)
 def test_which_refused_links_make_a_session_child_look_at_the_daemon(
-    refusal, autostart, reviving, resting, wanted
+    refusal, autostart, reviving, resting, mended, why
 ) -> None:
-    """A socket that refuses (a daemon that may have died), with autostart on, no
-    revival under way and none that failed lately; a missing socket is a daemon stopped
-    on purpose."""
-    assert wants_revival(refusal, autostart, reviving, resting) is wanted
+    """With autostart on and no revival under way: a socket that refuses (a daemon that
+    may have died) unless a revival failed lately; settings a daemon refused at its start
+    that read again (whatever the socket). A missing socket is a daemon stopped on
+    purpose."""
+    assert wants_revival(refusal, autostart, reviving, resting, mended) is why
 
 
 def test_a_daemon_a_client_starts_inherits_neither_labs_token_nor_the_clients_marks() -> None:
