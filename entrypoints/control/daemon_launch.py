@@ -132,6 +132,22 @@ def let_autostart_go(held: int | None) -> None:
             os.close(held)
 
 
+def launch_came_to_nothing(paths: StatePaths) -> bool:
+    """For a client that found the launch under way: whether it ended with no daemon (the
+    launched one died before it listened, taking ``autostart.lock`` with it)."""
+    try:
+        fd = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)
+    except (OSError, Untrusted):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return not daemon_answers(paths)
+
+
 def _launcher_lock(paths: StatePaths) -> int | None:
     """``autostart.lock`` taken, or None when another client holds it."""
     fd = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)

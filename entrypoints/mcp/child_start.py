@@ -25,6 +25,7 @@ from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.ownership import Untrusted, check_peer
 from nbstage.entrypoints.common.python_command import isolation_flags, module_command
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths, recorded_paths
+from nbstage.entrypoints.control.daemon_launch import launch_came_to_nothing
 from nbstage.entrypoints.session.session_zygote import PACKAGE
 from nbstage.protocol.common.safe_files import write_private
 from nbstage.protocol.session.session_frames import SESSION_FD_ENV
@@ -108,6 +109,9 @@ async def _fork_server_listens(paths: StatePaths) -> None:
     deadline = time.monotonic() + FORK_SERVER_WAIT_SECS
     while time.monotonic() < deadline:
         if await asyncio.to_thread(_listens, paths):
+            return
+        if await asyncio.to_thread(launch_came_to_nothing, paths):
+            log.info("the daemon another client launched is gone: the child starts plainly")
             return
         await asyncio.sleep(FORK_SERVER_POLL_SECS)
     log.info("no session fork server after %.0f s: the child starts plainly", FORK_SERVER_WAIT_SECS)

@@ -21,6 +21,7 @@ import pytest
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.statedir import prepare, state_paths
 from nbstage.entrypoints.control.daemon_launch import daemon_answers
+from nbstage.entrypoints.mcp.child_start import FORK_SERVER_WAIT_SECS
 from nbstage.entrypoints.session.session_zygote import PACKAGE
 from nbstage.protocol.common.safe_files import open_private
 from tests.conftest import FAST_SETTINGS
@@ -203,3 +204,34 @@ def test_a_client_that_finds_the_daemon_starting_forks_its_first_child(
             assert_daemon_gone(daemon)
     forked_by, server = seen
     assert forked_by == server, "the first child came from the fork server"
+
+
+def test_a_client_waiting_on_a_launch_that_came_to_nothing_waits_no_longer(
+    state_dir: Path,
+) -> None:
+    """The launcher's autostart.lock goes with a daemon that dies before it listens: a
+    client that found it held and waits for the fork server sees it free with no daemon
+    answering, and starts its child the plain way at once, not after the wait's limit."""
+    paths = state_paths(state_dir)
+    prepare(paths)
+    launching = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(launching, fcntl.LOCK_EX)
+    not_yet = RunningDaemon(paths, dict(FAST_SETTINGS), pid=0)
+    edge_log = paths.logs / "mcp.log"
+
+    def said_gone() -> bool:
+        return edge_log.exists() and "launched is gone" in edge_log.read_text()
+
+    async def body() -> None:
+        async with mcp_client(not_yet, "legacy", label="left waiting"):
+            await anyio.to_thread.run_sync(
+                wait_until, paths.forks_wanted.exists, 30, "the client to ask for forks"
+            )
+            assert not said_gone()
+            os.close(launching)  # the launched daemon died before it listened
+            await anyio.to_thread.run_sync(
+                wait_until, said_gone, FORK_SERVER_WAIT_SECS / 2, "the client to stop waiting"
+            )
+            assert not daemon_answers(paths)
+
+    run_bounded(body)

@@ -68,3 +68,16 @@ def test_a_daemon_nobody_launched_has_no_lock_to_let_go(monkeypatch: pytest.Monk
     monkeypatch.delenv(daemon_launch.AUTOSTART_LOCK_ENV, raising=False)
     assert daemon_launch.inherited_autostart_lock() is None
     daemon_launch.let_autostart_go(None)
+
+
+def test_a_launch_came_to_nothing_once_its_lock_is_free_and_no_daemon_answers() -> None:
+    with tempfile.TemporaryDirectory(prefix="nbs-") as tmp:
+        paths = state_paths(Path(tmp) / "state")
+        prepare(paths)
+        held = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            assert not daemon_launch.launch_came_to_nothing(paths), "still launching"
+        finally:
+            os.close(held)
+        assert daemon_launch.launch_came_to_nothing(paths)
