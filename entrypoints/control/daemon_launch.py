@@ -26,6 +26,7 @@ import socket
 import subprocess
 from collections.abc import Mapping
 
+from nbstage.entrypoints.common.file_locks import held_elsewhere
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.runtime_dir import own_recorded
@@ -136,16 +137,10 @@ def launch_came_to_nothing(paths: StatePaths) -> bool:
     """For a client that found the launch under way: whether it ended with no daemon (the
     launched one died before it listened, taking ``autostart.lock`` with it)."""
     try:
-        fd = open_private(paths.root / "autostart.lock", os.O_RDWR | os.O_CREAT)
+        launching = held_elsewhere(paths.root / "autostart.lock")
     except (OSError, Untrusted):
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return not daemon_answers(paths)
+    return not launching and not daemon_answers(paths)
 
 
 def _launcher_lock(paths: StatePaths) -> int | None:

@@ -8,7 +8,6 @@ the process that started it, never by name.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import time
@@ -19,13 +18,13 @@ import anyio
 import anyio.abc
 import psutil
 
+from nbstage.entrypoints.common.file_locks import held_elsewhere
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.python_command import module_command
 from nbstage.entrypoints.common.statedir import StatePaths
 from nbstage.entrypoints.control.daemon_client import DaemonClient
 from nbstage.entrypoints.control.daemon_control import VERSION_ENV, query_status, stop
 from nbstage.entrypoints.mcp.mcp_main import REJOIN_ENV
-from nbstage.protocol.common.safe_files import open_private
 from nbstage.protocol.daemon.replies import DaemonIdentity
 from nbstage.protocol.daemon.requests import GetIdentity
 
@@ -129,17 +128,7 @@ class Owned:
 
 def lock_held(paths: StatePaths) -> bool:
     """Whether a daemon (running or still starting) holds the state dir's lock."""
-    try:
-        fd = open_private(paths.lock, os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return held_elsewhere(paths.lock)
 
 
 def stop_any_daemon(paths: StatePaths, owned: Owned, timeout: float) -> None:
