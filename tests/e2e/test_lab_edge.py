@@ -489,6 +489,7 @@ def test_a_notebook_outside_labs_root_is_refused(lab) -> None:
     body = {"format": "json", "type": "notebook"}
     with pytest.raises(urllib.error.HTTPError) as refused:
         lab.call("PUT", "/api/collaboration/session/..%2Foutside-the-root.ipynb", body)
+    refused.value.close()
     assert refused.value.code == 404
     opened = [room["path"] for room in lab.daemon.request("list_rooms")["rooms"]]
     assert str(outside) not in opened, opened
