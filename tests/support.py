@@ -123,8 +123,13 @@ class RunningDaemon:
 def start_daemon(state_dir: Path, env: dict[str, str] | None = None) -> RunningDaemon:
     """What `nbstage daemon start` does, in this process, so a test pays for no CLI."""
     env = env or {}
-    daemon_logs.started(state_paths(state_dir).root)
-    daemon_control.start_background(state_paths(state_dir), cli_env(state_dir, env))
+    root = state_paths(state_dir).root
+    daemon_logs.started(root)
+    try:
+        daemon_control.start_background(state_paths(state_dir), cli_env(state_dir, env))
+    except Exception:
+        daemon_logs.stopped(root, cleanly=True)  # none runs; a later test's failure is not its
+        raise
     paths = client_paths(state_dir)
     with DaemonClient(paths.socket) as client:
         pid = client.request("identity")["pid"]
