@@ -110,9 +110,12 @@ class DaemonRequests:
         if not is_current(self.link, msg):
             return False
         self.link = None
-        refused = isinstance(msg, DaemonLinkRefused)
-        self.refused_in_a_row = self.refused_in_a_row + 1 if refused else 0
-        problem = msg.settings_problem if isinstance(msg, DaemonLinkRefused) else None
+        problem = None
+        if isinstance(msg, DaemonLinkRefused):
+            self.refused_in_a_row += 1
+            problem = msg.settings_problem
+        else:
+            self.refused_in_a_row = 0
         self.unreachable = UNREACHABLE if problem is None else settings_refused(problem)
         failure = DaemonFailure(ErrorCode.DAEMON_UNREACHABLE, self.unreachable)
         waiting, self.waiting = self.waiting, {}

@@ -181,7 +181,7 @@ def link_lost(manager: Any, msg: DaemonLinkClosed | DaemonLinkRefused, sender: A
     elif manager.daemon.refused_in_a_row == 1 or manager.daemon.unreachable != said_before:
         log.info("daemon link refused: %s", msg.settings_problem or msg.reason)
     manager.held.confirmed = False
-    if refused and msg.settings_problem is not None and manager.held.awaiting_first_link:
+    if refused and msg.settings_problem is not None:
         manager.held.awaiting_first_link = False
     if not manager.held.awaiting_first_link:
         release_held_calls(manager)

@@ -146,12 +146,12 @@ def work_in_state_dir(paths: StatePaths) -> None:
 def _settings(paths: StatePaths) -> Settings:
     """The settings, read before anything starts (a spare kernel, a socket), or
     SettingsRefused: clients see the same words (``settings_problem``)."""
-    from nbstage.protocol.common.settings import load_settings, settings_problem
+    from nbstage.protocol.common.settings import load_settings, refusal
 
     try:
         return load_settings(paths.root)
-    except Exception:
-        problem = settings_problem(paths.root) or "the settings could not be read"
+    except Exception as exc:
+        problem = refusal(exc, paths.root)
         log.error("the daemon refuses to start: %s", problem)
         raise SettingsRefused(problem) from None
 

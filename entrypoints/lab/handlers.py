@@ -61,11 +61,7 @@ class CollaborationSession(APIHandler):
         except (OSError, Untrusted) as exc:
             raise web.HTTPError(503, f"the nbstage daemon is not reachable: {exc}") from None
         try:
-            joined = await link.request("open", path=full, peer_label=PERSON_LABEL)
-            notebook_id = joined["notebook_id"]
-            shared = await link.request(
-                "lab_join", notebook_id=notebook_id, peer_id=joined["peer_id"]
-            )
+            notebook_id, shared = await joined_as_person(link, full)
         except DaemonError as exc:
             raise web.HTTPError(404, exc.message) from None
         finally:
@@ -131,7 +127,7 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             )
         except OSError as exc:
             log.warning("room %s: the daemon went away during a join: %s", self.room, exc)
-            self._revive_then_reload(Asker.LINK_LOST)
+            self._lost()
             return
         except DaemonError as exc:
             self._refuse(GONE, f"room unavailable: {exc}")
@@ -198,23 +194,20 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.write_message(message, binary=True)
 
     def _lost(self) -> None:
-        """The daemon connection ended: see ``_revive_then_reload``."""
-        self._revive_then_reload(Asker.LINK_LOST)
-
-    def _revive_then_reload(self, asker: Asker) -> None:
-        """Unless this websocket is closing anyway, the daemon is brought back if it died
+        """The daemon connection ended (or a join was cut off mid-request). Unless this
+        websocket is closing anyway, the daemon is brought back if it died
         (daemon_revival.py), its room opened again, and then the page is told to reload:
-        its Y history is not the new room's. A join cut off mid-request ends the same
-        way, never with a close that leaves the page no way on but a reload by hand."""
+        its Y history is not the new room's. Never a close that leaves the page no way on
+        but a reload by hand."""
         if self.ws_connection is None or self.ws_connection.is_closing() or self.reviving:
             return
         self.reviving = True
         path = ROOMS.paths.get(self.notebook_id)
         notebooks = [] if path is None else [full_path(self.settings, path)]
-        start_kept(self.revivals, self._revive(asker, notebooks))
+        start_kept(self.revivals, self._revive(notebooks))
 
-    async def _revive(self, asker: Asker, notebooks: list[str]) -> None:
-        alive = await REVIVAL.ensure(asker, notebooks)
+    async def _revive(self, notebooks: list[str]) -> None:
+        alive = await REVIVAL.ensure(Asker.LINK_LOST, notebooks)
         word = "restarted" if alive else "went away"
         self._refuse(GONE, _reload(f"the nbstage daemon {word}"))
 
@@ -240,6 +233,15 @@ class RoomSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         encoder.write_var_uint(RAW)
         encoder.write_var_string(json.dumps(reply))
         self.write_binary(encoder.to_bytes())
+
+
+async def joined_as_person(link: RoomLink, full: str) -> tuple[str, dict[str, Any]]:
+    """The notebook at ``full`` opened in the daemon and joined as a person, its shared
+    document built: its id and the join's answer."""
+    opened = await link.request("open", path=full, peer_label=PERSON_LABEL)
+    notebook_id = opened["notebook_id"]
+    shared = await link.request("lab_join", notebook_id=notebook_id, peer_id=opened["peer_id"])
+    return notebook_id, shared
 
 
 def full_path(settings: dict[str, Any], path: str) -> str:

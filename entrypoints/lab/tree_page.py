@@ -109,8 +109,7 @@ async def _build_shared_doc(settings: dict[str, Any], path: str) -> None:
     from nbstage.entrypoints.common.ownership import Untrusted
     from nbstage.entrypoints.control.daemon_client import DaemonError
     from nbstage.entrypoints.lab.daemon_revival import open_link
-    from nbstage.entrypoints.lab.execution import PERSON_LABEL
-    from nbstage.entrypoints.lab.handlers import full_path
+    from nbstage.entrypoints.lab.handlers import full_path, joined_as_person
 
     full = full_path(settings, path)
     try:
@@ -119,8 +118,7 @@ async def _build_shared_doc(settings: dict[str, Any], path: str) -> None:
         log.info("no daemon to prepare %s in: %s", path, exc)
         return
     try:
-        joined = await link.request("open", path=full, peer_label=PERSON_LABEL)
-        await link.request("lab_join", notebook_id=joined["notebook_id"], peer_id=joined["peer_id"])
+        await joined_as_person(link, full)
     except (DaemonError, OSError) as exc:
         log.info("could not prepare %s: %s", path, exc)
     finally:

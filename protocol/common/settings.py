@@ -154,13 +154,19 @@ def settings_problem(state_dir: Path, environ: dict[str, str] | None = None) -> 
     ``NBSTAGE_*`` environment), or None when they read."""
     try:
         load_settings(state_dir, environ)
-    except KernelHostError as exc:
-        return f"{state_dir / 'config.toml'}: {exc}"
-    except (OSError, ValueError) as exc:
-        return str(exc)
     except Exception as exc:  # a string, whatever the file holds: callers wait on it
-        return f"{state_dir / 'config.toml'}: {exc!r}"
+        return refusal(exc, state_dir)
     return None
+
+
+def refusal(exc: BaseException, state_dir: Path) -> str:
+    """What ``load_settings``'s exception says, the file named where it is not."""
+    config = state_dir / "config.toml"
+    if isinstance(exc, KernelHostError):
+        return f"{config}: {exc}"
+    if isinstance(exc, (OSError, ValueError)):
+        return str(exc)
+    return f"{config}: {exc!r}"
 
 
 def _typed(kind: type, value: object) -> Any:

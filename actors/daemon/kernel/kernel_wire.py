@@ -23,10 +23,10 @@ from jupyter_client import session as jupyter_session
 
 _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
-_CURRENT_MAJOR = "5."
+_CURRENT = 5
+_CURRENT_MAJOR = f"{_CURRENT}."
 
 _adapt: Callable[..., dict[str, Any]] = jupyter_session.adapt
-_CURRENT = int(_CURRENT_MAJOR[:-1])
 
 
 def _dates_as_sent(value: Any) -> Any:
