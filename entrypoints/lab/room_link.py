@@ -19,6 +19,8 @@ from typing import Any
 from nbstage.entrypoints.common.ownership import check_peer, check_private_dir
 from nbstage.entrypoints.common.statedir import client_paths
 from nbstage.entrypoints.control.daemon_client import DaemonError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.wire_decoding import from_wire
 from nbstage.protocol.daemon.frames import (
     WIRE_VERSION,
     FrameError,
@@ -27,6 +29,7 @@ from nbstage.protocol.daemon.frames import (
     encode_frame,
     read_body,
 )
+from nbstage.protocol.daemon.replies import DaemonRefused
 
 
 def socket_path() -> Path:
@@ -110,10 +113,18 @@ class RoomLink:
         if answer is None or answer.done():
             return
         if kind == FrameKind.ERROR:
-            error = frame.get("error", {})
-            answer.set_exception(DaemonError(error.get("code"), error.get("message", "")))
+            answer.set_exception(refused(frame.get("error")))
         else:
             answer.set_result(frame.get("result", {}))
+
+
+def refused(error: object) -> DaemonError:
+    """The daemon's refusal, its code checked here; a malformed one says so."""
+    try:
+        refusal = from_wire(DaemonRefused, error)
+    except NbstageError as exc:
+        return DaemonError(ErrorCode.BAD_REPLY, f"the daemon sent a malformed refusal: {exc}")
+    return DaemonError(refusal.code, refusal.message)
 
 
 _ANSWERS = (FrameKind.RESULT, FrameKind.ERROR)
