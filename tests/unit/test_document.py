@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
+from nbstage.actors.daemon.notebook import document
 from nbstage.actors.daemon.notebook.cell_model import Cell, source_preview
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.notebook.pattern_bounds import MAX_PATTERN_WEIGHT, pattern_weight
@@ -725,3 +726,90 @@ def test_from_json_takes_its_own_copy():
 def test_from_json_refuses_cells_it_cannot_hold(bad):
     with raises(ErrorCode.BAD_REQUEST, "Cell 1"):
         Document.from_json(nb_of(raw_code(), bad))
+
+
+# --- which cells a revision changed (changed_since) ---------------------------------------
+
+
+def _three() -> Document:
+    doc = Document.empty()
+    for source in ("a", "b", "c"):
+        doc.create_cell(source, "code", None)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda d: d.create_cell("new", "code", 0), {"made"}),
+        (lambda d: d.set_cell(d.cells[1].id, source="b2"), {1}),
+        (lambda d: d.set_cell(d.cells[1].id, cell_type="markdown"), {1}),
+        (lambda d: d.set_cell(d.cells[1].id, source="b"), set()),
+        (lambda d: d.replace_match(d.cells[2].id, "c", "see"), {2}),
+        (lambda d: d.set_outputs(d.cells[0].id, [], 3), {0}),
+        (lambda d: d.clear_outputs(None), {0, 2}),
+        (lambda d: d.change_tags(d.cells[1].id, ["t"], []), {1}),
+        (lambda d: d.delete_cell(d.cells[1].id), set()),
+        (lambda d: d.move_cell(d.cells[0].id, d.cells[2].id), set()),
+        (lambda d: d.set_dependencies(["numpy"]), set()),
+    ],
+    ids=[
+        "create",
+        "source",
+        "retype",
+        "same-source",
+        "replace",
+        "outputs",
+        "clear-all",
+        "tags",
+        "delete",
+        "move",
+        "metadata",
+    ],
+)
+def test_a_revision_names_the_cells_whose_content_it_changed(change, named) -> None:
+    doc = _three()
+    doc.set_outputs(doc.cells[0].id, [{"output_type": "stream", "name": "stdout", "text": "0"}], 1)
+    doc.set_outputs(doc.cells[2].id, [], 2)
+    before, ids = doc.revision, [c.id for c in doc.cells]
+    made = change(doc)
+    made_id = made[0].id if isinstance(made, tuple) else None
+    expected = {made_id if n == "made" else ids[n] for n in named}
+    assert doc.changed_since(before) == expected
+    assert doc.changed_since(doc.revision) == set()
+
+
+def test_changes_are_told_since_any_revision_still_remembered() -> None:
+    doc = _three()
+    first, second, third = (c.id for c in doc.cells)
+    start = doc.revision
+    doc.set_cell(first, source="1")
+    middle = doc.revision
+    doc.set_cell(second, source="2")
+    doc.set_cell(first, source="11")
+    assert doc.changed_since(start) == {first, second}
+    assert doc.changed_since(middle) == {first, second}
+    assert doc.changed_since(doc.revision - 1) == {first}
+    assert doc.changed_since(doc.revision + 1) is None
+    assert doc.changed_since(0) == {first, second, third}  # each was created after 0
+
+
+def test_after_a_whole_replacement_only_later_changes_are_known() -> None:
+    doc = _three()
+    before = doc.revision
+    doc.replace(Document.from_json(doc.to_json()))
+    assert doc.revision == before + 1
+    assert doc.changed_since(before) is None
+    doc.set_cell(doc.cells[0].id, source="z")
+    assert doc.changed_since(before + 1) == {doc.cells[0].id}
+
+
+def test_a_reader_further_behind_than_the_record_reads_every_cell() -> None:
+    doc = _three()
+    start = doc.revision
+    for i in range(document.CHANGES_KEPT + 1):
+        doc.set_cell(doc.cells[i % 3].id, source=f"s{i}")
+    assert doc.changed_since(start) is None
+    kept = document.CHANGES_KEPT
+    last_two = {doc.cells[(kept - 1) % 3].id, doc.cells[kept % 3].id}
+    assert doc.changed_since(doc.revision - 2) == last_two

@@ -3,6 +3,8 @@ edit becomes (actors/room/person_edits.py), as tables, with a headless pycrdt pe
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from jupyter_ydoc import YNotebook
 from pycrdt import (
@@ -15,7 +17,7 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
-from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room import person_edits, shared_cells
 from nbstage.actors.daemon.room.order_steps import Delete, Step, steps
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
 
@@ -369,7 +371,7 @@ def test_a_cell_a_person_doubled_is_taken_out_and_their_new_cell_kept() -> None:
     records = person_edits.records(doc, shared.edited_content(doc))
     applied = journal.apply_records(doc.to_json(), records).notebook
     fresh = Document.from_json(applied)
-    doc.cells, doc.revision = fresh.cells, doc.revision + 1
+    doc.replace(fresh)
     for update in shared.mirror(doc):
         peer.hear(update)
     ids = [c["id"] for c in peer.notebook.ycells.to_py()]
@@ -420,3 +422,78 @@ def test_a_persons_edit_leaves_the_other_cells_alone_and_the_mirror_sends_nothin
     assert (doc.cells[7].source, doc.cells[7].outputs) == ("x = 71", before[7].outputs)
     assert doc.cells[7].outputs is before[7].outputs
     assert shared.mirror(doc) == []
+
+
+def _random_change(doc: Document, rng: random.Random) -> None:
+    """One of the Room's own changes, at a random place."""
+    n = len(doc.cells)
+    some = doc.cells[rng.randrange(n)].id if n else None
+    kind = rng.choice(["create", "create", "delete", "move", "source", "outputs", "clear", "tags"])
+    if kind == "create" or some is None:
+        doc.create_cell(
+            f"new {rng.random():.3f}", rng.choice(["code", "markdown"]), rng.randint(0, n)
+        )
+    elif kind == "delete":
+        doc.delete_cell(some)
+    elif kind == "move":
+        doc.move_cell(some, rng.choice([None, *[c.id for c in doc.cells if c.id != some]]))
+    elif kind == "source":
+        doc.set_cell(some, source=f"changed {rng.random():.3f}")
+    elif doc.cell(some).cell_type != "code":
+        doc.set_cell(some, cell_type="code")
+    elif kind == "outputs":
+        text = f"{rng.random():.3f}"
+        doc.set_outputs(some, [{"output_type": "stream", "name": "stdout", "text": text}], n)
+    elif kind == "clear":
+        doc.clear_outputs(some if rng.random() < 0.7 else None)
+    else:
+        doc.change_tags(some, [rng.choice("xyz")], [rng.choice("xyz")])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_mirror_that_looks_only_at_changed_cells_keeps_the_person_equal_to_the_room(
+    seed: int,
+) -> None:
+    """Seeded mixes of the Room's changes, a person's edits and whole replacements (a merge
+    with the file), mirrored in batches: after each mirror the person holds the Room's
+    notebook exactly, though most mirrors compare only the cells the Document names."""
+    rng = random.Random(seed)
+    doc = _doc(*[f"x = {i}" for i in range(40)])
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    for _ in range(60):
+        for _ in range(rng.randint(1, 4)):
+            _random_change(doc, rng)
+        if rng.random() < 0.1:
+            doc.replace(Document.from_json(doc.to_json()))
+        if rng.random() < 0.15 and len(peer.notebook.ycells):
+            index = rng.randrange(len(peer.notebook.ycells))
+            text = peer.notebook.ycells[index]["source"]
+            text += "!"
+            if peer.flush():
+                person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+        for update in shared.mirror(doc):
+            peer.hear(update)
+        assert peer.notebook.get() == doc.to_json() == shared.content()
+
+
+def test_a_change_in_a_big_notebook_is_mirrored_without_fingerprinting_every_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = _doc(*[f"x = {i}" for i in range(1000)])
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    doc.set_cell(doc.cells[0].id, source="first")  # the first mirror after a build reads all
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    counted = []
+    fingerprint = shared_cells.fingerprint
+    monkeypatch.setattr(
+        shared_cells, "fingerprint", lambda cell: counted.append(cell.id) or fingerprint(cell)
+    )
+    made, _ = doc.create_cell("new", "code", 0)
+    doc.set_cell(doc.cells[500].id, source="changed")
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert sorted(counted) == sorted([made.id, doc.cells[500].id])
+    assert peer.notebook.get() == doc.to_json()

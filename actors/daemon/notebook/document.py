@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from operator import attrgetter
 
 from nbstage.actors.daemon.environment.dependencies import with_dependencies
 from nbstage.actors.daemon.kernel.kernelspecs import PYTHON3
@@ -36,6 +37,11 @@ from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.replies import CellSummary
 from nbstage.protocol.daemon_actors.kernels import KernelspecInfo
 
+CELL_ID = attrgetter("id")
+CHANGES_KEPT = 4096
+"""Cell changes remembered for ``changed_since``; a reader further behind looks at every
+cell."""
+
 
 class Document:
     """An ordered list of cells plus notebook metadata.
@@ -44,12 +50,20 @@ class Document:
     document; a mutation that changes nothing (same source, same outputs, a move to
     where the cell already is) leaves it alone. It is the change marker for saves: a
     Room records the revision it last wrote and skips the write while it is unchanged.
+
+    It also keeps which cells each revision changed (``changed_since``), so a reader
+    that follows the document (the people's shared document) looks at those cells
+    alone, not at every cell of a big notebook.
     """
 
     def __init__(self, cells: list[Cell], metadata: dict) -> None:
         self.cells = cells
         self.metadata = metadata
         self.revision = 0
+        self._changes: list[tuple[int, str]] = []
+        """(revision, cell id) of each cell a revision changed, oldest first."""
+        self._changes_from = 0
+        """``_changes`` holds every cell change made after this revision."""
         self._summarized: tuple[int, list[CellSummary]] = (-1, [])
         """The whole notebook's summary rows and the revision they describe."""
 
@@ -78,6 +92,27 @@ class Document:
 
     def __len__(self) -> int:
         return len(self.cells)
+
+    def replace(self, other: Document) -> None:
+        """Take ``other``'s cells and metadata as one new revision: a merge with the
+        file, a journal replay, a person's edit. Which cells changed is no longer known."""
+        self.cells, self.metadata = other.cells, other.metadata
+        self._touch()
+        self._changes.clear()
+        self._changes_from = self.revision
+
+    def changed_since(self, revision: int) -> set[str] | None:
+        """The ids of the cells whose content changed after ``revision``, created ones
+        included (a deleted or moved cell shows in the order of ``cells``); None when that
+        is not known, because the cells were replaced whole or the record was trimmed."""
+        if revision < self._changes_from or revision > self.revision:
+            return None
+        changed: set[str] = set()
+        for at, cell_id in reversed(self._changes):
+            if at <= revision:
+                break
+            changed.add(cell_id)
+        return changed
 
     # Reads
 
@@ -146,7 +181,7 @@ class Document:
             )
         cell = Cell(id=self._fresh_id(), cell_type=cell_type, source=source)
         self.cells.insert(index, cell)
-        self._touch()
+        self._touch(cell.id)
         return cell, index
 
     def set_cell(
@@ -165,7 +200,7 @@ class Document:
             cell.source = source
             changed = True
         if changed:
-            self._touch()
+            self._touch(cell.id)
         return cell
 
     def delete_cell(self, cell_id: str) -> None:
@@ -228,7 +263,7 @@ class Document:
             return
         cell.outputs = fresh
         cell.execution_count = execution_count
-        self._touch()
+        self._touch(cell.id)
 
     def clear_outputs(self, cell_id: str | None = None) -> list[str]:
         """Empty the outputs and count of one code cell, or of every code cell; return the
@@ -240,7 +275,7 @@ class Document:
                 cell.outputs, cell.execution_count = [], None
                 cleared.append(cell.id)
         if cleared:
-            self._touch()
+            self._touch(*cleared)
         return cleared
 
     def change_tags(self, cell_id: str, add: Sequence[str], remove: Sequence[str]) -> Cell:
@@ -254,7 +289,7 @@ class Document:
         if tags != before and (tags or before is not None):
             metadata = {k: v for k, v in cell.metadata.items() if k != "tags"}
             cell.metadata = {**metadata, "tags": tags} if tags else metadata
-            self._touch()
+            self._touch(cell.id)
         return cell
 
     # Helpers
@@ -271,13 +306,20 @@ class Document:
     def _set_source(self, cell: Cell, source: str) -> None:
         if source != cell.source:
             cell.source = source
-            self._touch()
+            self._touch(cell.id)
 
     def _fresh_id(self) -> str:
-        return fresh_cell_id({c.id for c in self.cells})
+        return fresh_cell_id(set(map(CELL_ID, self.cells)))
 
-    def _touch(self) -> None:
+    def _touch(self, *cell_ids: str) -> None:
+        """A new revision, which changed the content of ``cell_ids``."""
         self.revision += 1
+        changes = self._changes
+        changes.extend((self.revision, cell_id) for cell_id in cell_ids)
+        if len(changes) > CHANGES_KEPT:
+            half = len(changes) // 2
+            self._changes_from = changes[half - 1][0]
+            del changes[:half]
 
 
 def _kernel_metadata(spec: KernelspecInfo | None) -> dict:

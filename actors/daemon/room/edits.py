@@ -88,6 +88,4 @@ def set_outputs(doc: Document, todo: SetOutputs) -> None:
 
 def take_notebook(doc: Document, notebook: dict[str, Any]) -> None:
     """The notebook a merge with the file produced, as one new revision."""
-    fresh = Document.from_json(notebook)
-    doc.cells, doc.metadata = fresh.cells, fresh.metadata
-    doc.revision += 1
+    doc.replace(Document.from_json(notebook))

@@ -119,9 +119,7 @@ class Journalling:
         )
         if not replay.applied:
             return False, [self.truncate(self.seq)]
-        fresh = Document.from_json(replay.notebook)
-        doc.cells, doc.metadata = fresh.cells, fresh.metadata
-        doc.revision += 1
+        doc.replace(Document.from_json(replay.notebook))
         self.restored = replay.applied
         return True, []
 

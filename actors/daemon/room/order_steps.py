@@ -10,7 +10,9 @@ a notebook of any size is one or two steps, found in O(n log n).
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import ne
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,34 @@ Step = Delete | Insert
 def steps(before: list[str], after: list[str]) -> list[Step]:
     """Deletes first, from the highest index down, then inserts from the lowest index up;
     applied in order to ``before`` they give ``after``. Ids are unique in each list."""
-    staying = _kept_in_place(before, after)
+    head, tail = _same_ends(before, after)
+    old, new = before[head : len(before) - tail], after[head : len(after) - tail]
+    staying = _kept_in_place(old, new)
     out: list[Step] = [
-        Delete(index) for index in reversed(range(len(before))) if before[index] not in staying
+        Delete(head + index) for index in reversed(range(len(old))) if old[index] not in staying
     ]
-    out += [Insert(index, cell_id) for index, cell_id in enumerate(after) if cell_id not in staying]
+    out += [
+        Insert(head + index, cell_id) for index, cell_id in enumerate(new) if cell_id not in staying
+    ]
     return out
+
+
+def _same_ends(before: list[str], after: list[str]) -> tuple[int, int]:
+    """How many ids the two lists share at their start, and then at their end: they stay
+    where they are, so one change in a big notebook sorts only the few ids around it."""
+    shorter = min(len(before), len(after))
+    head = _first_difference(before, after, shorter)
+    tail = _first_difference(reversed(before), reversed(after), shorter - head)
+    return head, tail
+
+
+def _first_difference(one: Iterable[str], other: Iterable[str], most: int) -> int:
+    """Where the two first differ, at most ``most`` (compared in C's loop, not Python's)."""
+    differs = list(map(ne, one, other))
+    try:
+        return differs.index(True, 0, most)
+    except ValueError:
+        return most
 
 
 def _kept_in_place(before: list[str], after: list[str]) -> set[str]:

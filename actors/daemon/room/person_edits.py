@@ -54,8 +54,7 @@ def take(doc: Document, records: list[dict[str, Any]]) -> None:
             fresh.cells[index] = kept
         elif kept is not None and cell.outputs == kept.outputs:
             cell.outputs = kept.outputs
-    doc.cells, doc.metadata = fresh.cells, fresh.metadata
-    doc.revision += 1
+    doc.replace(fresh)
 
 
 def _usable(cells: object) -> dict[str, dict[str, Any]]:

@@ -33,7 +33,7 @@ from pycrdt import (
 )
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
-from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.notebook.document import CELL_ID, Document
 from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.order_steps import Delete, steps
@@ -44,6 +44,8 @@ QUERY_AWARENESS = 3
 EMPTY_UPDATE = b"\x00\x00"
 EMPTY_STATE = b"\x00"
 """The state vector of a Y client that holds nothing yet."""
+FEW_CELLS = 64
+"""Up to this many changed cells the mirror finds each by its id; more, it walks them all."""
 STEP2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
 
 
@@ -83,10 +85,14 @@ class SharedDoc:
         self.revision = start.revision
         """The Document revision the Y document holds."""
         self._seen = built.seen
-        self._pinned = [cell.outputs for cell in start.cells]
-        """The outputs lists whose identities ``_seen`` holds, kept alive until the next
-        mirror: a list the Document let go and freed could otherwise lend its identity to
-        a later one, and a cell changed twice between two mirrors would look unchanged."""
+        self._pinned = {cell.id: cell.outputs for cell in start.cells}
+        """The outputs lists whose identities ``_seen`` holds, kept alive until the cell is
+        compared again: a list the Document let go and freed could otherwise lend its
+        identity to a later one, and a cell changed twice between two mirrors would look
+        unchanged."""
+        self._source: Document | None = None
+        """The Document the last mirror followed: the next one, if it follows the same,
+        looks only at the cells it says changed since (``Document.changed_since``)."""
         self._ids = built.ids
         """The ids of the Y cells, in order, kept by watching the array (reading them
         back from the Y document costs a call per cell)."""
@@ -173,13 +179,15 @@ class SharedDoc:
         (Lab's ``[*]``)."""
         if not self._moved(doc, running):
             return self._marked(False)
-        seen = {cell.id: shared_cells.fingerprint(cell) for cell in doc.cells}
+        order = list(map(CELL_ID, doc.cells))
         with self.ydoc.transaction():
             if doc.metadata != self._metadata:
                 self._set_metadata(doc.metadata)
-            inserted = self._restructure(doc)
+            inserted = self._restructure(doc, order)
             rewritten = set(inserted)
-            for index, cell in enumerate(doc.cells):
+            compared = self._compared(doc, order, inserted)
+            seen = {cell.id: shared_cells.fingerprint(cell) for _, cell in compared}
+            for index, cell in compared:
                 before = self._seen.get(cell.id) or shared_cells.unknown(cell)
                 now = seen[cell.id]
                 if (
@@ -189,7 +197,7 @@ class SharedDoc:
                 ):
                     rewritten.add(cell.id)
             self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
-        self._settle(doc, running, seen)
+        self._settle(doc, running, compared, seen, order)
         updates = [create_update_message(u) for u in self._take()]
         marked = {mark.cell_id for mark in self.marks.marks.values()}
         return updates + self._marked(not rewritten.isdisjoint(marked))
@@ -205,34 +213,70 @@ class SharedDoc:
         update = self.marks.states(self.notebook, self.awareness, renew, order)
         return [] if update is None else [create_awareness_message(update)]
 
-    def _settle(
-        self, doc: Document, running: frozenset[str], seen: dict[str, shared_cells.Fingerprint]
-    ) -> None:
-        self.revision, self._running, self._heard, self._seen = doc.revision, running, False, seen
-        self._pinned = [cell.outputs for cell in doc.cells]
-        self._metadata = copy.deepcopy(doc.metadata)
+    def _compared(
+        self, doc: Document, order: list[str], inserted: frozenset[str]
+    ) -> list[tuple[int, Cell]]:
+        """The cells the mirror must compare, with their indexes: the ones the Document
+        says changed since the last mirror and the ones just inserted, or every cell
+        when that is not known (another Document, or a person's update applied) or when
+        many changed."""
+        following = doc is self._source and not self._heard
+        changed = doc.changed_since(self.revision) if following else None
+        if changed is None or len(changed) + len(inserted) > FEW_CELLS:
+            return list(enumerate(doc.cells))
+        wanted = (changed | inserted) & set(order) if changed or inserted else set()
+        return sorted((order.index(cell_id), doc.cells[order.index(cell_id)]) for cell_id in wanted)
 
-    def _restructure(self, doc: Document) -> frozenset[str]:
+    def _settle(
+        self,
+        doc: Document,
+        running: frozenset[str],
+        compared: list[tuple[int, Cell]],
+        seen: dict[str, shared_cells.Fingerprint],
+        order: list[str],
+    ) -> None:
+        self.revision, self._running, self._heard, self._source = doc.revision, running, False, doc
+        pinned = {cell.id: cell.outputs for _, cell in compared}
+        if len(compared) == len(order):
+            self._seen, self._pinned = seen, pinned
+        else:
+            self._seen.update(seen)
+            self._pinned.update(pinned)
+            if len(self._seen) != len(order):
+                self._seen = {cell_id: self._seen[cell_id] for cell_id in order}
+                self._pinned = {cell_id: self._pinned[cell_id] for cell_id in order}
+        if doc.metadata != self._metadata:
+            self._metadata = copy.deepcopy(doc.metadata)
+
+    def _restructure(self, doc: Document, order: list[str]) -> frozenset[str]:
         """Insert, delete and move Y cells until their ids are the Document's; the ids
         of the cells inserted (with the Document's content). A Y cell without an id, or
         repeating one before it, is deleted: nothing doubles."""
-        order = [cell.id for cell in doc.cells]
         if self._ids == order:
             return frozenset()
-        seen: set[str | None] = set()
-        ids: list[str] = []
-        for index, cell_id in enumerate(self._ids):
-            ids.append(f"\0{index}" if cell_id is None or cell_id in seen else cell_id)
-            seen.add(cell_id)
-        cells = {cell.id: cell for cell in doc.cells}
         ycells, inserted = self.notebook.ycells, set()
-        for step in steps(ids, order):
+        for step in steps(self._usable_ids(), order):
             if isinstance(step, Delete):
                 del ycells[step.index]
-            else:
-                ycells.insert(step.index, self.notebook.create_ycell(cells[step.cell_id].to_json()))
+            else:  # an insert's index is the cell's place in the Document
+                ycells.insert(
+                    step.index, self.notebook.create_ycell(doc.cells[step.index].to_json())
+                )
                 inserted.add(step.cell_id)
         return frozenset(inserted)
+
+    def _usable_ids(self) -> list[str]:
+        """The Y cells' ids, a missing or repeated one made unlike any cell's."""
+        ids = self._ids
+        distinct = set(ids)
+        if len(distinct) == len(ids) and None not in distinct:
+            return ids  # type: ignore[return-value]
+        seen: set[str | None] = set()
+        usable: list[str] = []
+        for index, cell_id in enumerate(ids):
+            usable.append(f"\0{index}" if cell_id is None or cell_id in seen else cell_id)
+            seen.add(cell_id)
+        return usable
 
     def _set_metadata(self, metadata: dict[str, Any]) -> None:
         """The notebook's metadata, as YNotebook.set writes it."""
