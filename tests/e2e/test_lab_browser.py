@@ -164,7 +164,8 @@ def _the_agent_and_the_y_doc_see_the_persons_run(lab, path, notebook_id, cell_id
 def test_tab_and_shift_tab_in_lab_are_answered_by_the_rooms_kernel(lab: RunningLab, browser):
     """The kernel defines a name the notebook's text never spells (so Lab's own completer,
     which offers the document's words, cannot know it): tab after its first letters shows
-    it in Lab's completer, and shift-tab in a call shows the kernel's tooltip."""
+    it in Lab's completer, and shift-tab in a call shows the kernel's tooltip. The kernel
+    websocket takes the protocol Lab offers at once: the console has no failed handshake."""
     from selenium.webdriver.common.keys import Keys
 
     path = lab.notebook("completions.ipynb", "exec('zebra_' + 'count = 7')", "zebra_c")
@@ -200,6 +201,11 @@ def test_tab_and_shift_tab_in_lab_are_answered_by_the_rooms_kernel(lab: RunningL
             30,
             "the kernel's tooltip",
         )
+    logged = browser.get_log("browser")
+    failed = [
+        e["message"] for e in logged if e["level"] == "SEVERE" and "WebSocket" in e["message"]
+    ]
+    assert not failed, failed
 
 
 SHOWN_EDITORS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content"
