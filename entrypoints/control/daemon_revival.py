@@ -8,7 +8,10 @@ clients through ``autostart.lock``) and waits until it answers. A missing socket
 daemon stopped on purpose (its stop removes it): a lost link then leaves it stopped; only
 a page's own new request starts one again, as a new ``nbstage mcp`` would. A daemon that
 does not answer while the one the state dir last stamped still runs is stopping or
-starting: it is waited for, never started over.
+starting: it is waited for, never started over. A revival that started a daemon and
+found none answering at its end (one that dies as it starts: settings it refuses, a
+crash) puts its client at rest for ``REST_SECS``: that client starts none meanwhile, so
+a daemon that cannot start is not launched again at every refused link or page.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
 import orjson
@@ -36,6 +40,7 @@ log = logging.getLogger("nbstage.revival")
 
 
 START_WAIT_SECS = 60.0
+REST_SECS = 60.0
 RESTART_SECS = 3.0
 ANSWER_SECS = 2.0
 POLL_SECS = 0.05
@@ -61,11 +66,46 @@ class Asker(StrEnum):
     """A page asked for something (a session, a room, a run) and found no daemon."""
 
 
-def should_start(state: SocketState, asker: Asker) -> bool:
-    """Whether the edge starts a daemon."""
+@dataclass(frozen=True)
+class Revived:
+    alive: bool
+    """A daemon answers at the end."""
+    rest: bool
+    """A daemon was started and none answers at the end, nor is one coming up: its
+    client rests (``Rest``)."""
+
+
+def should_start(state: SocketState, asker: Asker, resting: bool = False) -> bool:
+    """Whether the client starts a daemon."""
+    if resting:
+        return False
     if state is SocketState.DEAD:
         return True
     return state is SocketState.ABSENT and asker is Asker.PAGE
+
+
+def rests_after_start(state: SocketState) -> bool:
+    """Whether a daemon started and waited for, with the socket in ``state`` at the end of
+    the wait, puts its client at rest. A dead socket is one that died again; a missing one
+    is a daemon that exited before it listened (a page's start begins from no socket); a
+    pending one is still coming up, and one that answers is up."""
+    return state in (SocketState.DEAD, SocketState.ABSENT)
+
+
+class Rest:
+    """A client's rest after a revival that ended in one (``Revived.rest``): while it
+    lasts, the client starts no daemon; it still finds one that answers."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.until = 0.0
+
+    @property
+    def on(self) -> bool:
+        return self._clock() < self.until
+
+    def begin(self) -> None:
+        self.until = self._clock() + REST_SECS
 
 
 def probe(paths: StatePaths) -> SocketState:
@@ -102,19 +142,20 @@ def stamped_daemon_runs(paths: StatePaths) -> bool:
         return False
 
 
-def revive(paths: StatePaths, asker: Asker) -> bool:
-    """Blocking: start a daemon if ``should_start`` says so and wait until it answers;
-    whether one answers at the end. The start is tried again every few seconds while
-    nothing answers (one whose socket was still taking connections as it died is not
-    started over by daemon_launch; a second start loses the state dir's lock and exits)."""
+def revive(paths: StatePaths, asker: Asker, resting: bool = False) -> Revived:
+    """Blocking: start a daemon if ``should_start`` says so and wait until it answers.
+    The start is tried again every few seconds while nothing answers (one whose socket
+    was still taking connections as it died is not started over by daemon_launch; a
+    second start loses the state dir's lock and exits)."""
     deadline = time.monotonic() + START_WAIT_SECS
     while (state := probe(paths)) is SocketState.PENDING and time.monotonic() < deadline:
         time.sleep(POLL_SECS)
     if state is SocketState.ANSWERS:
-        return True
-    if not should_start(state, asker):
-        log.info("the daemon is %s; not starting one for a %s", state, asker)
-        return False
+        return Revived(alive=True, rest=False)
+    if not should_start(state, asker, resting):
+        at_rest = " (at rest after a daemon that did not start)" if resting else ""
+        log.info("the daemon is %s; not starting one for a %s%s", state, asker, at_rest)
+        return Revived(alive=False, rest=False)
     log.warning("the daemon's socket is %s; starting a daemon", state)
     next_start = 0.0
     while (now := time.monotonic()) < deadline:
@@ -123,10 +164,18 @@ def revive(paths: StatePaths, asker: Asker) -> bool:
             next_start = now + RESTART_SECS
         if probe(paths) is SocketState.ANSWERS:
             log.info("the daemon answers again")
-            return True
+            return Revived(alive=True, rest=False)
         time.sleep(POLL_SECS)
-    log.error("no daemon answered within %.0fs", START_WAIT_SECS)
-    return False
+    state = probe(paths)
+    if state is SocketState.ANSWERS:
+        return Revived(alive=True, rest=False)
+    rest = rests_after_start(state)
+    log.error(
+        "no daemon answered within %.0fs%s",
+        START_WAIT_SECS,
+        f"; none is started again for {REST_SECS:.0f}s" if rest else "",
+    )
+    return Revived(alive=False, rest=rest)
 
 
 NOT_FOR_A_DAEMON = (

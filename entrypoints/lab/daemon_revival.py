@@ -8,7 +8,10 @@ waits until it answers, and opens again the notebooks its websockets had open, s
 rooms are back (journal replayed, ids kept) before any page reloads. A missing socket
 is a daemon stopped on purpose (its stop removes it): a lost connection then leaves it
 stopped, and only a page's own new request starts one again, as a new ``nbstage mcp``
-would. Concurrent asks share one revival.
+would. Concurrent asks share one revival. A revival that started a daemon which did
+not come up (settings it refuses, a crash at start) rests the edge, as it does a session
+child (``Rest``): for ``REST_SECS`` no websocket or page starts one; a daemon someone
+else starts meanwhile is found all the same.
 
 The websockets' Y history cannot be merged into the room the new daemon builds, so
 each one is still closed with Jupyter's reloadable 1003 (handlers.py), after the
@@ -20,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.common.statedir import state_paths
-from nbstage.entrypoints.control.daemon_revival import Asker, revive
+from nbstage.entrypoints.control.daemon_revival import Asker, Rest, revive
 from nbstage.entrypoints.lab.room_link import RoomLink, socket_path
 
 log = logging.getLogger("nbstage.lab")
@@ -38,6 +42,7 @@ class DaemonRevival:
         self._running: asyncio.Task[bool] | None = None
         self._asker = Asker.LINK_LOST
         self._notebooks: dict[str, None] = {}
+        self.rest = Rest(time.monotonic)
 
     async def ensure(self, asker: Asker, notebooks: Iterable[str] = ()) -> bool:
         """Whether a daemon answers, after starting one if it died (or, for a page, if
@@ -54,11 +59,13 @@ class DaemonRevival:
 
     async def _run(self, asker: Asker) -> bool:
         paths = state_paths(os.environ.get("NBSTAGE_STATE_DIR") or None)
-        alive = await asyncio.to_thread(revive, paths, asker)
+        revived = await asyncio.to_thread(revive, paths, asker, self.rest.on)
+        if revived.rest:
+            self.rest.begin()
         notebooks, self._notebooks = list(self._notebooks), {}
-        if alive:
+        if revived.alive:
             await reopen(notebooks)
-        return alive
+        return revived.alive
 
 
 async def reopen(notebooks: Iterable[str]) -> None:
