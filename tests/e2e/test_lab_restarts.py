@@ -19,6 +19,7 @@ import os
 import random
 import signal
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from nbstage.entrypoints.control.daemon_client import DaemonNotRunning
-from tests.lab_support import RunningLab, WsPerson, lab_running
+from tests.lab_support import RunningLab, WsPerson, lab_running, stop_lab
 from tests.support import McpClientSession, call_ok, pid_gone, run_bounded, start_daemon, wait_until
 from tests.y_person import SocketPerson
 
@@ -439,3 +440,30 @@ def test_a_daemon_stopped_on_purpose_stays_stopped_until_a_page_asks(lab) -> Non
         lab.daemon.pid = lab.daemon.request("identity")["pid"]
     finally:
         reloaded.close()
+
+
+def test_a_lab_stopped_while_it_prepares_a_page_cancels_that_and_exits_cleanly(lab) -> None:
+    """A notebook's page is asked for while the daemon answers nothing (SIGSTOP), so the
+    page's preparation (entrypoints/lab/tree_page.py) still waits on it when Lab is
+    stopped. The edge cancels it at its stop: Lab exits 0, and no task is destroyed
+    while pending."""
+    lab.notebook("prepared-at-stop.ipynb", "x = 1")
+    daemon_pid = int(lab.daemon.request("identity")["pid"])
+    out = lab.root.parent / "lab.out"
+    said = out.stat().st_size
+    os.kill(daemon_pid, signal.SIGSTOP)
+    try:
+        url = f"{lab.base}/lab/tree/prepared-at-stop.ipynb?token={lab.token}"
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200
+        stop_lab(lab.process)
+    finally:
+        os.kill(daemon_pid, signal.SIGCONT)
+    logged = out.read_bytes()[said:].decode(errors="replace")
+    try:
+        assert lab.process.returncode == 0, logged
+        assert "Lab edge stopped, 1 task(s) cancelled" in logged, logged
+        assert "Task was destroyed" not in logged, logged
+    finally:
+        lab.process = lab.start()
+        lab.wait_up()
