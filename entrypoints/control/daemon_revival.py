@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -142,14 +143,23 @@ def stamped_daemon_runs(paths: StatePaths) -> bool:
         return False
 
 
-def revive(paths: StatePaths, asker: Asker, resting: bool = False) -> Revived:
+def revive(
+    paths: StatePaths,
+    asker: Asker,
+    resting: bool = False,
+    stopping: threading.Event | None = None,
+) -> Revived:
     """Blocking: start a daemon if ``should_start`` says so and wait until it answers.
     The start is tried again every few seconds while nothing answers (one whose socket
     was still taking connections as it died is not started over by daemon_launch; a
-    second start loses the state dir's lock and exits)."""
+    second start loses the state dir's lock and exits). ``stopping``, once set, ends the
+    wait within a poll (the client is stopping: a thread still waiting would hold its
+    process's exit)."""
+    stopping = stopping or threading.Event()
     deadline = time.monotonic() + START_WAIT_SECS
     while (state := probe(paths)) is SocketState.PENDING and time.monotonic() < deadline:
-        time.sleep(POLL_SECS)
+        if stopping.wait(POLL_SECS):
+            return Revived(alive=False, rest=False)
     if state is SocketState.ANSWERS:
         return Revived(alive=True, rest=False)
     if not should_start(state, asker, resting):
@@ -165,7 +175,9 @@ def revive(paths: StatePaths, asker: Asker, resting: bool = False) -> Revived:
         if probe(paths) is SocketState.ANSWERS:
             log.info("the daemon answers again")
             return Revived(alive=True, rest=False)
-        time.sleep(POLL_SECS)
+        if stopping.wait(POLL_SECS):
+            log.info("the client stops; no longer waiting for a daemon")
+            return Revived(alive=False, rest=False)
     state = probe(paths)
     if state is SocketState.ANSWERS:
         return Revived(alive=True, rest=False)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 
@@ -43,10 +44,13 @@ class DaemonRevival:
         self._asker = Asker.LINK_LOST
         self._notebooks: dict[str, None] = {}
         self.rest = Rest(time.monotonic)
+        self.stopping = threading.Event()
 
     async def ensure(self, asker: Asker, notebooks: Iterable[str] = ()) -> bool:
         """Whether a daemon answers, after starting one if it died (or, for a page, if
         none runs); the ``notebooks`` (paths) are opened again in a daemon just started."""
+        if self.stopping.is_set():
+            return False
         self._notebooks.update(dict.fromkeys(notebooks))
         running = self._running
         if running is not None and not running.done():
@@ -57,13 +61,20 @@ class DaemonRevival:
         self._asker = asker
         return await asyncio.shield(running)
 
+    async def stop(self) -> None:
+        """At the server's stop: the revival under way ends its wait (its thread would
+        hold the process's exit for up to a minute) and starts nothing more."""
+        self.stopping.set()
+        if self._running is not None:
+            await asyncio.gather(self._running, return_exceptions=True)
+
     async def _run(self, asker: Asker) -> bool:
         paths = state_paths(os.environ.get("NBSTAGE_STATE_DIR") or None)
-        revived = await asyncio.to_thread(revive, paths, asker, self.rest.on)
+        revived = await asyncio.to_thread(revive, paths, asker, self.rest.on, self.stopping)
         if revived.rest:
             self.rest.begin()
         notebooks, self._notebooks = list(self._notebooks), {}
-        if revived.alive:
+        if revived.alive and not self.stopping.is_set():
             await reopen(notebooks)
         return revived.alive
 

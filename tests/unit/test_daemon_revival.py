@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -185,7 +187,7 @@ def test_the_lab_edge_rests_after_a_daemon_that_did_not_come_up(
     answers = Revived(alive=True, rest=False)
     outcomes = [Revived(alive=False, rest=True), Revived(alive=False, rest=False), answers]
 
-    def revive(paths, asker, resting):
+    def revive(paths, asker, resting, stopping):
         asked.append(resting)
         return outcomes.pop(0)
 
@@ -202,3 +204,35 @@ def test_the_lab_edge_rests_after_a_daemon_that_did_not_come_up(
 
 async def _reopened(notebooks) -> None:
     assert list(notebooks) == []
+
+
+def test_a_revival_stops_waiting_once_its_client_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon that stays pending would keep revive polling for a minute: the Lab edge's
+    stop ends that wait (its thread would hold Lab's exit), and no page after the stop
+    starts a revival."""
+    from nbstage.entrypoints.control import daemon_revival
+    from nbstage.entrypoints.lab.daemon_revival import DaemonRevival
+
+    polled = threading.Event()
+
+    def pending(paths):
+        polled.set()
+        return SocketState.PENDING
+
+    monkeypatch.setattr(daemon_revival, "probe", pending)
+    revival = DaemonRevival()
+
+    async def stopped_mid_wait() -> bool:
+        asked = asyncio.ensure_future(revival.ensure(Asker.PAGE))
+        await asyncio.to_thread(polled.wait, 10)
+        started = time.monotonic()
+        await revival.stop()
+        assert time.monotonic() - started < 5
+        return await asked
+
+    assert asyncio.run(stopped_mid_wait()) is False
+    started: list[object] = []
+    monkeypatch.setattr(daemon_revival, "probe", lambda paths: SocketState.DEAD)
+    monkeypatch.setattr(daemon_revival, "start_daemon_unless_running", lambda *a: started.append(a))
+    assert asyncio.run(revival.ensure(Asker.PAGE)) is False
+    assert started == []
