@@ -8,10 +8,11 @@ clients through ``autostart.lock``) and waits until it answers. A missing socket
 daemon stopped on purpose (its stop removes it): a lost link then leaves it stopped; only
 a page's own new request starts one again, as a new ``nbstage mcp`` would. A daemon that
 does not answer while the one the state dir last stamped still runs is stopping or
-starting: it is waited for, never started over. A revival that started a daemon and
-found none answering at its end (one that dies as it starts: settings it refuses, a
-crash) puts its client at rest for ``REST_SECS``: that client starts none meanwhile, so
-a daemon that cannot start is not launched again at every refused link or page.
+starting: it is waited for, never started over. Settings the daemon would refuse (it
+exits 78 before it listens) start none, and the revival says why. A revival that
+started a daemon and found none answering at its end (one that dies as it starts) puts
+its client at rest for ``REST_SECS``: that client starts none meanwhile, so a daemon
+that cannot start is not launched again at every refused link or page.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -29,6 +30,7 @@ import psutil
 
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.ownership import Untrusted
+from nbstage.entrypoints.common.revival_rest import REST_SECS
 from nbstage.entrypoints.common.runtime_dir import own_recorded
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths
 from nbstage.entrypoints.control.daemon_control import query_status
@@ -41,7 +43,6 @@ log = logging.getLogger("nbstage.revival")
 
 
 START_WAIT_SECS = 60.0
-REST_SECS = 60.0
 RESTART_SECS = 3.0
 ANSWER_SECS = 2.0
 POLL_SECS = 0.05
@@ -73,7 +74,9 @@ class Revived:
     """A daemon answers at the end."""
     rest: bool
     """A daemon was started and none answers at the end, nor is one coming up: its
-    client rests (``Rest``)."""
+    client rests (entrypoints/common/revival_rest.py)."""
+    problem: str | None = None
+    """Why none was started: the settings a daemon would refuse (config.toml, say)."""
 
 
 def should_start(state: SocketState, asker: Asker, resting: bool = False) -> bool:
@@ -91,22 +94,6 @@ def rests_after_start(state: SocketState) -> bool:
     is a daemon that exited before it listened (a page's start begins from no socket); a
     pending one is still coming up, and one that answers is up."""
     return state in (SocketState.DEAD, SocketState.ABSENT)
-
-
-class Rest:
-    """A client's rest after a revival that ended in one (``Revived.rest``): while it
-    lasts, the client starts no daemon; it still finds one that answers."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._clock = clock
-        self.until = 0.0
-
-    @property
-    def on(self) -> bool:
-        return self._clock() < self.until
-
-    def begin(self) -> None:
-        self.until = self._clock() + REST_SECS
 
 
 def probe(paths: StatePaths) -> SocketState:
@@ -166,6 +153,9 @@ def revive(
         at_rest = " (at rest after a daemon that did not start)" if resting else ""
         log.info("the daemon is %s; not starting one for a %s%s", state, asker, at_rest)
         return Revived(alive=False, rest=False)
+    if (problem := _settings_problem(paths)) is not None:
+        log.error("not starting a daemon: it would refuse its settings: %s", problem)
+        return Revived(alive=False, rest=False, problem=problem)
     log.warning("the daemon's socket is %s; starting a daemon", state)
     next_start = 0.0
     while (now := time.monotonic()) < deadline:
@@ -188,6 +178,14 @@ def revive(
         f"; none is started again for {REST_SECS:.0f}s" if rest else "",
     )
     return Revived(alive=False, rest=rest)
+
+
+def _settings_problem(paths: StatePaths) -> str | None:
+    """Why a daemon started here would refuse its settings (it exits 78 before it
+    listens), read as the daemon would read them; a client tells its person that."""
+    from nbstage.protocol.common.settings import settings_problem
+
+    return settings_problem(paths.root, daemon_environ(os.environ))
 
 
 NOT_FOR_A_DAEMON = (

@@ -22,6 +22,8 @@ import logging
 import threading
 from enum import StrEnum
 
+from nbstage.entrypoints.common.revival_rest import Rest
+
 log = logging.getLogger("nbstage.session")
 
 
@@ -50,8 +52,6 @@ class Revival:
     for a daemon to answer, and a child that stops must not wait for it."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        from nbstage.entrypoints.control.daemon_revival import Rest
-
         self.loop = loop
         self.running = False
         self.rest = Rest(loop.time)

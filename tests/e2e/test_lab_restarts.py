@@ -19,6 +19,7 @@ import os
 import random
 import signal
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from nbstage.entrypoints.control.daemon_client import DaemonNotRunning
+from tests.e2e.test_bad_settings import MALFORMED, PROBLEM
 from tests.lab_support import RunningLab, WsPerson, lab_running, stop_lab
 from tests.support import McpClientSession, call_ok, pid_gone, run_bounded, start_daemon, wait_until
 from tests.y_person import SocketPerson
@@ -440,6 +442,38 @@ def test_a_daemon_stopped_on_purpose_stays_stopped_until_a_page_asks(lab) -> Non
         lab.daemon.pid = lab.daemon.request("identity")["pid"]
     finally:
         reloaded.close()
+
+
+def test_a_daemon_that_would_refuse_its_settings_is_not_launched_for_every_page(lab) -> None:
+    """The daemon stopped and config.toml broken: each page's request is refused at once
+    with the file's problem, and no daemon is launched for it (it would exit 78, and a
+    revival would launch it again every few seconds for a minute). Once the file is
+    mended, the next page starts one."""
+    name = "refused-settings.ipynb"
+    lab.notebook(name, "a = 1")
+    lab.daemon.stop()
+    config = lab.daemon.paths.root / "config.toml"
+    config.write_text(MALFORMED)
+    launched = lab.daemon.paths.root / "logs" / "daemon.out"
+    before = launched.read_bytes() if launched.exists() else b""
+    try:
+        for _ in range(3):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                lab.session(name)
+            said = refused.value.read().decode()
+            refused.value.close()
+            assert refused.value.code == 503, said
+            assert PROBLEM in said, said
+        after = launched.read_bytes() if launched.exists() else b""
+        assert b"not started" not in after[len(before) :], after[len(before) :]
+    finally:
+        config.unlink()
+    person = WsPerson(lab, name)
+    try:
+        person.synced()
+        lab.daemon.pid = lab.daemon.request("identity")["pid"]
+    finally:
+        person.close()
 
 
 def test_a_lab_stopped_while_it_prepares_a_page_cancels_that_and_exits_cleanly(lab) -> None:

@@ -14,9 +14,9 @@ import orjson
 import psutil
 import pytest
 
+from nbstage.entrypoints.common.revival_rest import REST_SECS
 from nbstage.entrypoints.common.statedir import StatePaths, record_socket_dir
 from nbstage.entrypoints.control.daemon_revival import (
-    REST_SECS,
     Asker,
     Revived,
     SocketState,
