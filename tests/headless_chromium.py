@@ -36,6 +36,8 @@ def headless_chromium(window: str = "1400,1000", prefix: str = "nbc-") -> Iterat
             f"--user-data-dir={profile}",
         ):
             options.add_argument(flag)
+        # The page's console, for a test to read (driver.get_log("browser")).
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         # Chromium keeps crash reports and caches under XDG dirs even with a profile dir.
         home = {"XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile}
         service = Service(DRIVER, env={**os.environ, **home})

@@ -16,3 +16,13 @@ def start_kept(tasks: set[asyncio.Task], work: Coroutine[Any, Any, Any]) -> asyn
     tasks.add(task)
     task.add_done_callback(tasks.discard)
     return task
+
+
+async def stop_kept(*held: set[asyncio.Task]) -> int:
+    """Cancel every task held in ``held`` and wait until each has ended; how many ended
+    cancelled (the others were ending anyway)."""
+    tasks = [task for tasks in held for task in tasks]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return sum(task.cancelled() for task in tasks)

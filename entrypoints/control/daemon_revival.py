@@ -8,15 +8,21 @@ clients through ``autostart.lock``) and waits until it answers. A missing socket
 daemon stopped on purpose (its stop removes it): a lost link then leaves it stopped; only
 a page's own new request starts one again, as a new ``nbstage mcp`` would. A daemon that
 does not answer while the one the state dir last stamped still runs is stopping or
-starting: it is waited for, never started over.
+starting: it is waited for, never started over. Settings the daemon would refuse (it
+exits 78 before it listens) start none, and the revival says why. A revival that
+started a daemon and found none answering at its end (one that dies as it starts) puts
+its client at rest for ``REST_SECS``: that client starts none meanwhile, so a daemon
+that cannot start is not launched again at every refused link or page.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
 import orjson
@@ -24,6 +30,7 @@ import psutil
 
 from nbstage.entrypoints.common.lifelines import EDGE_PID_ENV
 from nbstage.entrypoints.common.ownership import Untrusted
+from nbstage.entrypoints.common.revival_rest import REST_SECS
 from nbstage.entrypoints.common.runtime_dir import own_recorded
 from nbstage.entrypoints.common.statedir import LINK_STATE_DIR_ENV, StatePaths
 from nbstage.entrypoints.control.daemon_control import query_status
@@ -61,11 +68,32 @@ class Asker(StrEnum):
     """A page asked for something (a session, a room, a run) and found no daemon."""
 
 
-def should_start(state: SocketState, asker: Asker) -> bool:
-    """Whether the edge starts a daemon."""
+@dataclass(frozen=True)
+class Revived:
+    alive: bool
+    """A daemon answers at the end."""
+    rest: bool
+    """A daemon was started and none answers at the end, nor is one coming up: its
+    client rests (entrypoints/common/revival_rest.py)."""
+    problem: str | None = None
+    """Why none was started: the settings a daemon would refuse (config.toml, say)."""
+
+
+def should_start(state: SocketState, asker: Asker, resting: bool = False) -> bool:
+    """Whether the client starts a daemon."""
+    if resting:
+        return False
     if state is SocketState.DEAD:
         return True
     return state is SocketState.ABSENT and asker is Asker.PAGE
+
+
+def rests_after_start(state: SocketState) -> bool:
+    """Whether a daemon started and waited for, with the socket in ``state`` at the end of
+    the wait, puts its client at rest. A dead socket is one that died again; a missing one
+    is a daemon that exited before it listened (a page's start begins from no socket); a
+    pending one is still coming up, and one that answers is up."""
+    return state in (SocketState.DEAD, SocketState.ABSENT)
 
 
 def probe(paths: StatePaths) -> SocketState:
@@ -102,19 +130,32 @@ def stamped_daemon_runs(paths: StatePaths) -> bool:
         return False
 
 
-def revive(paths: StatePaths, asker: Asker) -> bool:
-    """Blocking: start a daemon if ``should_start`` says so and wait until it answers;
-    whether one answers at the end. The start is tried again every few seconds while
-    nothing answers (one whose socket was still taking connections as it died is not
-    started over by daemon_launch; a second start loses the state dir's lock and exits)."""
+def revive(
+    paths: StatePaths,
+    asker: Asker,
+    resting: bool = False,
+    stopping: threading.Event | None = None,
+) -> Revived:
+    """Blocking: start a daemon if ``should_start`` says so and wait until it answers.
+    The start is tried again every few seconds while nothing answers (one whose socket
+    was still taking connections as it died is not started over by daemon_launch; a
+    second start loses the state dir's lock and exits). ``stopping``, once set, ends the
+    wait within a poll (the client is stopping: a thread still waiting would hold its
+    process's exit)."""
+    stopping = stopping or threading.Event()
     deadline = time.monotonic() + START_WAIT_SECS
     while (state := probe(paths)) is SocketState.PENDING and time.monotonic() < deadline:
-        time.sleep(POLL_SECS)
+        if stopping.wait(POLL_SECS):
+            return Revived(alive=False, rest=False)
     if state is SocketState.ANSWERS:
-        return True
-    if not should_start(state, asker):
-        log.info("the daemon is %s; not starting one for a %s", state, asker)
-        return False
+        return Revived(alive=True, rest=False)
+    if not should_start(state, asker, resting):
+        at_rest = " (at rest after a daemon that did not start)" if resting else ""
+        log.info("the daemon is %s; not starting one for a %s%s", state, asker, at_rest)
+        return Revived(alive=False, rest=False)
+    if (problem := _settings_problem(paths)) is not None:
+        log.error("not starting a daemon: it would refuse its settings: %s", problem)
+        return Revived(alive=False, rest=False, problem=problem)
     log.warning("the daemon's socket is %s; starting a daemon", state)
     next_start = 0.0
     while (now := time.monotonic()) < deadline:
@@ -123,10 +164,28 @@ def revive(paths: StatePaths, asker: Asker) -> bool:
             next_start = now + RESTART_SECS
         if probe(paths) is SocketState.ANSWERS:
             log.info("the daemon answers again")
-            return True
-        time.sleep(POLL_SECS)
-    log.error("no daemon answered within %.0fs", START_WAIT_SECS)
-    return False
+            return Revived(alive=True, rest=False)
+        if stopping.wait(POLL_SECS):
+            log.info("the client stops; no longer waiting for a daemon")
+            return Revived(alive=False, rest=False)
+    state = probe(paths)
+    if state is SocketState.ANSWERS:
+        return Revived(alive=True, rest=False)
+    rest = rests_after_start(state)
+    log.error(
+        "no daemon answered within %.0fs%s",
+        START_WAIT_SECS,
+        f"; none is started again for {REST_SECS:.0f}s" if rest else "",
+    )
+    return Revived(alive=False, rest=rest)
+
+
+def _settings_problem(paths: StatePaths) -> str | None:
+    """Why a daemon started here would refuse its settings (it exits 78 before it
+    listens), read as the daemon would read them; a client tells its person that."""
+    from nbstage.protocol.common.settings import settings_problem
+
+    return settings_problem(paths.root, daemon_environ(os.environ))
 
 
 NOT_FOR_A_DAEMON = (

@@ -18,7 +18,6 @@ stand-in which room it stands for. A stand-in that stands for none refuses them.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -34,6 +33,8 @@ from nbstage.entrypoints.common.kept_tasks import start_kept
 from nbstage.entrypoints.common.ownership import Untrusted
 from nbstage.entrypoints.control.daemon_client import DaemonError
 from nbstage.entrypoints.lab.code_questions import QUESTIONS, answer
+from nbstage.entrypoints.lab.handlers import REFUSED
+from nbstage.entrypoints.lab.kernel_frames import FrameRefused, read_frame, write_frame
 from nbstage.protocol.common.version import VERSION
 
 ELSEWHERE = (
@@ -120,12 +121,18 @@ class RoomKernels(AsyncMappingKernelManager):
 
 
 class StandInChannels(BaseKernelWebsocketConnection):
-    """A stand-in's websocket, in the legacy JSON protocol: ``kernel_info`` is answered,
-    ``comm_info`` is answered empty, completions and inspections by the room's kernel,
-    every other request gets an error reply that says where code runs."""
+    """A stand-in's websocket, in the v1 protocol when the client offers it, else the
+    legacy one (kernel_frames.py): ``kernel_info`` is answered, ``comm_info`` is answered
+    empty, completions and inspections by the room's kernel, every other request gets an
+    error reply that says where code runs. A frame that is no kernel message closes the
+    socket with the edge's refusal code and the reason."""
 
-    kernel_ws_protocol = ""  # type: ignore[assignment]
     questions: ClassVar[set[asyncio.Task]] = set()
+
+    @property
+    def protocol(self) -> str | None:
+        """The subprotocol the handshake selected (None: legacy)."""
+        return self.websocket_handler.selected_subprotocol
 
     async def connect(self) -> None:
         self.multi_kernel_manager.notify_connect(self.kernel_id)
@@ -135,13 +142,12 @@ class StandInChannels(BaseKernelWebsocketConnection):
 
     def handle_incoming_message(self, incoming_msg: str | bytes) -> None:
         try:
-            msg = json.loads(incoming_msg)
-            header = msg["header"]
-            kind = header["msg_type"]
-        except (ValueError, KeyError, TypeError):
-            self.log.warning("kernel stand-in: a message that is not kernel JSON was dropped")
+            msg = read_frame(incoming_msg, self.protocol, self.session)
+        except FrameRefused as exc:
+            self._refuse(str(exc))
             return
-        if not kind.endswith("_request") or msg.get("channel") not in ("shell", "control"):
+        kind = msg["header"]["msg_type"]
+        if not kind.endswith("_request") or msg["channel"] not in ("shell", "control"):
             return
         if kind in QUESTIONS:
             start_kept(self.questions, self._put_to_the_room(msg))
@@ -163,12 +169,21 @@ class StandInChannels(BaseKernelWebsocketConnection):
     def handle_outgoing_message(self, stream: str, outgoing_msg: list[Any]) -> None:
         """Nothing comes from a kernel: a stand-in has none."""
 
+    def _open(self) -> bool:
+        connection = self.websocket_handler.ws_connection
+        return connection is not None and not connection.is_closing()
+
     def _send(self, channel: str, kind: str, content: dict[str, Any], parent: dict) -> None:
         msg = self.session.msg(kind, content, parent=parent)
         msg["channel"] = channel
-        handler = self.websocket_handler
-        if handler.ws_connection is not None and not handler.ws_connection.is_closing():
-            handler.write_message(json.dumps(msg, default=str))
+        if self._open():
+            frame = write_frame(msg, self.protocol, self.session)
+            self.websocket_handler.write_message(frame, binary=isinstance(frame, bytes))
+
+    def _refuse(self, reason: str) -> None:
+        self.log.warning("kernel stand-in %s: closing its websocket: %s", self.kernel_id, reason)
+        if self._open():
+            self.websocket_handler.close(REFUSED, reason[:120])
 
 
 def _content(kind: str) -> dict[str, Any]:

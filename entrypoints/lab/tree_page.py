@@ -31,7 +31,8 @@ NOTEBOOK = "notebook:"
 LAYOUT = "layout-restorer:data"
 DEFAULT_WORKSPACE = "default"
 
-_prepared: set[asyncio.Task] = set()
+PREPARED: set[asyncio.Task] = set()
+"""The preparations under way; the extension cancels them at its stop (extension.py)."""
 
 
 def asked_notebook(path_kwargs: dict[str, Any]) -> tuple[str, str] | None:
@@ -93,7 +94,7 @@ def page_asked(handler: Any) -> None:
         _open_in_workspace(handler.extensionapp.workspaces_dir, workspace, path)
     except Exception as exc:  # only a head start: a workspace of any shape serves the page
         log.warning("could not put %s in workspace %s: %r", path, workspace, exc)
-    start_kept(_prepared, _build_shared_doc(handler.settings, path))
+    start_kept(PREPARED, _build_shared_doc(handler.settings, path))
 
 
 def _open_in_workspace(workspaces_dir: str, workspace: str, path: str) -> None:

@@ -10,7 +10,8 @@ autostart does. A missing socket is a daemon stopped on purpose and stays stoppe
 daemon another `nbstage mcp --no-autostart` client (the harness's) finds. A daemon that
 refused its settings at its start is started once they read again (a person mended
 `config.toml`), as the client's autostart would have. The next link try after a start
-rejoins as after any restart.
+rejoins as after any restart. A revival that started a daemon which did not come up
+rests the child (``Rest``, shared with the Lab edge): refusals start none for a while.
 """
 
 from __future__ import annotations
@@ -21,14 +22,9 @@ import logging
 import threading
 from enum import StrEnum
 
+from nbstage.entrypoints.common.revival_rest import Rest
+
 log = logging.getLogger("nbstage.session")
-
-
-REST_SECS = 60.0
-"""After a revival that started a daemon and found it dead again (one that dies as it
-starts), how long refusals start no other: a crash at start is not relaunched every
-few seconds for as long as the client runs. A revival that started nothing (the daemon
-was stopped on purpose meanwhile, or is still stopping) does not rest."""
 
 
 class Why(StrEnum):
@@ -58,11 +54,11 @@ class Revival:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.running = False
-        self.rest_until = 0.0
+        self.rest = Rest(loop.time)
 
     @property
     def resting(self) -> bool:
-        return self.loop.time() < self.rest_until
+        return self.rest.on
 
     def start(self, state_dir: str, why: Why) -> None:
         self.running = True
@@ -72,15 +68,15 @@ class Revival:
 
     def _run(self, state_dir: str, why: Why = Why.DIED) -> None:
         from nbstage.entrypoints.common.statedir import state_paths
-        from nbstage.entrypoints.control.daemon_revival import Asker, SocketState, probe, revive
+        from nbstage.entrypoints.control.daemon_revival import Asker, revive
 
         failed = False
         try:
             paths = state_paths(state_dir)
-            alive = revive(paths, Asker.PAGE if why is Why.MENDED else Asker.LINK_LOST)
-            log.info("after a refused link the daemon %s", "answers" if alive else "is away")
-            # Started and dead again (not stopped on purpose, not still stopping): rest.
-            failed = not alive and probe(paths) is SocketState.DEAD
+            revived = revive(paths, Asker.PAGE if why is Why.MENDED else Asker.LINK_LOST)
+            word = "answers" if revived.alive else "is away"
+            log.info("after a refused link the daemon %s", word)
+            failed = revived.rest
         except Exception:
             log.exception("the daemon's revival failed")
             failed = True
@@ -91,4 +87,4 @@ class Revival:
     def _ended(self, failed: bool) -> None:
         self.running = False
         if failed:
-            self.rest_until = self.loop.time() + REST_SECS
+            self.rest.begin()

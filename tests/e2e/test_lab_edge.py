@@ -19,10 +19,16 @@ import jsonschema
 import nbformat
 import psutil
 import pytest
+from jupyter_client.session import Session
+from jupyter_server.services.kernels.connection.base import (
+    deserialize_msg_from_ws_v1,
+    serialize_msg_to_ws_v1,
+)
 from pycrdt import Awareness, Decoder, Doc, YMessageType
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
+from nbstage.entrypoints.lab.kernel_frames import V1
 from tests.lab_support import RunningLab, WsPerson
 from tests.support import McpClientSession, call_ok, run_cli, wait_until
 
@@ -418,34 +424,70 @@ def test_a_notebooks_page_prepares_it_before_the_front_end_asks(lab) -> None:
 
 
 class KernelChannels:
-    """Lab's kernel websocket for a notebook's stand-in, in the JSON protocol its
-    completer and tooltip speak."""
+    """Lab's kernel websocket for a notebook's stand-in, as its completer and tooltip
+    speak on it: the legacy JSON protocol when ``protocol`` is None, else the one offered
+    (jupyter_server's own helpers frame v1, as Lab's front end frames it)."""
 
-    def __init__(self, lab: RunningLab, person: WsPerson) -> None:
+    def __init__(self, lab: RunningLab, person: WsPerson, protocol: str | None = None) -> None:
         (session,) = [s for s in lab.call("GET", "/api/sessions") if s["path"] == person.name]
         url = f"ws://127.0.0.1:{lab.port}/api/kernels/{session['kernel']['id']}/channels"
         self.request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
+        self.protocol = protocol
+        self.session = Session()
+
+    async def connect(self):
+        ws = await websocket_connect(
+            self.request, subprotocols=[self.protocol] * bool(self.protocol)
+        )
+        assert ws.selected_subprotocol == self.protocol
+        return ws
+
+    def frame(self, msg_type: str, content: dict) -> tuple[str, str | bytes]:
+        """A request's msg_id, and the request framed in this socket's protocol."""
+        header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": "t"}
+        header |= {"username": "t", "version": "5.3", "date": ""}
+        msg = {"header": header, "parent_header": {}, "metadata": {}, "content": content}
+        if self.protocol == V1:
+            return header["msg_id"], serialize_msg_to_ws_v1(msg, "shell", self.session.pack)
+        return header["msg_id"], json.dumps(msg | {"channel": "shell", "buffers": []})
+
+    def heard(self, raw: str | bytes) -> dict:
+        if self.protocol == V1:
+            assert isinstance(raw, bytes), raw
+            channel, parts = deserialize_msg_from_ws_v1(raw)
+            names = ("header", "parent_header", "metadata", "content")
+            return {"channel": channel} | dict(
+                zip(names, map(self.session.unpack, parts), strict=True)
+            )
+        assert isinstance(raw, str), raw
+        return dict(json.loads(raw))
+
+    async def reply(self, ws, msg_type: str, content: dict) -> dict:
+        msg_id, request = self.frame(msg_type, content)
+        await ws.write_message(request, binary=isinstance(request, bytes))
+        while True:
+            raw = await asyncio.wait_for(ws.read_message(), 30)
+            assert raw is not None, "the kernel websocket closed"
+            heard = self.heard(raw)
+            if heard["parent_header"].get("msg_id") == msg_id and heard["channel"] == "shell":
+                return heard
+
+    @staticmethod
+    async def close(ws) -> None:
+        """Close and wait for the server's close, so no socket is left to the collector."""
+        ws.close()
+        while await asyncio.wait_for(ws.read_message(), 30) is not None:
+            pass
 
     def ask(self, msg_type: str, content: dict) -> dict:
         """One request on the shell channel; the reply to it."""
 
         async def exchange() -> dict:
-            ws = await websocket_connect(self.request)
+            ws = await self.connect()
             try:
-                header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": "t"}
-                header |= {"username": "t", "version": "5.3", "date": ""}
-                msg = {"header": header, "parent_header": {}, "metadata": {}}
-                msg |= {"content": content, "channel": "shell", "buffers": []}
-                await ws.write_message(json.dumps(msg))
-                while True:
-                    raw = await asyncio.wait_for(ws.read_message(), 30)
-                    assert raw is not None, "the kernel websocket closed"
-                    heard = json.loads(raw)
-                    mine = heard["parent_header"].get("msg_id") == header["msg_id"]
-                    if mine and heard["channel"] == "shell":
-                        return dict(heard)
+                return await self.reply(ws, msg_type, content)
             finally:
-                ws.close()
+                await self.close(ws)
 
         return asyncio.run(exchange())
 
@@ -479,6 +521,37 @@ def test_labs_completer_and_tooltip_are_answered_by_the_rooms_kernel(lab, person
         assert inspected["msg_type"] == "inspect_reply"
         assert inspected["content"]["found"] is True
         assert "len" in inspected["content"]["data"]["text/plain"]
+
+
+def test_a_kernel_websocket_offered_v1_speaks_it_and_refuses_a_broken_frame(lab, person) -> None:
+    """Lab's front end offers v1.kernel.websocket.jupyter.org: the stand-in selects it and
+    answers kernel_info and a completion in v1 frames. A frame that cuts nothing in order
+    closes that socket with 4400 and the reason; the next socket is served."""
+    channels = KernelChannels(lab, person, V1)
+
+    async def exchange() -> None:
+        ws = await channels.connect()
+        info = await channels.reply(ws, "kernel_info_request", {})
+        assert info["content"]["language_info"]["name"] == "python"
+        code = "pri"
+        done = await channels.reply(ws, "complete_request", {"code": code, "cursor_pos": 3})
+        assert done["header"]["msg_type"] == "complete_reply"
+        assert done["content"]["status"] == "ok"
+        broken = (6).to_bytes(8, "little") + (10**6).to_bytes(8, "little") * 6
+        await ws.write_message(broken, binary=True)
+        while await asyncio.wait_for(ws.read_message(), 30) is not None:
+            pass  # the completion's idle status, sent after its reply
+        ws.close()
+        assert ws.close_code == 4400
+        assert "offset" in (ws.close_reason or ""), ws.close_reason
+        again = await channels.connect()
+        try:
+            info = await channels.reply(again, "kernel_info_request", {})
+            assert info["header"]["msg_type"] == "kernel_info_reply"
+        finally:
+            await channels.close(again)
+
+    asyncio.run(exchange())
 
 
 def test_a_notebook_outside_labs_root_is_refused(lab) -> None:

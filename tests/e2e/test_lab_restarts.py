@@ -19,6 +19,8 @@ import os
 import random
 import signal
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +35,8 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from nbstage.entrypoints.control.daemon_client import DaemonNotRunning
-from tests.lab_support import RunningLab, WsPerson, lab_running
+from tests.e2e.test_bad_settings import MALFORMED, PROBLEM
+from tests.lab_support import RunningLab, WsPerson, lab_running, stop_lab
 from tests.support import McpClientSession, call_ok, pid_gone, run_bounded, start_daemon, wait_until
 from tests.y_person import SocketPerson
 
@@ -439,3 +442,62 @@ def test_a_daemon_stopped_on_purpose_stays_stopped_until_a_page_asks(lab) -> Non
         lab.daemon.pid = lab.daemon.request("identity")["pid"]
     finally:
         reloaded.close()
+
+
+def test_a_daemon_that_would_refuse_its_settings_is_not_launched_for_every_page(lab) -> None:
+    """The daemon stopped and config.toml broken: each page's request is refused at once
+    with the file's problem, and no daemon is launched for it (it would exit 78, and a
+    revival would launch it again every few seconds for a minute). Once the file is
+    mended, the next page starts one."""
+    name = "refused-settings.ipynb"
+    lab.notebook(name, "a = 1")
+    lab.daemon.stop()
+    config = lab.daemon.paths.root / "config.toml"
+    config.write_text(MALFORMED)
+    launched = lab.daemon.paths.root / "logs" / "daemon.out"
+    before = launched.read_bytes() if launched.exists() else b""
+    try:
+        for _ in range(3):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                lab.session(name)
+            said = refused.value.read().decode()
+            refused.value.close()
+            assert refused.value.code == 503, said
+            assert PROBLEM in said, said
+        after = launched.read_bytes() if launched.exists() else b""
+        assert b"not started" not in after[len(before) :], after[len(before) :]
+    finally:
+        config.unlink()
+    person = WsPerson(lab, name)
+    try:
+        person.synced()
+        lab.daemon.pid = lab.daemon.request("identity")["pid"]
+    finally:
+        person.close()
+
+
+def test_a_lab_stopped_while_it_prepares_a_page_cancels_that_and_exits_cleanly(lab) -> None:
+    """A notebook's page is asked for while the daemon answers nothing (SIGSTOP), so the
+    page's preparation (entrypoints/lab/tree_page.py) still waits on it when Lab is
+    stopped. The edge cancels it at its stop: Lab exits 0, and no task is destroyed
+    while pending."""
+    lab.notebook("prepared-at-stop.ipynb", "x = 1")
+    daemon_pid = int(lab.daemon.request("identity")["pid"])
+    out = lab.root.parent / "lab.out"
+    said = out.stat().st_size
+    os.kill(daemon_pid, signal.SIGSTOP)
+    try:
+        url = f"{lab.base}/lab/tree/prepared-at-stop.ipynb?token={lab.token}"
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200
+        stop_lab(lab.process)
+    finally:
+        os.kill(daemon_pid, signal.SIGCONT)
+    logged = out.read_bytes()[said:].decode(errors="replace")
+    try:
+        assert lab.process.returncode == 0, logged
+        assert "Lab edge stopped, 1 task(s) cancelled" in logged, logged
+        assert "Task was destroyed" not in logged, logged
+    finally:
+        lab.process = lab.start()
+        lab.wait_up()

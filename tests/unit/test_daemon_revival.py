@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import time
 from pathlib import Path
 
 import orjson
 import psutil
 import pytest
 
+from nbstage.entrypoints.common.revival_rest import REST_SECS
 from nbstage.entrypoints.common.statedir import StatePaths, record_socket_dir
 from nbstage.entrypoints.control.daemon_revival import (
     Asker,
+    Revived,
     SocketState,
     daemon_environ,
     probe,
+    rests_after_start,
     should_start,
 )
 from nbstage.entrypoints.daemon.alive_stamp import ALIVE_FILE
@@ -40,6 +45,27 @@ DECISIONS = [
 @pytest.mark.parametrize(("state", "asker", "start"), DECISIONS)
 def test_when_the_edge_starts_a_daemon(state, asker, start) -> None:
     assert should_start(state, asker) is start
+
+
+@pytest.mark.parametrize("asker", list(Asker))
+@pytest.mark.parametrize("state", list(SocketState))
+def test_a_client_at_rest_starts_no_daemon(state, asker) -> None:
+    assert should_start(state, asker, resting=True) is False
+
+
+@pytest.mark.parametrize(
+    ("state", "rests"),
+    [
+        (SocketState.ANSWERS, False),
+        (SocketState.PENDING, False),
+        (SocketState.DEAD, True),
+        (SocketState.ABSENT, True),
+    ],
+)
+def test_which_ends_of_a_started_daemons_wait_rest_its_client(state, rests) -> None:
+    """Up, or still coming up: no rest. Dead again, or gone before it listened (a page
+    started it from no socket): rest."""
+    assert rests_after_start(state) is rests
 
 
 def test_a_socket_that_answers_nothing_is_dead_and_a_missing_one_absent(tmp_path: Path) -> None:
@@ -127,23 +153,14 @@ def test_a_daemon_a_client_starts_inherits_neither_labs_token_nor_the_clients_ma
     assert daemon_environ(environ) == {"NBSTAGE_STATE_DIR": "/s", "PATH": "/bin"}
 
 
-@pytest.mark.parametrize(
-    ("alive", "after", "rests"),
-    [
-        (True, SocketState.ANSWERS, False),
-        (False, SocketState.DEAD, True),
-        (False, SocketState.ABSENT, False),
-        (False, SocketState.PENDING, False),
-    ],
-)
-def test_only_a_daemon_started_and_dead_again_rests_the_next_revival(
-    monkeypatch: pytest.MonkeyPatch, alive: bool, after: SocketState, rests: bool
+@pytest.mark.parametrize("rest", [False, True])
+def test_a_session_child_rests_after_a_revival_that_says_so(
+    monkeypatch: pytest.MonkeyPatch, rest: bool
 ) -> None:
     from nbstage.entrypoints.control import daemon_revival
-    from nbstage.entrypoints.session.revival import REST_SECS, Revival
+    from nbstage.entrypoints.session.revival import Revival
 
-    monkeypatch.setattr(daemon_revival, "revive", lambda paths, asker: alive)
-    monkeypatch.setattr(daemon_revival, "probe", lambda paths: after)
+    monkeypatch.setattr(daemon_revival, "revive", lambda paths, asker: Revived(False, rest))
     loop = asyncio.new_event_loop()
     try:
         revival = Revival(loop)
@@ -152,7 +169,70 @@ def test_only_a_daemon_started_and_dead_again_rests_the_next_revival(
         loop.call_soon(loop.stop)
         loop.run_forever()
         assert not revival.running
-        assert revival.resting is rests
-        assert revival.rest_until - loop.time() <= REST_SECS
+        assert revival.resting is rest
+        assert revival.rest.until - loop.time() <= REST_SECS
     finally:
         loop.close()
+
+
+def test_the_lab_edge_rests_after_a_daemon_that_did_not_come_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first page's revival starts one that dies at its start; the pages after it, for
+    REST_SECS, start none (revive is told the edge rests), but find one that answers."""
+    from nbstage.entrypoints.lab import daemon_revival
+    from nbstage.entrypoints.lab.daemon_revival import DaemonRevival
+
+    asked: list[bool] = []
+    answers = Revived(alive=True, rest=False)
+    outcomes = [Revived(alive=False, rest=True), Revived(alive=False, rest=False), answers]
+
+    def revive(paths, asker, resting, stopping):
+        asked.append(resting)
+        return outcomes.pop(0)
+
+    monkeypatch.setattr(daemon_revival, "revive", revive)
+    revival = DaemonRevival()
+    assert asyncio.run(revival.ensure(Asker.PAGE)) is False
+    assert revival.rest.on
+    assert asyncio.run(revival.ensure(Asker.PAGE)) is False
+    revival.rest.until = 0.0  # the rest is over
+    monkeypatch.setattr(daemon_revival, "reopen", _reopened)
+    assert asyncio.run(revival.ensure(Asker.PAGE)) is True
+    assert asked == [False, True, False]
+
+
+async def _reopened(notebooks) -> None:
+    assert list(notebooks) == []
+
+
+def test_a_revival_stops_waiting_once_its_client_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon that stays pending would keep revive polling for a minute: the Lab edge's
+    stop ends that wait (its thread would hold Lab's exit), and no page after the stop
+    starts a revival."""
+    from nbstage.entrypoints.control import daemon_revival
+    from nbstage.entrypoints.lab.daemon_revival import DaemonRevival
+
+    polled = threading.Event()
+
+    def pending(paths):
+        polled.set()
+        return SocketState.PENDING
+
+    monkeypatch.setattr(daemon_revival, "probe", pending)
+    revival = DaemonRevival()
+
+    async def stopped_mid_wait() -> bool:
+        asked = asyncio.ensure_future(revival.ensure(Asker.PAGE))
+        await asyncio.to_thread(polled.wait, 10)
+        started = time.monotonic()
+        await revival.stop()
+        assert time.monotonic() - started < 5
+        return await asked
+
+    assert asyncio.run(stopped_mid_wait()) is False
+    started: list[object] = []
+    monkeypatch.setattr(daemon_revival, "probe", lambda paths: SocketState.DEAD)
+    monkeypatch.setattr(daemon_revival, "start_daemon_unless_running", lambda *a: started.append(a))
+    assert asyncio.run(revival.ensure(Asker.PAGE)) is False
+    assert started == []
