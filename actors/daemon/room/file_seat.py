@@ -37,6 +37,7 @@ from nbstage.actors.daemon.room.actions import (
     TruncateJournal,
     Wake,
 )
+from nbstage.actors.daemon.room.autosave_timing import autosave_wait
 from nbstage.actors.daemon.room.disk_watch import DiskWatch
 from nbstage.actors.daemon.room.new_paths import NewPaths
 from nbstage.actors.daemon.room.notices import NoticeBoard
@@ -119,12 +120,13 @@ class FileSeat:
         """Schedule an autosave: about ``delay`` after the last edit, at most ``max_delay``."""
         if not self.journalled:
             return []
-        now = time.monotonic()
-        if self.first_unsaved_at is None:
-            self.first_unsaved_at = now
         settings = self.config.settings
-        deadline = self.first_unsaved_at + settings.autosave_max_delay_secs
-        delay = max(0.0, min(settings.autosave_delay_secs, deadline - now))
+        self.first_unsaved_at, delay = autosave_wait(
+            self.first_unsaved_at,
+            time.monotonic(),
+            settings.autosave_delay_secs,
+            settings.autosave_max_delay_secs,
+        )
         self.autosave_generation += 1
         return [Wake(delay, AutosaveDue(self.autosave_generation))]
 
@@ -182,6 +184,7 @@ class FileSeat:
             self.queue.append((purpose, path, origin))
             return []
         self.busy = True
+        self.first_unsaved_at = None  # the snapshot takes every edit made so far
         self.writing = doc.to_json()
         snapshot = orjson.dumps(self.writing)
         token = SaveFinished(path, doc.revision, purpose, origin, seq)
@@ -199,6 +202,7 @@ class FileSeat:
         ]
 
     def flush_untitled(self, doc: Document, purpose: SavePurpose, seq: int) -> Offload:
+        self.first_unsaved_at = None
         snapshot = orjson.dumps(doc.to_json())
         token = SaveFinished(None, doc.revision, purpose, None, seq)
         registry, notebook_id = self.registry, self.config.notebook_id
