@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,7 +70,7 @@ class AgentMarks:
         notebook: YNotebook,
         awareness: Awareness,
         renew: bool = False,
-        order: list[str] | None = None,
+        order: Sequence[str | None] = (),
     ) -> bytes | None:
         """The awareness update of the states that changed (all that are old, if
         ``renew``), applied to ``awareness`` so a person who joins later gets them."""
@@ -80,7 +81,7 @@ class AgentMarks:
             entries.append((mark.client_id, mark.clock + 1, "null"))
         self.gone = []
         for peer_id, mark in self.marks.items():
-            state = orjson.dumps(_state(peer_id, mark, notebook, order or []))
+            state = orjson.dumps(_state(peer_id, mark, notebook, order))
             stale = renew and now - mark.sent_at >= RENEW_SECS
             if state != mark.sent or stale:
                 mark.clock += 1
@@ -109,7 +110,9 @@ def client_id(peer_id: str) -> int:
     return int.from_bytes(hashlib.sha256(peer_id.encode()).digest()[:6], "big") >> 1
 
 
-def _state(peer_id: str, mark: Mark, notebook: YNotebook, order: list[str]) -> dict[str, Any]:
+def _state(
+    peer_id: str, mark: Mark, notebook: YNotebook, order: Sequence[str | None]
+) -> dict[str, Any]:
     initials = "".join(word[:1] for word in mark.label.split()[:2]).upper() or "A"
     user = {
         "username": f"nbstage-agent-{peer_id}",
@@ -126,7 +129,9 @@ def _state(peer_id: str, mark: Mark, notebook: YNotebook, order: list[str]) -> d
     return state
 
 
-def _cursor(notebook: YNotebook, cell_id: str | None, order: list[str]) -> dict[str, Any] | None:
+def _cursor(
+    notebook: YNotebook, cell_id: str | None, order: Sequence[str | None]
+) -> dict[str, Any] | None:
     """A cursor at the start of the cell's source, as y-codemirror reads one: relative
     positions in their JSON form. An empty source has no item to anchor to: no cursor."""
     index = _index(notebook, cell_id, order)
@@ -139,8 +144,8 @@ def _cursor(notebook: YNotebook, cell_id: str | None, order: list[str]) -> dict[
     return {"anchor": head, "head": head, "primary": True, "empty": True}
 
 
-def _index(notebook: YNotebook, cell_id: str | None, order: list[str]) -> int | None:
-    """Where the cell is: ``order`` (the cell ids as the mirror last wrote them) is
+def _index(notebook: YNotebook, cell_id: str | None, order: Sequence[str | None]) -> int | None:
+    """Where the cell is: ``order`` (the Y cells' ids, None where a cell has none) is
     checked against the Y cell; a person's move not mirrored yet costs one scan."""
     if cell_id is None:
         return None

@@ -183,7 +183,7 @@ class SharedDoc:
         with self.ydoc.transaction():
             if doc.metadata != self._metadata:
                 self._set_metadata(doc.metadata)
-            inserted = self._restructure(doc, order)
+            inserted, deleted = self._restructure(doc, order)
             rewritten = set(inserted)
             compared = self._compared(doc, order, inserted)
             seen = {cell.id: shared_cells.fingerprint(cell) for _, cell in compared}
@@ -197,7 +197,7 @@ class SharedDoc:
                 ):
                     rewritten.add(cell.id)
             self._mark_running(doc, running, (running ^ self._running) | (running & inserted))
-        self._settle(doc, running, compared, seen, order)
+        self._settle(doc, running, compared, seen, order, deleted)
         updates = [create_update_message(u) for u in self._take()]
         marked = {mark.cell_id for mark in self.marks.marks.values()}
         return updates + self._marked(not rewritten.isdisjoint(marked))
@@ -209,8 +209,7 @@ class SharedDoc:
         marks = self.marks
         if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
             return []
-        order = [cell_id for cell_id in self._ids if cell_id is not None]
-        update = self.marks.states(self.notebook, self.awareness, renew, order)
+        update = self.marks.states(self.notebook, self.awareness, renew, self._ids)
         return [] if update is None else [create_awareness_message(update)]
 
     def _compared(
@@ -224,8 +223,12 @@ class SharedDoc:
         changed = doc.changed_since(self.revision) if following else None
         if changed is None or len(changed) + len(inserted) > FEW_CELLS:
             return list(enumerate(doc.cells))
-        wanted = (changed | inserted) & set(order) if changed or inserted else set()
-        return sorted((order.index(cell_id), doc.cells[order.index(cell_id)]) for cell_id in wanted)
+        compared = []
+        for cell_id in changed | inserted:
+            with contextlib.suppress(ValueError):  # changed, then deleted
+                index = order.index(cell_id)
+                compared.append((index, doc.cells[index]))
+        return sorted(compared, key=lambda pair: pair[0])
 
     def _settle(
         self,
@@ -234,12 +237,16 @@ class SharedDoc:
         compared: list[tuple[int, Cell]],
         seen: dict[str, shared_cells.Fingerprint],
         order: list[str],
+        deleted: list[str],
     ) -> None:
         self.revision, self._running, self._heard, self._source = doc.revision, running, False, doc
         pinned = {cell.id: cell.outputs for _, cell in compared}
         if len(compared) == len(order):
             self._seen, self._pinned = seen, pinned
         else:
+            for cell_id in deleted:
+                self._seen.pop(cell_id, None)
+                self._pinned.pop(cell_id, None)
             self._seen.update(seen)
             self._pinned.update(pinned)
             if len(self._seen) != len(order):
@@ -248,22 +255,25 @@ class SharedDoc:
         if doc.metadata != self._metadata:
             self._metadata = copy.deepcopy(doc.metadata)
 
-    def _restructure(self, doc: Document, order: list[str]) -> frozenset[str]:
+    def _restructure(self, doc: Document, order: list[str]) -> tuple[frozenset[str], list[str]]:
         """Insert, delete and move Y cells until their ids are the Document's; the ids
-        of the cells inserted (with the Document's content). A Y cell without an id, or
-        repeating one before it, is deleted: nothing doubles."""
+        of the cells inserted (with the Document's content), and of those deleted (a
+        moved cell is both). A Y cell without an id, or repeating one before it, is
+        deleted: nothing doubles."""
         if self._ids == order:
-            return frozenset()
-        ycells, inserted = self.notebook.ycells, set()
-        for step in steps(self._usable_ids(), order):
-            if isinstance(step, Delete):
+            return frozenset(), []
+        ids = self._usable_ids()
+        ycells, inserted, deleted = self.notebook.ycells, set(), []
+        for step in steps(ids, order):
+            if isinstance(step, Delete):  # from the last down: an index of ``ids``
                 del ycells[step.index]
+                deleted.append(ids[step.index])
             else:  # an insert's index is the cell's place in the Document
                 ycells.insert(
                     step.index, self.notebook.create_ycell(doc.cells[step.index].to_json())
                 )
                 inserted.add(step.cell_id)
-        return frozenset(inserted)
+        return frozenset(inserted), deleted
 
     def _usable_ids(self) -> list[str]:
         """The Y cells' ids, a missing or repeated one made unlike any cell's."""
