@@ -38,7 +38,8 @@ class Settings:
     autosave_delay_secs: float = 2.0
     """Quiet time after an edit before a file-backed room saves itself."""
     autosave_max_delay_secs: float = 10.0
-    """Longest a file-backed room waits to save under continuous edits."""
+    """Longest a file-backed room waits to save under continuous edits, counted from the first
+    edit the last save's snapshot did not take: a steady stream is saved once in this long."""
     file_check_secs: float = 1.0
     """How often a file-backed room with peers looks whether its file changed on disk
     (a stat); 0 leaves it to the check every save makes."""
