@@ -218,6 +218,7 @@ def test_a_failed_freeze_keeps_the_live_document_and_tries_again() -> None:
     assert isinstance(wake, Wake)
     assert room.sharing.shared is live
     assert room.y_cells() == room.cells()
+    room.now += room.sharing.idle_secs
     again = room.idle(wake.payload)
     assert again is not None
     assert room.frozen_back(again, again.work()) == RELEASED

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from jupyter_ydoc import YNotebook
-from pycrdt import Doc
+from pycrdt import Awareness, Doc
 
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_cells
@@ -58,6 +58,12 @@ class Frozen:
     metadata: dict[str, Any]
     session: str
     marks: AgentMarks
+    revision: int = -1
+    """The Document's revision the frozen form holds."""
+    people: dict[str, int] = field(default_factory=dict)
+    """The people still watching (peer id -> connection): a watched document frozen while
+    idle keeps them joined, and their awareness (``awareness``) answered without it."""
+    awareness: Awareness | None = None
 
     @property
     def size(self) -> int:
@@ -125,12 +131,25 @@ class ToFreeze:
     """The notebook's metadata as the Y document holds it (a copy of the Room's own)."""
     session: str
     marks: AgentMarks
+    revision: int = -1
+    people: dict[str, int] = field(default_factory=dict)
+    """The people watching, kept joined (the Room's dict: the worker does not read it)."""
+    awareness: Awareness | None = None
 
     def freeze(self) -> Frozen:
         """The worker thread's part: encode, compress, and a checksum per cell."""
         update = self.ydoc.get_update()
         checksums = {cell.id: checksum(cell) for cell in self.cells}
-        return Frozen(zlib.compress(update, 1), checksums, self.metadata, self.session, self.marks)
+        return Frozen(
+            zlib.compress(update, 1),
+            checksums,
+            self.metadata,
+            self.session,
+            self.marks,
+            self.revision,
+            self.people,
+            self.awareness,
+        )
 
 
 def checksum(cell: shared_cells.CellContent) -> int:

@@ -70,13 +70,17 @@ class SharedDoc:
         start: shared_build.Start,
         session: str | None = None,
         marks: AgentMarks | None = None,
+        people: dict[str, int] | None = None,
+        awareness: Awareness | None = None,
     ) -> None:
         """Take a Y document built from ``start`` (shared_build.py); the Room's
-        ``mirror`` then brings it to the Document as it is now."""
+        ``mirror`` then brings it to the Document as it is now. A document thawed while
+        people watch keeps their ``people`` and ``awareness`` (Awareness reads nothing of
+        its Doc but the client id, once)."""
         self.ydoc: Doc[Any] = built.ydoc
         self.notebook = built.notebook
-        self.awareness = Awareness(self.ydoc)
-        self.people: dict[str, int] = {}
+        self.awareness = awareness or Awareness(self.ydoc)
+        self.people: dict[str, int] = {} if people is None else people
         """peer id -> the daemon connection its messages go to."""
         self.session = session or uuid.uuid4().hex
         """This Y document's history: a browser that holds another must reload, never merge."""
@@ -141,7 +145,17 @@ class SharedDoc:
         self.close()
         cells = shared_cells.copies(doc.cells)
         metadata = copy.deepcopy(self._metadata)
-        return shared_build.ToFreeze(self.ydoc, cells, metadata, self.session, self.marks)
+        awareness = self.awareness if self.people else None
+        return shared_build.ToFreeze(
+            self.ydoc,
+            cells,
+            metadata,
+            self.session,
+            self.marks,
+            doc.revision,
+            self.people,
+            awareness,
+        )
 
     def freeze(self, doc: Document) -> shared_build.Frozen:
         """``detach`` and the worker's part, both on the caller's thread (benches)."""
@@ -199,7 +213,7 @@ class SharedDoc:
         written again, its source or the cell itself, which moves the cursor's anchor),
         after the update that moved them."""
         marks = self.marks
-        if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
+        if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty or marks.gone):
             return []
         order = [cell_id for cell_id in self._ids if cell_id is not None]
         update = self.marks.states(self.notebook, self.awareness, renew, order)
