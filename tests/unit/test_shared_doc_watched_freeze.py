@@ -207,6 +207,7 @@ def _new_cell(source: str):
 def test_a_watched_idle_document_is_frozen_and_its_person_stays_joined() -> None:
     watched = Watched("a", "b")
     watched.freeze()
+    assert watched.sharing.frozen.ids == [cell.id for cell in watched.room.doc.cells]
     assert set(watched.sharing.people()) == {watched.person}
     assert watched.sharing.watched
     assert watched.sharing.shared is None

@@ -64,11 +64,14 @@ class Frozen:
     """The people still watching (peer id -> connection): a watched document frozen while
     idle keeps them joined, and their awareness (``awareness``) answered without it."""
     awareness: Awareness | None = None
+    ids: list[str | None] | None = None
+    """The Y cells' ids, in order, as the live document tracked them: a thaw need not
+    read them back from the Y document (a call per cell, 15 ms for 1,000)."""
 
     @property
     def size(self) -> int:
-        """Bytes it keeps, about: the update and 8 per checksum."""
-        return len(self.update) + 8 * len(self.checksums)
+        """Bytes it keeps, about: the update and 8 per checksum and per id."""
+        return len(self.update) + 8 * (len(self.checksums) + len(self.ids or ()))
 
 
 @dataclass
@@ -91,7 +94,12 @@ class Start:
         if self.frozen is None:
             seen = {cell.id: shared_cells.fingerprint(cell) for cell in self.cells}
             return _made(orjson.loads(self.notebook), seen)
-        return _thawed(zlib.decompress(self.frozen.update), _kept(self.frozen, self.cells))
+        update = zlib.decompress(self.frozen.update)
+        if self.frozen.revision == self.revision:  # nothing changed since: no checksums
+            seen = {cell.id: shared_cells.fingerprint(cell) for cell in self.cells}
+        else:
+            seen = _kept(self.frozen, self.cells)
+        return _thawed(update, seen, self.frozen.ids)
 
 
 def start(doc: Document) -> Start:
@@ -135,6 +143,8 @@ class ToFreeze:
     people: dict[str, int] = field(default_factory=dict)
     """The people watching, kept joined (the Room's dict: the worker does not read it)."""
     awareness: Awareness | None = None
+    ids: list[str | None] | None = None
+    """The Y cells' ids, in order (a copy of the live document's list)."""
 
     def freeze(self) -> Frozen:
         """The worker thread's part: encode, compress, and a checksum per cell."""
@@ -149,6 +159,7 @@ class ToFreeze:
             self.revision,
             self.people,
             self.awareness,
+            self.ids,
         )
 
 
@@ -187,9 +198,12 @@ def _made(notebook: dict[str, Any], seen: dict[str, shared_cells.Fingerprint]) -
     return Built(ydoc, ynotebook, ids, ydoc.get_update(), seen)
 
 
-def _thawed(update: bytes, seen: dict[str, shared_cells.Fingerprint]) -> Built:
+def _thawed(
+    update: bytes, seen: dict[str, shared_cells.Fingerprint], ids: list[str | None] | None
+) -> Built:
     ydoc: Doc[Any] = Doc()
     ydoc.apply_update(update)
     ynotebook = notebook_of(ydoc)
-    ids = [shared_cells.id_of(ycell) for ycell in ynotebook.ycells]
-    return Built(ydoc, ynotebook, ids, update, seen)
+    if ids is None:
+        ids = [shared_cells.id_of(ycell) for ycell in ynotebook.ycells]
+    return Built(ydoc, ynotebook, list(ids), update, seen)

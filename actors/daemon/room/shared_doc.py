@@ -155,6 +155,7 @@ class SharedDoc:
             doc.revision,
             self.people,
             awareness,
+            list(self._ids),
         )
 
     def freeze(self, doc: Document) -> shared_build.Frozen:
