@@ -279,7 +279,7 @@ async def memory(ours: Nbstage) -> None:
 
 
 async def thawed(
-    ours: Nbstage, nid: str, client: YClient, runs: int = 3
+    ours: Nbstage, nid: str, client: YClient, runs: int = 6
 ) -> tuple[list[float], list[float]]:
     """The first change of either side to a watched document frozen under its client:
     the agent's new cell until the client has it, the client's keystroke until the
