@@ -24,7 +24,12 @@ from nbstage.actors.daemon.room.actions import Answer, Offload, Send, Wake
 from nbstage.actors.daemon.room.agent_marks import client_id
 from nbstage.actors.daemon.room.freezing import FreezeOutcome, IdleStep, idle_step, outcome
 from nbstage.actors.daemon.room.frozen_people import needs_document
-from nbstage.actors.daemon.room.shared_doc import EMPTY_UPDATE, QUERY_AWARENESS, UnreadableMessage
+from nbstage.actors.daemon.room.shared_doc import (
+    EMPTY_UPDATE,
+    KEEPALIVE,
+    QUERY_AWARENESS,
+    UnreadableMessage,
+)
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.lab import (
     JoinSharedDoc,
@@ -387,3 +392,19 @@ def test_frozen_again_after_a_thaw_and_thawed_again_nothing_doubles() -> None:
     freeze = watched.room.idle(watched.room.later())
     assert freeze is not None
     assert isinstance(freeze.token, SharedDocFrozen)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_persons_awareness_renewal_is_answered_even_when_nothing_changed(frozen: bool) -> None:
+    """y-websocket's provider reconnects after 30 s without a message, and a reconnect is a
+    join: the renewal (every 15 s) is answered with an empty update at least."""
+    watched = Watched("a")
+    if frozen:
+        watched.freeze()
+    [answer] = watched.says(watched.person, _awareness_message())
+    assert [from_text(m) for m in answer.reply.messages] == [KEEPALIVE]
+    browser = Browser()
+    browser.hear(answer.reply.messages)
+    assert browser.cells() == []
+    state = SharedDocState.FROZEN if frozen else SharedDocState.LIVE
+    assert watched.sharing.view().state is state

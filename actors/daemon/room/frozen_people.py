@@ -22,6 +22,7 @@ from pycrdt import (
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.shared_doc import (
     EMPTY_UPDATE,
+    KEEPALIVE,
     QUERY_AWARENESS,
     Heard,
     UnreadableMessage,
@@ -74,4 +75,5 @@ def heard(message: bytes, awareness: Awareness, marks: AgentMarks) -> Heard:
         raise UnreadableMessage(f"the message could not be applied: {exc}") from None
     ours = marks.renewed(awareness)
     renewed = [] if ours is None else [create_awareness_message(ours)]
-    return Heard(replies=renewed, relay=[create_awareness_message(payload), *renewed])
+    relay = [create_awareness_message(payload), *renewed]
+    return Heard(replies=renewed or [KEEPALIVE], relay=relay)

@@ -45,6 +45,11 @@ EMPTY_UPDATE = b"\x00\x00"
 EMPTY_STATE = b"\x00"
 """The state vector of a Y client that holds nothing yet."""
 STEP2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
+KEEPALIVE = create_update_message(EMPTY_UPDATE)
+"""The answer to a person's awareness renewal (every 15 s) that has none of the agents'
+states to carry: y-websocket's provider closes and reconnects a connection that heard
+nothing for 30 s, and a room where nothing changes says nothing otherwise (a reconnect
+is a join, which a frozen document thaws for). An empty update changes nothing."""
 
 
 class UnreadableMessage(ValueError):
@@ -377,7 +382,8 @@ class SharedDoc:
             update = _payload(decoder)
             self.awareness.apply_awareness_update(update, "person")
             renewed = self._marked(False, renew=True)
-            return Heard(replies=renewed, relay=[create_awareness_message(update), *renewed])
+            relay = [create_awareness_message(update), *renewed]
+            return Heard(replies=renewed or [KEEPALIVE], relay=relay)
         if kind == QUERY_AWARENESS:
             states = list(self.awareness.states)
             update = self.awareness.encode_awareness_update(states)
