@@ -218,7 +218,7 @@ def test_a_watched_idle_document_is_frozen_and_its_person_stays_joined() -> None
     assert watched.sharing.shared is None
 
 
-def test_a_sync_message_before_the_timer_puts_the_freeze_off_by_a_whole_period() -> None:
+def test_a_sync_message_before_the_timer_puts_the_freeze_off_a_period_after_it() -> None:
     watched = Watched("a")
     room = watched.room
     due = room.later()
@@ -408,3 +408,25 @@ def test_a_persons_awareness_renewal_is_answered_even_when_nothing_changed(froze
     assert browser.cells() == []
     state = SharedDocState.FROZEN if frozen else SharedDocState.LIVE
     assert watched.sharing.view().state is state
+
+
+def test_awareness_during_the_freeze_is_answered_and_the_freeze_kept() -> None:
+    """The worker reads the Y document, not the awareness: a renewal needs no hold."""
+    watched = Watched("a")
+    freeze = watched.room.idle(watched.room.later())
+    assert freeze is not None
+    [answer] = watched.says(watched.person, _awareness_message())
+    assert isinstance(answer, Answer)
+    assert watched.says(watched.person, from_text(watched.browser.sync_step1())) == []
+    todo = watched.act(watched.room.frozen_back(freeze, freeze.work()))
+    assert watched.sharing.view().state is SharedDocState.LIVE, "the sync message took it back"
+    assert [type(action) for action in todo] == [Wake, Answer]
+
+
+def test_awareness_alone_during_the_freeze_leaves_it_kept() -> None:
+    watched = Watched("a")
+    freeze = watched.room.idle(watched.room.later())
+    assert freeze is not None
+    watched.says(watched.person, _awareness_message())
+    assert watched.room.frozen_back(freeze, freeze.work()) == RELEASED
+    assert watched.sharing.view().state is SharedDocState.FROZEN
