@@ -84,7 +84,7 @@ class SharedDoc:
         its Doc but the client id, once)."""
         self.ydoc: Doc[Any] = built.ydoc
         self.notebook = built.notebook
-        self.awareness = awareness or Awareness(self.ydoc)
+        self.awareness = Awareness(self.ydoc) if awareness is None else awareness
         self.people: dict[str, int] = {} if people is None else people
         """peer id -> the daemon connection its messages go to."""
         self.session = session or uuid.uuid4().hex
@@ -145,7 +145,9 @@ class SharedDoc:
         """Brought to ``doc``, every cell idle (the document made again from it starts
         with no cell running, as a built one does), and closed: what a worker freezes.
         Nothing may touch this document until the worker is done; ``reopen`` takes it
-        back if the frozen form is not kept."""
+        back if the frozen form is not kept. The people watching, if any, and their
+        awareness go with it and stay joined (a watched document is detached only when
+        nothing is left to mirror to them)."""
         self.mirror(doc)
         self.close()
         cells = shared_cells.copies(doc.cells)
