@@ -42,6 +42,7 @@ from nbstage.protocol.daemon.room_replies import SharedDocState
 from nbstage.protocol.daemon_actors.room_followups import SharedDocBuilt, SharedDocFrozen
 from tests.unit.test_shared_doc_handover import (
     RELEASED,
+    STREAM,
     Browser,
     Room,
     _doc,
@@ -189,9 +190,9 @@ class Watched:
         said = self.sharing.heard(req, self.room.doc, EDGE)
         return self.act([*said.pushes, Answer(origin, said.answer)])
 
-    def thawed(self, thaw: Offload) -> list[Any]:
+    def thawed(self, thaw: Offload, running: frozenset[str] = frozenset()) -> list[Any]:
         done = BlockingWorkDone(thaw.token, thaw.work(), None)
-        todo, held = self.sharing.built(done, self.room.doc, frozenset(), EDGE, "nb")
+        todo, held = self.sharing.built(done, self.room.doc, running, EDGE, "nb")
         todo = self.act(todo)
         for origin, req in held:
             if isinstance(req, PassSharedDocMessage):
@@ -430,3 +431,26 @@ def test_awareness_alone_during_the_freeze_leaves_it_kept() -> None:
     watched.says(watched.person, _awareness_message())
     assert watched.room.frozen_back(freeze, freeze.work()) == RELEASED
     assert watched.sharing.view().state is SharedDocState.FROZEN
+
+
+def test_a_run_and_its_output_while_frozen_reach_the_person_after_the_thaw() -> None:
+    """The kernel's side: a cell starts running (the people must see [*]), then its
+    output comes, and then it is idle again."""
+    watched = Watched("print(1)")
+    cell_id = watched.room.doc.cells[0].id
+    watched.freeze()
+    running = frozenset({cell_id})
+    assert watched.sharing.behind(watched.room.doc, watched.room.peers, running)
+    [thaw] = watched.act(
+        watched.sharing.mirror(watched.room.doc, watched.room.peers, running, EDGE, "nb")
+    )
+    watched.thawed(thaw, running)
+    [ycell] = watched.browser.notebook.ycells.to_py()
+    assert ycell["execution_state"] == "running"
+    watched.room.doc.set_outputs(cell_id, [{**STREAM, "text": "1\n"}], 1)
+    watched.act(
+        watched.sharing.mirror(watched.room.doc, watched.room.peers, frozenset(), EDGE, "nb")
+    )
+    [ycell] = watched.browser.notebook.ycells.to_py()
+    assert (ycell["execution_state"], ycell["execution_count"]) == ("idle", 1)
+    assert [output["text"] for output in ycell["outputs"]] == ["1\n"]
