@@ -7,7 +7,8 @@ jupyter-collaboration measured in the same run.
    against the stock relay of a keystroke to another Y client;
 3. opening a 1,000-cell notebook in a Y client until it holds every cell, both servers;
 4. the Y document of an idle 1,000-cell notebook: its encoded size and what it adds to
-   the daemon's RSS, against the notebook's JSON size;
+   the daemon's RSS, against the notebook's JSON size, watched (a Y client connected,
+   the document frozen under it) and not;
 5. `execute` of `1+1` with no one watching against one Y client connected.
 
 Samples of the two sides alternate, so a loaded machine weighs on both alike; the load
@@ -15,8 +16,10 @@ average is printed with the numbers. Never asserts.
 
     .venv/bin/python bench/lab_sync.py [--runs 100] [--only CASE]
 
-The daemon freezes a shared document 2 s after its last person left (the setting
-``shared_doc_idle_secs``), so that the idle and reopening cases need not wait 30 s.
+The daemon freezes a shared document after 2 s with no sync message and nothing to
+mirror, watched or not (the setting ``shared_doc_idle_secs``), so that the idle and
+reopening cases need not wait 30 s. The timing cases keep their document busy: one
+sample follows another well within 2 s.
 """
 
 from __future__ import annotations
@@ -247,6 +250,9 @@ async def memory(ours: Nbstage) -> None:
     client = await YClient.join(ours.base, ours.token, "idle.ipynb")
     await client.until(lambda: client.count() == BIG)
     grown = psutil.Process(ours.pid).memory_info().rss - before
+    watched = (await frozen(ours, nid))["frozen_bytes"]
+    watched_rss = psutil.Process(ours.pid).memory_info().rss - before
+    made, typed = await thawed(ours, nid, client)
     await client.close()
     kept = (await frozen(ours, nid))["frozen_bytes"]
     after = psutil.Process(ours.pid).memory_info().rss - before
@@ -261,10 +267,50 @@ async def memory(ours: Nbstage) -> None:
     print(f"    use for a Doc made from the update), the Python side {python / 1024:.0f} kB")
     print(f"    ({python / size:.2f}x, tracemalloc); the daemon's RSS grew")
     print(f"    {grown / 1024:.0f} kB when the first person joined ({grown / size:.2f}x)")
+    print("  idle, watched (frozen, the Y client still connected): the room keeps")
+    print(f"    {watched / 1024:.0f} kB ({watched / size:.2f}x); the daemon's RSS is")
+    print(f"    {watched_rss / 1024:.0f} kB above what it was before the join; the first")
+    print("    change after it waits for a thaw: the agent's create_cell → the client has")
+    print(f"    it {stats(made)}, the client's keystroke → the agent's get_cell {stats(typed)}")
     print(f"  idle (frozen, no one watching): the room keeps {kept / 1024:.0f} kB")
     print(f"    ({kept / size:.2f}x); the fresh process, frozen and trimmed, still holds")
     print(f"    {idle / 1024:.0f} kB more than before ({idle / size:.2f}x); the daemon's RSS is")
     print(f"    {after / 1024:.0f} kB above what it was before the join")
+
+
+async def thawed(
+    ours: Nbstage, nid: str, client: YClient, runs: int = 6
+) -> tuple[list[float], list[float]]:
+    """The first change of either side to a watched document frozen under its client:
+    the agent's new cell until the client has it, the client's keystroke until the
+    agent's get_cell shows it; each after the document froze again."""
+    made, typed = [], []
+    for i in range(runs):
+        await frozen(ours, nid)
+
+        async def agent(i: int = i) -> None:
+            asked = asyncio.create_task(
+                ours.ask("create_cell", notebook_id=nid, source=f"t{i}", index=0)
+            )
+            await client.until(lambda: client.has_source(0, f"t{i}"))
+            await asked
+
+        made.append(await timed(agent))
+        await frozen(ours, nid)
+        cell_id = client.notebook.ycells[0]["id"]
+
+        async def person(cell_id: str = cell_id) -> None:
+            text = client.notebook.ycells[0]["source"]
+            text += "k"
+            expected = str(text)
+            await client.flush()
+            while True:
+                shown = await ours.ask("get_cell", notebook_id=nid, cell_id=cell_id)
+                if shown["cell"]["source"] == expected:
+                    return
+
+        typed.append(await timed(person))
+    return made, typed
 
 
 MALLINFO2 = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks")

@@ -76,3 +76,28 @@ def test_an_agent_that_left_is_removed(notebook) -> None:
     browser.apply_awareness_update(marks.states(notebook, room), "room")
     assert [s["user"]["name"] for s in _others(browser).values()] == ["other"]
     assert client_id("p1") not in room.states
+
+
+@pytest.mark.parametrize(("age", "sent"), [(0.0, False), (11.0, True)])
+def test_a_frozen_documents_marks_are_renewed_as_last_sent(notebook, age, sent) -> None:
+    """No Y document to compute a cursor against: the state last sent goes again."""
+    marks, room = AgentMarks(), Awareness(notebook.ydoc)
+    marks.worked_on("p1", "agent", "c1")
+    first = _read(marks.states(notebook, room))
+    marks.marks["p1"].sent_at -= age
+    renewed = marks.renewed(room)
+    assert (renewed is not None) is sent
+    if renewed is not None:
+        assert _read(renewed) == first
+        assert room.meta[client_id("p1")]["clock"] == 2
+
+
+def test_a_frozen_documents_gone_agent_is_ended_without_the_document(notebook) -> None:
+    marks, room = AgentMarks(), Awareness(notebook.ydoc)
+    marks.worked_on("p1", "agent", "c1")
+    browser = Awareness(Doc())
+    browser.apply_awareness_update(marks.states(notebook, room), "room")
+    marks.keep({})
+    browser.apply_awareness_update(marks.renewed(room), "room")
+    assert _others(browser) == {}
+    assert marks.renewed(room) is None

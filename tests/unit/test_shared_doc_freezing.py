@@ -106,11 +106,28 @@ def test_the_rooms_side_of_a_freeze_and_a_thaw_takes_no_checksum(
     assert room.sharing.view().state is SharedDocState.FREEZING
     assert room.frozen_back(freeze, freeze.work()) == RELEASED
     assert len(counted) == 3
+    room.doc.set_cell(room.doc.cells[0].id, "a changed while frozen", None)
     [thaw] = room.join(conn=8)
     assert len(counted) == 3
     assert isinstance(thaw.token, SharedDocBuilt)
     room.built(thaw, thaw.work())
     assert len(counted) == 6
+    assert room.y_cells() == room.cells()
+
+
+def test_a_thaw_of_a_document_unchanged_since_its_freeze_takes_no_checksum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Document's revision has not moved: every cell is as the frozen form holds it."""
+    room = Room(_doc("a", "b", "c"))
+    _, _, freeze = _freezing(room)
+    room.frozen_back(freeze, freeze.work())
+    counted: list[object] = []
+    monkeypatch.setattr(shared_build, "checksum", lambda cell: counted.append(cell) or 0)
+    [thaw] = room.join(conn=8)
+    room.built(thaw, thaw.work())
+    assert counted == []
+    assert room.y_cells() == room.cells()
 
 
 @pytest.mark.parametrize("worker_runs", ["before the edits", "after the edits"])
@@ -218,6 +235,7 @@ def test_a_failed_freeze_keeps_the_live_document_and_tries_again() -> None:
     assert isinstance(wake, Wake)
     assert room.sharing.shared is live
     assert room.y_cells() == room.cells()
+    room.now += room.sharing.idle_secs
     again = room.idle(wake.payload)
     assert again is not None
     assert room.frozen_back(again, again.work()) == RELEASED

@@ -58,6 +58,10 @@ class Room:
 
     def __init__(self, doc: Document) -> None:
         self.doc, self.sharing, self.peers = doc, Sharing(), Peers(NoticeBoard())
+        self.now = 0.0
+        self.sharing.clock = lambda: self.now
+        self.rearmed: list[Wake] = []
+        """The idle timers armed again by a timer that found activity."""
         self.requests = 0
         self.releases = 0
         """The builds taken that asked a worker to give the freed pages back."""
@@ -82,11 +86,19 @@ class Room:
         self.releases += todo.count(RELEASED[0])
         return self._serve([action for action in todo if action not in RELEASED], held)
 
-    def idle(self, due: SharedDocIdle) -> Offload | None:
-        """The idle timer fires: the freeze handed to a worker, if one starts."""
-        todo = self.sharing.idle(due, self.doc)
-        assert all(isinstance(action, Offload) for action in todo)
-        return todo[0] if todo else None
+    def idle(self, due: SharedDocIdle, running: frozenset[str] = frozenset()) -> Offload | None:
+        """The idle timer fires: the freeze handed to a worker, if one starts (a timer
+        armed again instead is kept in ``rearmed``)."""
+        todo = self.sharing.idle(due, self.doc, self.peers, running)
+        self.rearmed += [action for action in todo if isinstance(action, Wake)]
+        offloads = [action for action in todo if isinstance(action, Offload)]
+        assert len(todo) <= 1
+        return offloads[0] if offloads else None
+
+    def later(self) -> SharedDocIdle:
+        """A whole idle period passes: the timer of the live document's chain fires."""
+        self.now += self.sharing.idle_secs
+        return SharedDocIdle(self.sharing.generation)
 
     def frozen_back(
         self, freeze: Offload, result: Any = None, error: Exception | None = None
@@ -247,11 +259,12 @@ def _live_with_a_browser(room: Room) -> tuple[Browser, str]:
 def _everyone_leaves(
     room: Room, peer_id: str, running: frozenset[str] = frozenset()
 ) -> SharedDocIdle:
+    """The person leaves, then nothing happens for a whole idle period."""
     room.peers.labels.pop(peer_id)
     room.peers.conns.pop(peer_id)
-    todo = room.sharing.mirror(room.doc, room.peers, running, None, "nb")
-    [wake] = [action for action in todo if isinstance(action, Wake)]
-    return wake.payload
+    room.sharing.mirror(room.doc, room.peers, running, None, "nb")
+    assert not room.sharing.people()
+    return room.later()
 
 
 def test_an_idle_document_is_frozen_and_made_again_with_its_history() -> None:

@@ -63,7 +63,6 @@ class AgentMarks:
         """Only the agents still in the room (peer id → label) keep a state."""
         for peer_id in [p for p in self.marks if p not in present]:
             self.gone.append(self.marks.pop(peer_id))
-            self.dirty = True
 
     def states(
         self,
@@ -87,6 +86,24 @@ class AgentMarks:
                 mark.clock += 1
                 mark.sent, mark.sent_at = state, now
                 entries.append((mark.client_id, mark.clock, state.decode()))
+        if not entries:
+            return None
+        update = awareness_update(entries)
+        awareness.apply_awareness_update(update, "room")
+        return update
+
+    def renewed(self, awareness: Awareness) -> bytes | None:
+        """The states as last sent, those older than ``RENEW_SECS`` sent again, and the
+        gone agents' ends: what a frozen document's people need, with no Y document to
+        compute a cursor against (a mark that moved waits for the thaw, ``dirty``)."""
+        now = time.monotonic()
+        entries = [(mark.client_id, mark.clock + 1, "null") for mark in self.gone]
+        self.gone = []
+        for mark in self.marks.values():
+            if mark.sent and now - mark.sent_at >= RENEW_SECS:
+                mark.clock += 1
+                mark.sent_at = now
+                entries.append((mark.client_id, mark.clock, mark.sent.decode()))
         if not entries:
             return None
         update = awareness_update(entries)

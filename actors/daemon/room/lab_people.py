@@ -11,7 +11,8 @@ import logging
 from typing import Any
 
 from nbstage.actors.common.effects import AfterMail
-from nbstage.actors.daemon.room import person_edits, sharing
+from nbstage.actors.daemon.room import person_edits
+from nbstage.actors.daemon.room.person_said import taken
 from nbstage.protocol.daemon import lab
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import SharedDocMirrorDue
@@ -58,17 +59,21 @@ def joined(room: Any, origin: Origin, req: lab.JoinSharedDoc) -> None:
 
 
 def shared_doc_built(room: Any, done: Any) -> None:
-    """The people's requests held for the build are served now, in the order they came."""
-    _served(room, *room.sharing.built(done, room.doc, room.seat.runs.book.live_cells()))
+    """The people's requests held for the build are served now, in the order they came,
+    after the people who stayed joined through a freeze have what they lacked."""
+    running, nid = room.seat.runs.book.live_cells(), room.config.notebook_id
+    _served(room, *room.sharing.built(done, room.doc, running, room.edge, nid))
 
 
 def shared_doc_idle(room: Any, due: Any) -> None:
-    room.act(*room.sharing.idle(due, room.doc))
+    running = room.seat.runs.book.live_cells()
+    room.act(*room.sharing.idle(due, room.doc, room.peers, running))
 
 
 def shared_doc_frozen(room: Any, done: Any) -> None:
     """A freeze came back; the people's requests held for it, if any, are served now."""
-    _served(room, *room.sharing.frozen_back(done, room.doc, room.seat.runs.book.live_cells()))
+    running, nid = room.seat.runs.book.live_cells(), room.config.notebook_id
+    _served(room, *room.sharing.frozen_back(done, room.doc, running, room.edge, nid))
 
 
 def _served(room: Any, todo: list[Any], held: list[tuple[Origin, Any]]) -> None:
@@ -78,7 +83,13 @@ def _served(room: Any, todo: list[Any], held: list[tuple[Origin, Any]]) -> None:
 
 
 def person_said(room: Any, origin: Origin, req: lab.PassSharedDocMessage) -> None:
-    """A person's edit is journalled like an agent's; they hear back once it is."""
+    """A person's edit is journalled like an agent's; they hear back once it is. While
+    the document is frozen, their awareness is answered without it, and a sync message
+    thaws it (held until it is back)."""
+    aside = room.sharing.aside(origin, req, room.doc, room.edge)
+    if aside is not None:
+        room.act(*aside)
+        return
     if room.sharing.holds(origin, req):
         return
     mirror(room)
@@ -86,4 +97,4 @@ def person_said(room: Any, origin: Origin, req: lab.PassSharedDocMessage) -> Non
     said = room.sharing.heard(req, room.doc, room.edge)
     if said.records:
         room.notices.post(person_edits.notice(said.records))
-    room.act(*sharing.taken(said, origin, room.journal, room.file.journalled))
+    room.act(*taken(said, origin, room.journal, room.file.journalled))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from jupyter_ydoc import YNotebook
-from pycrdt import Doc
+from pycrdt import Awareness, Doc
 
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_cells
@@ -58,11 +58,20 @@ class Frozen:
     metadata: dict[str, Any]
     session: str
     marks: AgentMarks
+    revision: int = -1
+    """The Document's revision the frozen form holds."""
+    people: dict[str, int] = field(default_factory=dict)
+    """The people still watching (peer id -> connection): a watched document frozen while
+    idle keeps them joined, and their awareness (``awareness``) answered without it."""
+    awareness: Awareness | None = None
+    ids: list[str | None] | None = None
+    """The Y cells' ids, in order, as the live document tracked them: a thaw need not
+    read them back from the Y document (a call per cell, 15 ms for 1,000)."""
 
     @property
     def size(self) -> int:
-        """Bytes it keeps, about: the update and 8 per checksum."""
-        return len(self.update) + 8 * len(self.checksums)
+        """Bytes it keeps, about: the update and 8 per checksum and per id."""
+        return len(self.update) + 8 * (len(self.checksums) + len(self.ids or ()))
 
 
 @dataclass
@@ -85,7 +94,12 @@ class Start:
         if self.frozen is None:
             seen = {cell.id: shared_cells.fingerprint(cell) for cell in self.cells}
             return _made(orjson.loads(self.notebook), seen)
-        return _thawed(zlib.decompress(self.frozen.update), _kept(self.frozen, self.cells))
+        update = zlib.decompress(self.frozen.update)
+        if self.frozen.revision == self.revision:  # nothing changed since: no checksums
+            seen = {cell.id: shared_cells.fingerprint(cell) for cell in self.cells}
+        else:
+            seen = _kept(self.frozen, self.cells)
+        return _thawed(update, seen, self.frozen.ids)
 
 
 def start(doc: Document) -> Start:
@@ -125,12 +139,28 @@ class ToFreeze:
     """The notebook's metadata as the Y document holds it (a copy of the Room's own)."""
     session: str
     marks: AgentMarks
+    revision: int = -1
+    people: dict[str, int] = field(default_factory=dict)
+    """The people watching, kept joined (the Room's dict: the worker does not read it)."""
+    awareness: Awareness | None = None
+    ids: list[str | None] | None = None
+    """The Y cells' ids, in order (a copy of the live document's list)."""
 
     def freeze(self) -> Frozen:
         """The worker thread's part: encode, compress, and a checksum per cell."""
         update = self.ydoc.get_update()
         checksums = {cell.id: checksum(cell) for cell in self.cells}
-        return Frozen(zlib.compress(update, 1), checksums, self.metadata, self.session, self.marks)
+        return Frozen(
+            zlib.compress(update, 1),
+            checksums,
+            self.metadata,
+            self.session,
+            self.marks,
+            self.revision,
+            self.people,
+            self.awareness,
+            self.ids,
+        )
 
 
 def checksum(cell: shared_cells.CellContent) -> int:
@@ -168,9 +198,12 @@ def _made(notebook: dict[str, Any], seen: dict[str, shared_cells.Fingerprint]) -
     return Built(ydoc, ynotebook, ids, ydoc.get_update(), seen)
 
 
-def _thawed(update: bytes, seen: dict[str, shared_cells.Fingerprint]) -> Built:
+def _thawed(
+    update: bytes, seen: dict[str, shared_cells.Fingerprint], ids: list[str | None] | None
+) -> Built:
     ydoc: Doc[Any] = Doc()
     ydoc.apply_update(update)
     ynotebook = notebook_of(ydoc)
-    ids = [shared_cells.id_of(ycell) for ycell in ynotebook.ycells]
-    return Built(ydoc, ynotebook, ids, update, seen)
+    if ids is None:
+        ids = [shared_cells.id_of(ycell) for ycell in ynotebook.ycells]
+    return Built(ydoc, ynotebook, list(ids), update, seen)

@@ -47,6 +47,11 @@ EMPTY_STATE = b"\x00"
 FEW_CELLS = 64
 """Up to this many changed cells the mirror finds each by its id; more, it walks them all."""
 STEP2 = bytes((YMessageType.SYNC, YSyncMessageType.SYNC_STEP2))
+KEEPALIVE = create_update_message(EMPTY_UPDATE)
+"""The answer to a person's awareness renewal (every 15 s) that has none of the agents'
+states to carry: y-websocket's provider closes and reconnects a connection that heard
+nothing for 30 s, and a room where nothing changes says nothing otherwise (a reconnect
+is a join, which a frozen document thaws for). An empty update changes nothing."""
 
 
 class UnreadableMessage(ValueError):
@@ -72,13 +77,17 @@ class SharedDoc:
         start: shared_build.Start,
         session: str | None = None,
         marks: AgentMarks | None = None,
+        people: dict[str, int] | None = None,
+        awareness: Awareness | None = None,
     ) -> None:
         """Take a Y document built from ``start`` (shared_build.py); the Room's
-        ``mirror`` then brings it to the Document as it is now."""
+        ``mirror`` then brings it to the Document as it is now. A document thawed while
+        people watch keeps their ``people`` and ``awareness`` (Awareness reads nothing of
+        its Doc but the client id, once)."""
         self.ydoc: Doc[Any] = built.ydoc
         self.notebook = built.notebook
-        self.awareness = Awareness(self.ydoc)
-        self.people: dict[str, int] = {}
+        self.awareness = Awareness(self.ydoc) if awareness is None else awareness
+        self.people: dict[str, int] = {} if people is None else people
         """peer id -> the daemon connection its messages go to."""
         self.session = session or uuid.uuid4().hex
         """This Y document's history: a browser that holds another must reload, never merge."""
@@ -142,12 +151,25 @@ class SharedDoc:
         """Brought to ``doc``, every cell idle (the document made again from it starts
         with no cell running, as a built one does), and closed: what a worker freezes.
         Nothing may touch this document until the worker is done; ``reopen`` takes it
-        back if the frozen form is not kept."""
+        back if the frozen form is not kept. The people watching, if any, and their
+        awareness go with it and stay joined (a watched document is detached only when
+        nothing is left to mirror to them)."""
         self.mirror(doc)
         self.close()
         cells = shared_cells.copies(doc.cells)
         metadata = copy.deepcopy(self._metadata)
-        return shared_build.ToFreeze(self.ydoc, cells, metadata, self.session, self.marks)
+        awareness = self.awareness if self.people else None
+        return shared_build.ToFreeze(
+            self.ydoc,
+            cells,
+            metadata,
+            self.session,
+            self.marks,
+            doc.revision,
+            self.people,
+            awareness,
+            list(self._ids),
+        )
 
     def freeze(self, doc: Document) -> shared_build.Frozen:
         """``detach`` and the worker's part, both on the caller's thread (benches)."""
@@ -207,7 +229,7 @@ class SharedDoc:
         written again, its source or the cell itself, which moves the cursor's anchor),
         after the update that moved them."""
         marks = self.marks
-        if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty):
+        if not (marks.marks or marks.gone) or not (changed or renew or marks.dirty or marks.gone):
             return []
         update = self.marks.states(self.notebook, self.awareness, renew, self._ids)
         return [] if update is None else [create_awareness_message(update)]
@@ -416,7 +438,8 @@ class SharedDoc:
             update = _payload(decoder)
             self.awareness.apply_awareness_update(update, "person")
             renewed = self._marked(False, renew=True)
-            return Heard(replies=renewed, relay=[create_awareness_message(update), *renewed])
+            relay = [create_awareness_message(update), *renewed]
+            return Heard(replies=renewed or [KEEPALIVE], relay=relay)
         if kind == QUERY_AWARENESS:
             states = list(self.awareness.states)
             update = self.awareness.encode_awareness_update(states)
