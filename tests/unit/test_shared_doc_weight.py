@@ -56,5 +56,7 @@ def test_cells_with_the_same_metadata_share_one_string_of_it() -> None:
 def test_the_ids_of_a_built_document_are_the_documents_own_strings() -> None:
     doc = Document.from_json(_notebook(3))
     shared = SharedDoc.of(doc)
-    assert all(mine is theirs.id for mine, theirs in zip(shared._ids, doc.cells, strict=True))
+    assert all(
+        mine is theirs.id for mine, theirs in zip(shared.mirrored.ids, doc.cells, strict=True)
+    )
     shared.close()
