@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from nbstage.actors.daemon.notebook import journal
-from nbstage.actors.daemon.notebook.cell_model import CELL_TYPES, valid_cell_id
+from nbstage.actors.daemon.notebook.cell_model import (
+    CELL_TYPES,
+    Cell,
+    cells_from_json,
+    valid_cell_id,
+)
 from nbstage.actors.daemon.notebook.document import Document
 from nbstage.protocol.daemon.notices import Notice, NoticeKind
 
@@ -44,17 +49,23 @@ def records(doc: Document, shared: dict[str, Any]) -> list[dict[str, Any]]:
 def take(doc: Document, records: list[dict[str, Any]]) -> None:
     """Apply a person's records to ``doc`` as the journal replays them. The cells they do
     not name stay the same objects, and a named cell keeps its outputs list, so the
-    mirror that follows (which knows outputs by their list) writes only what changed."""
-    fresh = Document.from_json(journal.apply_records(doc.to_json(), records).notebook)
+    mirror that follows (which knows outputs by their list) writes only what changed.
+    Only the named cells are copied and read again: the others go through the replay
+    as their ids alone, so a keystroke in a big notebook copies one cell, not all."""
     named = {r["cell"]["id"] if r["op"] == "put" else r["cell_id"] for r in records}
+    light = {"cells": [c.to_json() if c.id in named else {"id": c.id} for c in doc.cells]}
     old = {cell.id: cell for cell in doc.cells}
-    for index, cell in enumerate(fresh.cells):
-        kept = old.get(cell.id)
-        if kept is not None and cell.id not in named:
-            fresh.cells[index] = kept
-        elif kept is not None and cell.outputs == kept.outputs:
+    cells: list[Cell] = []
+    for data in journal.apply_records(light, records).notebook["cells"]:
+        kept = old.get(data["id"])
+        if kept is not None and data["id"] not in named:
+            cells.append(kept)
+            continue
+        (cell,) = cells_from_json([data])
+        if kept is not None and cell.outputs == kept.outputs:
             cell.outputs = kept.outputs
-    doc.replace(fresh)
+        cells.append(cell)
+    doc.replace(Document(cells, doc.metadata))
 
 
 def _usable(cells: object) -> dict[str, dict[str, Any]]:
