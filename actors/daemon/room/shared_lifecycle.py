@@ -75,7 +75,8 @@ class SharedLifecycle:
         self.clock: Callable[[], float] = time.monotonic
         self.quiet_since = 0.0
         """When the live document last had a person's sync message, a join, a leave or a
-        mirror: the idle timer reads it, so activity costs no timer of its own."""
+        mirror with something to do: the idle timer reads it, so activity costs no timer
+        of its own."""
         self.mirror_due = False
         """A ``SharedDocMirrorDue`` is on its way back to the Room."""
 

@@ -153,13 +153,18 @@ class Sharing(SharedLifecycle):
         """Everything the Room changed since the last call, to every person still here,
         pushed through ``edge`` as updates of the room ``notebook_id``. While the
         document is being frozen, a change its people must see takes it back when the
-        freeze returns; frozen, it is thawed, and the thaw brings it to them."""
+        freeze returns; frozen, it is thawed, and the thaw brings it to them. A mirror
+        with something to do, or a person gone, is activity for the idle timer; one
+        with nothing is not (the Room asks for one before every message of a person's,
+        their awareness renewals included, which would otherwise keep it live)."""
         if doc is None:
             return []
         shared = self.shared
         if shared is not None:
+            watching = len(shared.people)
             _keep(shared.people, shared.marks, peers)
-            self.touch()
+            if len(shared.people) != watching or shared.behind(doc, running):
+                self.touch()
             return pushed_to(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
         if self.freezing is not None:
             detached = self.freezing.shared
