@@ -277,6 +277,8 @@ class SharedLifecycle:
         self.freezing = None
         if decided is FreezeOutcome.KEPT:
             self.frozen = done.result
+            if not self.frozen.people:  # the last left while the worker froze it
+                self.frozen.awareness = None
             return [Offload(FreedPagesReleased(), freed_pages.release)], []
         if decided is FreezeOutcome.CLOSED or doc is None:
             closed = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")
