@@ -42,7 +42,7 @@ def read_frame(message: str | bytes, protocol: str | None, session: Session) -> 
         return _read_v1(message, session)
     try:
         msg = json.loads(message)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise FrameRefused("a legacy kernel message is JSON text") from None
     return _checked(msg)
 
@@ -58,10 +58,13 @@ def _read_v1(message: str | bytes, session: Session) -> dict[str, Any]:
     if not isinstance(message, bytes):
         raise FrameRefused(f"{V1} messages are binary")
     _check_offsets(message)
-    channel, parts = deserialize_msg_from_ws_v1(message)
+    try:
+        channel, parts = deserialize_msg_from_ws_v1(message)
+    except UnicodeDecodeError:
+        raise FrameRefused(f"a {V1} message's channel is not UTF-8") from None
     try:
         msg = {name: session.unpack(part) for name, part in zip(PARTS, parts, strict=False)}
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise FrameRefused(f"a part of a {V1} message is not JSON") from None
     return _checked({**msg, "channel": channel})
 

@@ -111,6 +111,31 @@ def test_a_watched_idle_document_freezes_and_thaws_for_either_side(lab: RunningL
         person.close()
 
 
+def test_awareness_renewed_faster_than_the_period_leaves_it_to_freeze(lab: RunningLab) -> None:
+    """Lab's provider renews its awareness twice a period at the default 30 s; here a
+    renewal at every look at the room's state, many a period: they are not activity,
+    and the live document freezes under them."""
+    name = "renewed-freeze.ipynb"
+    lab.notebook(name, "x = 1")
+    person = WsPerson(lab, name)
+    try:
+        person.synced()
+        with lab.daemon.client(timeout=30) as agent:
+            notebook_id = person.notebook_id
+            mine = Awareness(Doc())
+
+            def renewed_and_frozen() -> bool:
+                mine.set_local_state({"user": {"name": "the person"}})
+                person._send(
+                    create_awareness_message(mine.encode_awareness_update([mine.client_id]))
+                )
+                return _state(agent, notebook_id) == "frozen"
+
+            wait_until(renewed_and_frozen, 30, "the watched doc to freeze under renewals")
+    finally:
+        person.close()
+
+
 def _cell_texts(driver: Any) -> list[str]:
     script = "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText.trim())"
     return list(driver.execute_script(script, ".jp-Notebook .jp-Cell"))

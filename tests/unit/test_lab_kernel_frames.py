@@ -44,6 +44,20 @@ def _offsets(*offsets: int) -> bytes:
 
 
 HEADER = json.dumps({"msg_type": "kernel_info_request", "msg_id": "1"}).encode()
+DEEP = b"[" * 100_000 + b"]" * 100_000
+"""JSON nested past Python's recursion limit."""
+
+
+def _v1_raw(channel: bytes, *parts: bytes) -> bytes:
+    """A v1 frame whose channel is these bytes as they are."""
+    chunks = [channel, *parts]
+    offsets, at = [], 8 * (len(chunks) + 2)
+    for chunk in chunks:
+        offsets.append(at)
+        at += len(chunk)
+    return _offsets(*offsets, at) + b"".join(chunks)
+
+
 REFUSED = [
     pytest.param(V1, "{}", "binary", id="v1 text"),
     pytest.param(V1, b"\x01", "count", id="v1 shorter than its count"),
@@ -55,7 +69,12 @@ REFUSED = [
     pytest.param(V1, _v1([b"{", b"{}", b"{}", b"{}"]), "not JSON", id="v1 a broken part"),
     pytest.param(V1, _v1([b"[]", b"{}", b"{}", b"{}"]), "header", id="v1 a header not a map"),
     pytest.param(V1, _v1([b"{}", b"{}", b"{}", b"{}"]), "msg_type", id="v1 no msg_type"),
+    pytest.param(
+        V1, _v1_raw(b"\xff", HEADER, b"{}", b"{}", b"{}"), "UTF-8", id="v1 channel not UTF-8"
+    ),
+    pytest.param(V1, _v1([HEADER, b"{}", b"{}", DEEP]), "not JSON", id="v1 a part too deep"),
     pytest.param(None, b"\xff", "JSON", id="legacy bytes"),
+    pytest.param(None, DEEP, "JSON", id="legacy too deep"),
     pytest.param(None, "[1]", "header", id="legacy a list"),
     pytest.param(None, json.dumps({"header": {"msg_type": 3}}), "msg_type", id="legacy type"),
     pytest.param(

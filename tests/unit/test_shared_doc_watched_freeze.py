@@ -454,3 +454,25 @@ def test_a_run_and_its_output_while_frozen_reach_the_person_after_the_thaw() -> 
     [ycell] = watched.browser.notebook.ycells.to_py()
     assert (ycell["execution_state"], ycell["execution_count"]) == ("idle", 1)
     assert [output["text"] for output in ycell["outputs"]] == ["1\n"]
+
+
+def test_the_last_person_who_leaves_during_the_freeze_takes_the_awareness_along() -> None:
+    """As when they leave a frozen document: a later join starts a new awareness, and the
+    one who left is not among the states it is told of."""
+    watched = Watched("a")
+    watched.says(watched.person, _awareness_message({"user": {"name": "gone"}}))
+    freeze = watched.room.idle(watched.room.later())
+    assert freeze is not None
+    watched.room.peers.labels.pop(watched.person)
+    watched.room.peers.conns.pop(watched.person)
+    watched.mirror()
+    assert watched.room.frozen_back(freeze, freeze.work()) == RELEASED
+    assert watched.sharing.frozen.awareness is None
+    [build] = watched.room.join(conn=77)
+    [_, hello] = watched.room.built(build, build.work())
+    told = Awareness(Doc())
+    for message in map(from_text, hello.reply.messages):
+        decoder = Decoder(message)
+        if decoder.read_var_uint() == YMessageType.AWARENESS:
+            told.apply_awareness_update(decoder.read_message(), "room")
+    assert "gone" not in [state.get("user", {}).get("name") for state in told.states.values()]

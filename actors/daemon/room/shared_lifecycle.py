@@ -75,7 +75,8 @@ class SharedLifecycle:
         self.clock: Callable[[], float] = time.monotonic
         self.quiet_since = 0.0
         """When the live document last had a person's sync message, a join, a leave or a
-        mirror: the idle timer reads it, so activity costs no timer of its own."""
+        mirror with something to do: the idle timer reads it, so activity costs no timer
+        of its own."""
         self.mirror_due = False
         """A ``SharedDocMirrorDue`` is on its way back to the Room."""
 
@@ -276,6 +277,8 @@ class SharedLifecycle:
         self.freezing = None
         if decided is FreezeOutcome.KEPT:
             self.frozen = done.result
+            if not self.frozen.people:  # the last left while the worker froze it
+                self.frozen.awareness = None
             return [Offload(FreedPagesReleased(), freed_pages.release)], []
         if decided is FreezeOutcome.CLOSED or doc is None:
             closed = NbstageError(ErrorCode.SHUTTING_DOWN, "The notebook closed; open it again.")

@@ -68,6 +68,24 @@ class Sharing(SharedLifecycle):
         hello = self.shared.join(req.peer_id, origin.conn)
         return [Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))]
 
+    def built(
+        self,
+        done: Any,
+        doc: Document | None,
+        running: frozenset[str] = frozenset(),
+        edge: Any = None,
+        notebook_id: str = "",
+    ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
+        """As the lifecycle's; a thaw that failed stalls the mirror at this revision, as
+        a mirror that failed does: the frozen document stays behind, and the Room's next
+        message (this one's own end first) would start the same thaw again, and again."""
+        building = self.building
+        todo, held = super().built(done, doc, running, edge, notebook_id)
+        taken = building is not None and self.building is None
+        if taken and done.error is not None and building.frozen is not None and doc is not None:
+            self.stalled_at = doc.revision
+        return todo, held
+
     def aside(
         self, origin: Origin, req: PassSharedDocMessage, doc: Document, edge: Any
     ) -> list[Action] | None:
@@ -135,13 +153,18 @@ class Sharing(SharedLifecycle):
         """Everything the Room changed since the last call, to every person still here,
         pushed through ``edge`` as updates of the room ``notebook_id``. While the
         document is being frozen, a change its people must see takes it back when the
-        freeze returns; frozen, it is thawed, and the thaw brings it to them."""
+        freeze returns; frozen, it is thawed, and the thaw brings it to them. A mirror
+        with something to do, or a person gone, is activity for the idle timer; one
+        with nothing is not (the Room asks for one before every message of a person's,
+        their awareness renewals included, which would otherwise keep it live)."""
         if doc is None:
             return []
         shared = self.shared
         if shared is not None:
+            watching = len(shared.people)
             _keep(shared.people, shared.marks, peers)
-            self.touch()
+            if len(shared.people) != watching or shared.behind(doc, running):
+                self.touch()
             return pushed_to(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
         if self.freezing is not None:
             detached = self.freezing.shared
