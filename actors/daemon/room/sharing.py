@@ -72,8 +72,9 @@ class Sharing(SharedLifecycle):
         self, origin: Origin, req: PassSharedDocMessage, doc: Document, edge: Any
     ) -> list[Action] | None:
         """A person's message while the document is frozen or being frozen: awareness
-        is answered without it (frozen_people.py); a sync message waits, for a freeze
-        under way to come back, or for the thaw it starts. None: not this part's."""
+        is answered without it (frozen_people.py), and when their state changed the
+        thaw starts after the answer; a sync message waits, for a freeze under way to
+        come back, or for the thaw it starts. None: not this part's."""
         freezing, frozen = self.freezing, self.frozen if self.building is None else None
         if freezing is not None:
             shared = freezing.shared
@@ -100,7 +101,20 @@ class Sharing(SharedLifecycle):
             raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
         others = [(p, conn) for p, conn in people.items() if p != req.peer_id]
         pushes = pushed_to(edge, req.notebook_id, heard.relay, others)
-        return [*pushes, Answer(origin, SharedDocAnswered(to_text(heard.replies), session))]
+        answer = Answer(origin, SharedDocAnswered(to_text(heard.replies), session))
+        return [*pushes, answer, *self._ahead(heard.stirred, doc)]
+
+    def _ahead(self, stirred: bool, doc: Document) -> list[Action]:
+        """A person's awareness state changed while the document is frozen or being
+        frozen: they are about to type, so the thaw starts now, not at their keystroke
+        (frozen_people.py's ``stirs``). A freeze under way is taken back when it returns;
+        a frozen document is thawed, with nothing held for it."""
+        if not stirred:
+            return []
+        if self.freezing is not None:
+            self.freezing.wanted = True
+            return []
+        return self._make(doc, [])
 
     def heard(self, req: PassSharedDocMessage, doc: Document, edge: Any) -> Said:
         """Apply a person's message; an edit is applied to ``doc`` as journal records.
