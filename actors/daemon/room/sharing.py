@@ -4,8 +4,9 @@ frozen when it has been idle for ``shared_doc_idle_secs`` (no sync message from 
 nothing of the Room's to mirror; on a worker thread too, freezing.py), watched or not,
 and made again, with the same history, on the next join, the next sync message of a
 person still watching or the next change they must see, so a browser continues it. The
-people watching a frozen document stay joined; their awareness is answered without it
-(frozen_people.py).
+people watching a frozen document stay joined; their awareness is answered without it,
+and a change of their awareness state (a cursor moved) thaws it ahead of their
+keystroke (frozen_people.py).
 
 A plain class that returns actions (room/actions.py). After every message it handled
 the Room asks whether the people are ``behind``; with nobody watching that is one
