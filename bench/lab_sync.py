@@ -252,7 +252,7 @@ async def memory(ours: Nbstage) -> None:
     grown = psutil.Process(ours.pid).memory_info().rss - before
     watched = (await frozen(ours, nid))["frozen_bytes"]
     watched_rss = psutil.Process(ours.pid).memory_info().rss - before
-    made, typed = await thawed(ours, nid, client)
+    made, typed, focused, live = await thawed(ours, nid, client)
     await client.close()
     kept = (await frozen(ours, nid))["frozen_bytes"]
     after = psutil.Process(ours.pid).memory_info().rss - before
@@ -271,7 +271,10 @@ async def memory(ours: Nbstage) -> None:
     print(f"    {watched / 1024:.0f} kB ({watched / size:.2f}x); the daemon's RSS is")
     print(f"    {watched_rss / 1024:.0f} kB above what it was before the join; the first")
     print("    change after it waits for a thaw: the agent's create_cell → the client has")
-    print(f"    it {stats(made)}, the client's keystroke → the agent's get_cell {stats(typed)}")
+    print(f"    it {stats(made)}, the client's keystroke → the agent's get_cell {stats(typed)},")
+    print(f"    max {max(typed) * 1000:.1f} ms; the same keystroke {FOCUS_LEAD * 1000:.0f} ms")
+    print(f"    after the client's cursor moved (the thaw starts then): {stats(focused)},")
+    print(f"    max {max(focused) * 1000:.1f} ms; a keystroke on the live document {stats(live)}")
     print(f"  idle (frozen, no one watching): the room keeps {kept / 1024:.0f} kB")
     print(f"    ({kept / size:.2f}x); the fresh process, frozen and trimmed, still holds")
     print(f"    {idle / 1024:.0f} kB more than before ({idle / size:.2f}x); the daemon's RSS is")
@@ -280,11 +283,15 @@ async def memory(ours: Nbstage) -> None:
 
 async def thawed(
     ours: Nbstage, nid: str, client: YClient, runs: int = 6
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], list[float], list[float]]:
     """The first change of either side to a watched document frozen under its client:
     the agent's new cell until the client has it, the client's keystroke until the
-    agent's get_cell shows it; each after the document froze again."""
-    made, typed = [], []
+    agent's get_cell shows it, and the same keystroke ``FOCUS_LEAD`` after the client
+    moved its cursor (its awareness state changed, as Lab's does on focus), which starts
+    the thaw ahead of it; each after the document froze again. Then a keystroke on the
+    live document, the floor the three stand on."""
+    made, typed, focused, live = [], [], [], []
+    await client.aware({"user": {"name": "bench"}})
     for i in range(runs):
         await frozen(ours, nid)
 
@@ -297,20 +304,31 @@ async def thawed(
 
         made.append(await timed(agent))
         await frozen(ours, nid)
-        cell_id = client.notebook.ycells[0]["id"]
+        typed.append(await timed(lambda: keystroke(ours, nid, client)))
+        await frozen(ours, nid)
+        cursor = {"anchor": i, "head": i + 1}
+        await client.aware({"user": {"name": "bench"}, "cursors": [cursor]})
+        await asyncio.sleep(FOCUS_LEAD)
+        focused.append(await timed(lambda: keystroke(ours, nid, client)))
+        live.append(await timed(lambda: keystroke(ours, nid, client)))
+    return made, typed, focused, live
 
-        async def person(cell_id: str = cell_id) -> None:
-            text = client.notebook.ycells[0]["source"]
-            text += "k"
-            expected = str(text)
-            await client.flush()
-            while True:
-                shown = await ours.ask("get_cell", notebook_id=nid, cell_id=cell_id)
-                if shown["cell"]["source"] == expected:
-                    return
 
-        typed.append(await timed(person))
-    return made, typed
+FOCUS_LEAD = 0.05
+"""How long before its first keystroke a person's cursor moved (Lab's focus, a click)."""
+
+
+async def keystroke(ours: Nbstage, nid: str, client: YClient) -> None:
+    """The client types into its first cell until the agent's get_cell shows it."""
+    cell_id = client.notebook.ycells[0]["id"]
+    text = client.notebook.ycells[0]["source"]
+    text += "k"
+    expected = str(text)
+    await client.flush()
+    while True:
+        shown = await ours.ask("get_cell", notebook_id=nid, cell_id=cell_id)
+        if shown["cell"]["source"] == expected:
+            return
 
 
 MALLINFO2 = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks")

@@ -26,8 +26,10 @@ from typing import Any
 from common import NBSTAGE
 from jupyter_ydoc import YNotebook
 from pycrdt import (
+    Awareness,
     Doc,
     YMessageType,
+    create_awareness_message,
     create_sync_message,
     create_update_message,
     handle_sync_message,
@@ -62,6 +64,7 @@ class YClient:
         self.synced = asyncio.Event()
         """The server answered this client's sync step 1."""
         self._outbox: list[bytes] = []
+        self.awareness = Awareness(self.notebook.ydoc)
         self.notebook.ydoc.observe(lambda e: self._outbox.append(create_update_message(e.update)))
         self._reader = asyncio.create_task(self._read())
 
@@ -97,6 +100,12 @@ class YClient:
             if left <= 0:
                 raise TimeoutError("not seen")
             await asyncio.wait_for(self.changed.wait(), left)
+
+    async def aware(self, state: dict[str, Any]) -> None:
+        """This client's awareness state, sent as y-websocket's provider sends a change."""
+        self.awareness.set_local_state(state)
+        update = self.awareness.encode_awareness_update([self.awareness.client_id])
+        await self.ws.write_message(create_awareness_message(update), binary=True)
 
     async def flush(self) -> None:
         sent, self._outbox = self._outbox, []

@@ -1,8 +1,9 @@
 """A watched document frozen while idle (ADR 0004, item 19), through real processes: a
 real `nbstage lab` and its daemon with a short ``shared_doc_idle_secs``, a headless Y
 client on the room's websocket that stays connected while the room freezes its document,
-and an agent on the daemon socket. The client's awareness does not thaw the document;
-the agent's edit and the client's typing each thaw it, and reach the other side; no cell
+and an agent on the daemon socket. The client's awareness renewal does not thaw the
+document; a change of its awareness state (a cursor moved), the agent's edit and the
+client's typing each thaw it, and reach the other side; no cell
 doubles, and the agent's awareness state is there throughout. Then the same with a real
 page in headless Chromium, whose own awareness renewal (every 15 s) is answered and
 leaves the document frozen, and whose provider keeps its connection."""
@@ -79,6 +80,13 @@ def test_a_watched_idle_document_freezes_and_thaws_for_either_side(lab: RunningL
             person._send(QUERY_AWARENESS)
             person.wait_until(lambda: _marked_by(person, "claude (test)") == [first])
             assert _state(agent, notebook_id) == "frozen"
+
+            # The person's cursor moves, as Lab's does before a keystroke: their state
+            # changed, and that alone, with no sync message, thaws the document.
+            mine.set_local_state({"user": {"name": "the person"}, "cursors": [{"head": 2}]})
+            person._send(create_awareness_message(mine.encode_awareness_update([mine.client_id])))
+            wait_until(lambda: _state(agent, notebook_id) == "live", 30, "the thaw ahead")
+            _frozen(agent, notebook_id)
 
             made = agent.request("create_cell", notebook_id=notebook_id, source="z = 3")
             person.wait_until(lambda: person.cell(made["cell_id"]) is not None)

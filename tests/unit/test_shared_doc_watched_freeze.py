@@ -23,7 +23,7 @@ from pycrdt import (
 from nbstage.actors.daemon.room.actions import Answer, Offload, Send, Wake
 from nbstage.actors.daemon.room.agent_marks import client_id
 from nbstage.actors.daemon.room.freezing import FreezeOutcome, IdleStep, idle_step, outcome
-from nbstage.actors.daemon.room.frozen_people import needs_document
+from nbstage.actors.daemon.room.frozen_people import needs_document, stirs
 from nbstage.actors.daemon.room.shared_doc import (
     EMPTY_UPDATE,
     KEEPALIVE,
@@ -476,3 +476,94 @@ def test_the_last_person_who_leaves_during_the_freeze_takes_the_awareness_along(
         if decoder.read_var_uint() == YMessageType.AWARENESS:
             told.apply_awareness_update(decoder.read_message(), "room")
     assert "gone" not in [state.get("user", {}).get("name") for state in told.states.values()]
+
+
+CURSOR_A = {"user": {"name": "ada"}, "cursors": [{"head": 1, "anchor": 1}]}
+CURSOR_B = {"user": {"name": "ada"}, "cursors": [{"head": 4, "anchor": 2}]}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "thaws"),
+    [
+        (CURSOR_A, CURSOR_B, True),
+        ({"user": {"name": "ada"}}, CURSOR_A, True),
+        (CURSOR_A, dict(CURSOR_A), False),
+        (CURSOR_A, None, False),
+        (None, None, False),
+        (None, CURSOR_A, False),
+    ],
+    ids=["moved", "focused", "renewal", "removal", "removal-of-unknown", "first-state"],
+)
+def test_which_awareness_states_thaw_ahead_of_the_keystroke(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, thaws: bool
+) -> None:
+    assert stirs(before, after) is thaws
+
+
+class Person:
+    """One browser's own awareness, renewed or changed as y-websocket's provider does."""
+
+    def __init__(self) -> None:
+        self.awareness = Awareness(Doc())
+
+    def says(self, state: dict[str, Any] | None) -> bytes:
+        self.awareness.set_local_state(state)
+        update = self.awareness.encode_awareness_update([self.awareness.client_id])
+        return create_awareness_message(update)
+
+
+def _frozen_with_a_known_state() -> tuple[Watched, Person]:
+    watched, person = Watched("a", "b"), Person()
+    watched.says(watched.person, person.says(CURSOR_A))
+    watched.freeze()
+    return watched, person
+
+
+def test_a_changed_awareness_state_while_frozen_starts_the_thaw_after_its_answer() -> None:
+    watched, person = _frozen_with_a_known_state()
+    session = watched.sharing.frozen.session
+    answer, thaw = watched.says(watched.person, person.says(CURSOR_B))
+    assert isinstance(answer, Answer)
+    assert answer.reply.messages
+    assert isinstance(thaw, Offload)
+    assert isinstance(thaw.token, SharedDocBuilt)
+    assert watched.sharing.view().state is SharedDocState.BUILDING
+    todo = watched.thawed(thaw)
+    assert not [action for action in todo if isinstance(action, Answer)], "nothing was held"
+    assert watched.sharing.view().state is SharedDocState.LIVE
+    assert watched.sharing.shared.session == session
+    mine = watched.sharing.shared.awareness.states[person.awareness.client_id]
+    assert mine == CURSOR_B, "the state taken while frozen is the live document's"
+    assert watched.browser.cells() == watched.cells()
+
+
+def test_a_changed_awareness_state_while_thawing_starts_nothing_more() -> None:
+    watched, person = _frozen_with_a_known_state()
+    _, thaw = watched.says(watched.person, person.says(CURSOR_B))
+    assert watched.says(watched.person, person.says(CURSOR_A)) == [], "held for the thaw"
+    todo = watched.thawed(thaw)
+    assert [type(action) for action in todo] == [Wake, Offload, Answer]
+    assert not [a for a in todo if isinstance(a, Offload) and isinstance(a.token, SharedDocBuilt)]
+    assert watched.sharing.shared.awareness.states[person.awareness.client_id] == CURSOR_A
+    assert watched.sharing.view().state is SharedDocState.LIVE
+
+
+def test_an_awareness_renewal_while_frozen_starts_no_thaw() -> None:
+    watched, person = _frozen_with_a_known_state()
+    [answer] = watched.says(watched.person, person.says(dict(CURSOR_A)))
+    assert isinstance(answer, Answer)
+    assert watched.sharing.view().state is SharedDocState.FROZEN
+    [answer] = watched.says(watched.person, person.says(None))
+    assert watched.sharing.view().state is SharedDocState.FROZEN, "a removal is no keystroke"
+
+
+def test_a_changed_awareness_state_during_the_freeze_takes_it_back() -> None:
+    watched, person = Watched("a"), Person()
+    watched.says(watched.person, person.says(CURSOR_A))
+    freeze = watched.room.idle(watched.room.later())
+    assert freeze is not None
+    [answer] = watched.says(watched.person, person.says(CURSOR_B))
+    assert isinstance(answer, Answer), "answered aside, nothing held"
+    todo = watched.act(watched.room.frozen_back(freeze, freeze.work()))
+    assert [type(action) for action in todo] == [Wake]
+    assert watched.sharing.view().state is SharedDocState.LIVE

@@ -6,10 +6,14 @@ Their awareness (Lab's provider renews it about every 15 s) needs no document: p
 the live document had is kept with the frozen form and goes on taking their states and
 answering their queries; the agents' states are sent again as they were last computed
 (``AgentMarks.renewed``). A sync step or an update needs the document: it thaws it.
+So does, ahead of it, a person's awareness state that changed (``stirs``): Lab moves a
+person's cursor or focus before their first keystroke, and the thaw starts then.
 Pure, no actors.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pycrdt import (
     Awareness,
@@ -57,8 +61,21 @@ def needs_document(message: bytes) -> bool:
     return payload != EMPTY_UPDATE
 
 
+def stirs(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
+    """Whether a client's awareness state, ``before`` and ``after`` an update was applied
+    (None: none held), says a person is about to act, so a frozen document is thawed
+    ahead of their keystroke. A changed state does (a cursor, a selection, a focus).
+    A renewal does not (y-protocols sends the same state with a higher clock every
+    15 s; thawing for it would keep every watched document whole), nor does a removal.
+    Nor does a client's first state: a person's connection opens with a sync step 1,
+    which thaws anyway, so a state never seen is a client the room lost track of, which
+    says nothing about a keystroke to come."""
+    return before is not None and after is not None and before != after
+
+
 def heard(message: bytes, awareness: Awareness, marks: AgentMarks) -> Heard:
-    """A message ``needs_document`` said needs none, answered from ``awareness``."""
+    """A message ``needs_document`` said needs none, answered from ``awareness``;
+    ``stirred`` if a state it carried changed (``stirs``)."""
     decoder = Decoder(message)
     kind = decoder.read_var_uint()
     if kind == QUERY_AWARENESS:
@@ -69,11 +86,14 @@ def heard(message: bytes, awareness: Awareness, marks: AgentMarks) -> Heard:
     payload = decoder.read_message()
     if payload is None:
         raise UnreadableMessage("the message ends before its payload")
+    before = dict(awareness.states)
     try:
         awareness.apply_awareness_update(payload, "person")
     except Exception as exc:
         raise UnreadableMessage(f"the message could not be applied: {exc}") from None
+    after = awareness.states
+    stirred = any(stirs(before.get(client), after.get(client)) for client in after)
     ours = marks.renewed(awareness)
     renewed = [] if ours is None else [create_awareness_message(ours)]
     relay = [create_awareness_message(payload), *renewed]
-    return Heard(replies=renewed or [KEEPALIVE], relay=relay)
+    return Heard(replies=renewed or [KEEPALIVE], relay=relay, stirred=stirred)

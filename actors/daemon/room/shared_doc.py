@@ -61,6 +61,9 @@ class Heard:
     """For every other person in the room."""
     edited: bool = False
     """The notebook's content may have changed: read ``person_edits`` next."""
+    stirred: bool = False
+    """A person's awareness state changed: a frozen document thaws ahead of their
+    keystroke (frozen_people.py's ``stirs``)."""
 
 
 class SharedDoc:

@@ -4,8 +4,9 @@ frozen when it has been idle for ``shared_doc_idle_secs`` (no sync message from 
 nothing of the Room's to mirror; on a worker thread too, freezing.py), watched or not,
 and made again, with the same history, on the next join, the next sync message of a
 person still watching or the next change they must see, so a browser continues it. The
-people watching a frozen document stay joined; their awareness is answered without it
-(frozen_people.py).
+people watching a frozen document stay joined; their awareness is answered without it,
+and a change of their awareness state (a cursor moved) thaws it ahead of their
+keystroke (frozen_people.py).
 
 A plain class that returns actions (room/actions.py). After every message it handled
 the Room asks whether the people are ``behind``; with nobody watching that is one
@@ -90,8 +91,9 @@ class Sharing(SharedLifecycle):
         self, origin: Origin, req: PassSharedDocMessage, doc: Document, edge: Any
     ) -> list[Action] | None:
         """A person's message while the document is frozen or being frozen: awareness
-        is answered without it (frozen_people.py); a sync message waits, for a freeze
-        under way to come back, or for the thaw it starts. None: not this part's."""
+        is answered without it (frozen_people.py), and when their state changed the
+        thaw starts after the answer; a sync message waits, for a freeze under way to
+        come back, or for the thaw it starts. None: not this part's."""
         freezing, frozen = self.freezing, self.frozen if self.building is None else None
         if freezing is not None:
             shared = freezing.shared
@@ -118,7 +120,20 @@ class Sharing(SharedLifecycle):
             raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
         others = [(p, conn) for p, conn in people.items() if p != req.peer_id]
         pushes = pushed_to(edge, req.notebook_id, heard.relay, others)
-        return [*pushes, Answer(origin, SharedDocAnswered(to_text(heard.replies), session))]
+        answer = Answer(origin, SharedDocAnswered(to_text(heard.replies), session))
+        return [*pushes, answer, *self._ahead(heard.stirred, doc)]
+
+    def _ahead(self, stirred: bool, doc: Document) -> list[Action]:
+        """A person's awareness state changed while the document is frozen or being
+        frozen: they are about to type, so the thaw starts now, not at their keystroke
+        (frozen_people.py's ``stirs``). A freeze under way is taken back when it returns;
+        a frozen document is thawed, with nothing held for it."""
+        if not stirred:
+            return []
+        if self.freezing is not None:
+            self.freezing.wanted = True
+            return []
+        return self._make(doc, [])
 
     def heard(self, req: PassSharedDocMessage, doc: Document, edge: Any) -> Said:
         """Apply a person's message; an edit is applied to ``doc`` as journal records.
