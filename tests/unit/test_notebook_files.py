@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import nbformat
+import orjson
 import pytest
 
 from nbstage.actors.daemon.notebook import atomic_writes
@@ -411,3 +412,32 @@ def test_a_save_names_its_temp_file_as_the_sweep_expects(tmp_path: Path) -> None
     made.write_text("partial")
     stale = atomic_writes.STALE_TEMP_SECS + made.stat().st_mtime + 1
     assert atomic_writes.sweep_stale_temps(tmp_path / "nb.ipynb", stale) == 1
+
+
+@pytest.mark.parametrize(
+    ("number", "read_as"),
+    [
+        (2**63 - 1, 2**63 - 1),
+        (-(2**63), -(2**63)),
+        (2**64 - 1, 2**64 - 1),
+        (2**70, float(2**70)),
+        (-(2**63) - 1, float(-(2**63) - 1)),
+    ],
+)
+def test_an_integer_orjson_cannot_write_is_read_as_a_float(tmp_path, number, read_as) -> None:
+    """Kept as an int, a number past 64 bits in an output made every save, journal record
+    and read of the cell fail; the browser's JavaScript holds it as a float anyway."""
+    output = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {"application/json": {"n": number}},
+    }
+    cell = {"id": "a", "cell_type": "code", "source": "", "metadata": {}, "execution_count": 1}
+    notebook = {"cells": [{**cell, "outputs": [output]}], "metadata": {}, "nbformat": 4}
+    path = tmp_path / "big.ipynb"
+    path.write_text(json.dumps({**notebook, "nbformat_minor": 5}))
+    doc = Document.from_json(load_notebook(path))
+    value = doc.cells[0].outputs[0]["data"]["application/json"]["n"]
+    assert value == read_as
+    assert type(value) is type(read_as)
+    assert orjson.loads(orjson.dumps(doc.to_json()))["cells"][0]["execution_count"] == 1

@@ -209,10 +209,22 @@ def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
         raise _not_a_notebook(path, f"it cannot be read ({exc.strerror})") from None
 
 
+INT_RANGE = range(-(2**63), 2**64)
+"""The integers orjson writes (the journal, the snapshots, the wire): a bigger one in a
+notebook file is read as a float, as jupyter_client reads one in a kernel's message and
+as every browser's JavaScript holds it. Kept as an int, it made the notebook's saves,
+its journal and every read of its cell fail."""
+
+
+def _bounded_int(digits: str) -> int | float:
+    number = int(digits)
+    return number if number in INT_RANGE else float(number)
+
+
 def _parse(text: str, path: Path, given: set[str] | None = None) -> dict:
     nbformat = _nbformat()
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, parse_int=_bounded_int)
     except ValueError as exc:
         raise _not_a_notebook(path, f"it is not valid JSON ({exc})") from None
     if not isinstance(raw, dict) or "nbformat" not in raw:
