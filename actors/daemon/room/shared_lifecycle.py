@@ -206,19 +206,20 @@ class SharedLifecycle:
         else:
             kept = (frozen.session, frozen.marks, frozen.people, frozen.awareness)
             self.shared = SharedDoc(done.result, building.start, *kept)
-        pushes = self._caught_up(doc, running, edge, notebook_id)
         released = Offload(FreedPagesReleased(), freed_pages.release)
-        return [*pushes, self._idle_timer(), released], building.held
+        return [*self._taken_live(doc, running, edge, notebook_id), released], building.held
 
-    def _caught_up(
+    def _taken_live(
         self, doc: Document, running: frozenset[str], edge: Any, notebook_id: str
     ) -> list[Action]:
-        """The live document, just taken, brought to ``doc``; what changed goes to the
-        people already joined."""
+        """The live document, just taken (a build or a thaw back, a freeze taken back),
+        brought to ``doc``: what changed goes to the people already joined, and the idle
+        timer starts again."""
         shared = self.shared
         assert shared is not None
         self.touch()
-        return pushed_to(edge, notebook_id, shared.mirror(doc, running), shared.others(None))
+        mirrored = shared.mirror(doc, running)
+        return [*pushed_to(edge, notebook_id, mirrored, shared.others(None)), self._idle_timer()]
 
     def _refuse(self, building: Building, error: NbstageError) -> list[Action]:
         """A build that came to nothing: its held requests are refused, and a frozen
@@ -287,8 +288,7 @@ class SharedLifecycle:
             log.error("the shared document could not be frozen: %s", done.error)
         self.shared = freezing.shared
         self.shared.reopen()
-        pushes = self._caught_up(doc, running, edge, notebook_id)
-        return [*pushes, self._idle_timer()], freezing.held
+        return self._taken_live(doc, running, edge, notebook_id), freezing.held
 
     def _idle_timer(self) -> Wake:
         return Wake(self.idle_secs, SharedDocIdle(self.generation))
