@@ -33,6 +33,7 @@ from nbstage.actors.daemon.notebook.document import Document
 from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.cell_mirror import CellMirror
+from nbstage.protocol.common.errors import ErrorCode, NbstageError
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
@@ -49,6 +50,10 @@ is a join, which a frozen document thaws for). An empty update changes nothing."
 
 class UnreadableMessage(ValueError):
     """A person's message is not a y-websocket message this room can apply."""
+
+    def refused(self) -> NbstageError:
+        """What the person's edge is told."""
+        return NbstageError(ErrorCode.BAD_REQUEST, f"Not a Y message this room takes: {self}")
 
 
 @dataclass

@@ -116,8 +116,7 @@ class Sharing(SharedLifecycle):
                 return None if freezing is not None else self._make(doc, [(origin, req)])
             heard = frozen_people.heard(message, awareness, marks)
         except UnreadableMessage as exc:
-            refusal = f"Not a Y message this room takes: {exc}"
-            raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
+            raise exc.refused() from None
         others = [(p, conn) for p, conn in people.items() if p != req.peer_id]
         pushes = pushed_to(edge, req.notebook_id, heard.relay, others)
         answer = Answer(origin, SharedDocAnswered(to_text(heard.replies), session))
@@ -146,8 +145,7 @@ class Sharing(SharedLifecycle):
         try:
             heard = shared.receive(message)
         except UnreadableMessage as exc:
-            refusal = f"Not a Y message this room takes: {exc}"
-            raise NbstageError(ErrorCode.BAD_REQUEST, refusal) from None
+            raise exc.refused() from None
         if message[:1] == SYNC:
             self.touch()
         pushes = pushed_to(edge, req.notebook_id, heard.relay, shared.others(req.peer_id))
