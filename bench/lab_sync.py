@@ -147,18 +147,10 @@ async def keystrokes(ours: Nbstage, stock: StockLab, runs: int) -> tuple[list, l
     reader = await YClient.join(stock.base, stock.token, "typed.ipynb")
     for client in (person, writer, reader):
         await client.until(lambda c=client: c.count() >= 3)
-    cell_id = person.notebook.ycells[0]["id"]
     mine, theirs = [], []
 
     async def typed() -> None:
-        text = person.notebook.ycells[0]["source"]
-        text += "k"
-        expected = str(text)
-        await person.flush()
-        while True:
-            shown = await ours.ask("get_cell", notebook_id=nid, cell_id=cell_id)
-            if shown["cell"]["source"] == expected:
-                return
+        await keystroke(ours, nid, person)
 
     async def relayed() -> None:
         text = writer.notebook.ycells[0]["source"]
