@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 from jupyter_ydoc import YNotebook
 from pycrdt import (
     Doc,
+    Map,
     YMessageType,
     create_sync_message,
     create_update_message,
@@ -497,3 +499,38 @@ def test_a_change_in_a_big_notebook_is_mirrored_without_fingerprinting_every_cel
         peer.hear(update)
     assert sorted(counted) == sorted([made.id, doc.cells[500].id])
     assert peer.notebook.get() == doc.to_json()
+
+
+@pytest.mark.parametrize(
+    ("given", "taken"),
+    [
+        (3.0, 3),
+        (-2.0, -2),
+        (2.5, 2.5),
+        (1e21, 1e21),
+        (float("inf"), float("inf")),
+        ([1.0, {"x": 2.0}], [1, {"x": 2}]),
+        (True, True),
+        ("1.0", "1.0"),
+    ],
+)
+def test_a_y_number_becomes_an_int_only_where_one_can_stand_for_it(given, taken) -> None:
+    value = {"v": given}
+    shared_cells.whole_numbers(value)
+    assert value == {"v": taken}
+    assert type(value["v"]) is type(taken)
+
+
+def test_a_persons_metadata_with_numbers_no_int_holds_is_taken_and_can_be_journalled() -> None:
+    """jupyter_ydoc's cast raised on an infinity and made 1e21 an int orjson cannot write:
+    the person's edit was lost, or every save of the notebook failed after it."""
+    doc = _doc("a")
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    peer.notebook.ycells[0]["metadata"] = Map({"big": 1e21, "far": float("inf"), "n": 3.0})
+    assert peer.flush()
+    records = person_edits.records(doc, shared.edited_content(doc))
+    assert orjson.loads(orjson.dumps(records))  # what the journal appends
+    person_edits.take(doc, records)
+    assert doc.cells[0].metadata == {"big": 1e21, "far": float("inf"), "n": 3}
+    assert orjson.dumps(doc.to_json())  # what a save writes

@@ -10,10 +10,10 @@ import sys
 from typing import Any, NamedTuple, Protocol
 
 import orjson
-from jupyter_ydoc.utils import cast_all
 from pycrdt import Map, Text
 
 from nbstage.actors.daemon.notebook.cell_model import Cell
+from nbstage.actors.daemon.notebook.notebook_files import INT_RANGE
 
 
 class CellContent(Protocol):
@@ -81,8 +81,21 @@ def cell_of(ycell: Any) -> dict[str, Any]:
     """A Y cell as nbformat has it (Yjs numbers are floats)."""
     cell: dict[str, Any] = (ycell.to_py() if isinstance(ycell, Map) else None) or {}
     cell.pop("execution_state", None)
-    cast_all(cell, float, int)
+    whole_numbers(cell)
     return cell
+
+
+def whole_numbers(value: list[Any] | dict[Any, Any]) -> None:
+    """``value`` with each whole float an int, as nbformat's JSON would have it, except
+    where no int can stand for it: infinities, NaN and numbers past what orjson writes
+    stay floats (jupyter_ydoc's ``cast_all`` raised on the first two and made the last
+    an int that no journal record or save could hold). Changed in place."""
+    items = enumerate(value) if isinstance(value, list) else value.items()
+    for key, item in list(items):
+        if type(item) is float and item.is_integer() and int(item) in INT_RANGE:
+            value[key] = int(item)
+        elif isinstance(item, list | dict):
+            whole_numbers(item)
 
 
 def id_of(ycell: Any) -> str | None:
