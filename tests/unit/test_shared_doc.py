@@ -534,3 +534,77 @@ def test_a_persons_metadata_with_numbers_no_int_holds_is_taken_and_can_be_journa
     person_edits.take(doc, records)
     assert doc.cells[0].metadata == {"big": 1e21, "far": float("inf"), "n": 3}
     assert orjson.dumps(doc.to_json())  # what a save writes
+
+
+def _persons_edit(peer: Peer, rng: random.Random) -> None:
+    """One thing a person does in their browser, in place or moving cells."""
+    ycells = peer.notebook.ycells
+    at = rng.randrange(len(ycells))
+    kind = rng.choice(["type", "type", "type", "metadata", "retype", "add", "delete", "move"])
+    if kind == "type":
+        text = ycells[at]["source"]
+        text += rng.choice("ab\n")
+    elif kind == "metadata":
+        ycells[at]["metadata"] = Map({"tags": [rng.choice("xyz")], "n": float(rng.randint(0, 3))})
+    elif kind == "retype":
+        cell = peer.notebook.get_cell(at)
+        cell["cell_type"] = "markdown" if cell["cell_type"] == "code" else "code"
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)
+        if cell["cell_type"] == "code":
+            cell.update(outputs=[], execution_count=None)
+        peer.notebook.set_cell(at, cell)
+    elif kind == "add":
+        new = {"id": f"p{rng.randrange(10**6)}", "cell_type": "code", "source": "n", "metadata": {}}
+        peer.notebook.ycells.insert(at, peer.notebook.create_ycell(new))
+    elif kind == "delete" and len(ycells) > 1:
+        del ycells[at]
+    elif kind == "move" and len(ycells) > 1:
+        moved = peer.notebook.get_cell(at)
+        del ycells[at]
+        ycells.insert(rng.randrange(len(ycells) + 1), peer.notebook.create_ycell(moved))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_persons_records_from_the_changed_cells_alone_are_those_from_every_cell(
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    doc = _doc(*[f"x = {i}" for i in range(30)])
+    for cell in doc.cells[::3]:
+        doc.set_outputs(cell.id, [{"output_type": "stream", "name": "stdout", "text": "1"}], 1)
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    quick_ones = 0
+    for _ in range(40):
+        _persons_edit(peer, rng)
+        if not peer.flush():
+            continue
+        whole = person_edits.records(doc, shared.edited_content(doc))
+        changed = shared.edited_in_place(doc)
+        quick = None if changed is None else person_edits.records_in_place(doc, changed)
+        if quick is not None:
+            quick_ones += 1
+            assert quick == whole
+        person_edits.take(doc, whole)
+        for update in shared.mirror(doc):
+            peer.hear(update)
+        assert peer.notebook.get() == doc.to_json()
+    assert quick_ones > 10, "the mix had in-place edits to compare"
+
+
+def test_a_keystroke_in_a_big_notebook_is_taken_without_reading_every_cell(monkeypatch) -> None:
+    doc = _doc(*[f"x = {i}" for i in range(1000)])
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    text = peer.notebook.ycells[700]["source"]
+    text += "1"
+    assert peer.flush()
+    monkeypatch.setattr(shared, "edited_content", lambda doc: pytest.fail("read every cell"))
+    changed = shared.edited_in_place(doc)
+    assert changed is not None
+    assert list(changed) == [700]
+    records = person_edits.records_in_place(doc, changed)
+    assert [(r["op"], r["index"], r["cell"]["source"]) for r in records] == [
+        ("put", 700, "x = 7001")
+    ]

@@ -68,17 +68,38 @@ def take(doc: Document, records: list[dict[str, Any]]) -> None:
     doc.replace(Document(cells, doc.metadata))
 
 
+def records_in_place(
+    doc: Document, changed: dict[int, dict[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """What ``records`` makes of a person's update that added, deleted and moved no
+    cell, from the cells it changed alone (``SharedDoc.edited_in_place``): a put for each
+    whose content a person may change differs, in index order. None when a cell read
+    back is not one a record can carry: ``records`` then decides, on every cell."""
+    out = []
+    for index in sorted(changed):
+        cell = changed[index]
+        if not _usable_cell(cell) or cell["id"] != doc.cells[index].id:
+            return None
+        mine = doc.cells[index].to_json(include_outputs=False)
+        if _edited(mine, cell):
+            out.append(journal.put(_kept(cell, mine), index))
+    return out
+
+
 def _usable(cells: object) -> dict[str, dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     for cell in cells if isinstance(cells, list) else []:
-        if not isinstance(cell, dict) or cell.get("cell_type") not in CELL_TYPES:
-            continue
-        cell_id = cell.get("id")
-        if not (isinstance(cell_id, str) and valid_cell_id(cell_id)) or cell_id in kept:
-            continue
-        if isinstance(cell.get("source"), str):
-            kept[cell_id] = cell
+        if _usable_cell(cell) and cell["id"] not in kept:
+            kept[cell["id"]] = cell
     return kept
+
+
+def _usable_cell(cell: object) -> bool:
+    if not isinstance(cell, dict) or cell.get("cell_type") not in CELL_TYPES:
+        return False
+    cell_id = cell.get("id")
+    valid = isinstance(cell_id, str) and valid_cell_id(cell_id)
+    return valid and isinstance(cell.get("source"), str)
 
 
 def _edited(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:

@@ -29,7 +29,7 @@ from pycrdt import (
     write_message,
 )
 
-from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.notebook.document import CELL_ID, Document
 from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.cell_mirror import CellMirror
@@ -234,6 +234,16 @@ class SharedDoc:
                 cells.append(cell.to_json(include_outputs=False))
             seen.add(cell_id)
         return {"cells": cells}
+
+    def edited_in_place(self, doc: Document) -> dict[int, dict[str, Any]] | None:
+        """After a person's update that added, deleted and moved no cell (the Y cells'
+        ids are the Document's, in its order): the cells it changed inside, read back
+        from the Y document, by index. None otherwise: ``edited_content`` then."""
+        ids = self.mirrored.ids
+        if ids != list(map(CELL_ID, doc.cells)):
+            return None
+        where = [(ids.index(cell_id), cell_id) for cell_id in self._touched]
+        return {index: shared_cells.cell_of(self.notebook.ycells[index]) for index, _ in where}
 
     # --- the people's side ------------------------------------------------------------
 

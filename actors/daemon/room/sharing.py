@@ -32,7 +32,7 @@ from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.change_beacon import ChangeBeacon
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.person_said import Said
-from nbstage.actors.daemon.room.shared_doc import UnreadableMessage
+from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
 from nbstage.actors.daemon.room.shared_lifecycle import SharedLifecycle, pushed_to
 from nbstage.protocol.common.errors import ErrorCode, NbstageError
 from nbstage.protocol.daemon.lab import (
@@ -149,7 +149,7 @@ class Sharing(SharedLifecycle):
         if message[:1] == SYNC:
             self.touch()
         pushes = pushed_to(edge, req.notebook_id, heard.relay, shared.others(req.peer_id))
-        records = person_edits.records(doc, shared.edited_content(doc)) if heard.edited else []
+        records = _records(doc, shared) if heard.edited else []
         if records:
             person_edits.take(doc, records)
         answer = SharedDocAnswered(to_text(heard.replies), shared.session)
@@ -223,3 +223,11 @@ def _keep(people: dict[str, int], marks: AgentMarks, peers: Peers) -> None:
     for peer_id in [p for p in people if p not in peers.labels]:
         people.pop(peer_id)
     marks.keep({p: label for p, label in peers.labels.items() if p not in people})
+
+
+def _records(doc: Document, shared: SharedDoc) -> list[dict[str, Any]]:
+    """A person's update as journal records: from the cells it changed when it moved
+    none, a keystroke's cost in a notebook of any size; else from every cell."""
+    changed = shared.edited_in_place(doc)
+    quick = None if changed is None else person_edits.records_in_place(doc, changed)
+    return quick if quick is not None else person_edits.records(doc, shared.edited_content(doc))
