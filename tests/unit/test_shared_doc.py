@@ -608,3 +608,25 @@ def test_a_keystroke_in_a_big_notebook_is_taken_without_reading_every_cell(monke
     assert [(r["op"], r["index"], r["cell"]["source"]) for r in records] == [
         ("put", 700, "x = 7001")
     ]
+
+
+def test_the_mirror_after_a_persons_keystroke_compares_the_cell_typed_in(monkeypatch) -> None:
+    doc = _doc(*[f"x = {i}" for i in range(1000)])
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    doc.set_cell(doc.cells[0].id, source="first")  # the first mirror after a build reads all
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    text = peer.notebook.ycells[300]["source"]
+    text += "1"
+    assert peer.flush()
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    counted = []
+    fingerprint = shared_cells.fingerprint
+    monkeypatch.setattr(
+        shared_cells, "fingerprint", lambda cell: counted.append(cell.id) or fingerprint(cell)
+    )
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    assert counted == [doc.cells[300].id]
+    assert peer.notebook.get() == doc.to_json() == shared.content()

@@ -14,7 +14,7 @@ stable; callers must not mutate what they receive.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 from nbstage.actors.daemon.environment.dependencies import with_dependencies
@@ -93,10 +93,15 @@ class Document:
     def __len__(self) -> int:
         return len(self.cells)
 
-    def replace(self, other: Document) -> None:
+    def replace(self, other: Document, changed: Iterable[str] | None = None) -> None:
         """Take ``other``'s cells and metadata as one new revision: a merge with the
-        file, a journal replay, a person's edit. Which cells changed is no longer known."""
+        file, a journal replay, a person's edit. ``changed``: the cells whose content it
+        changed, every other cell being the same object as before (a person's edit);
+        None: not known, and ``changed_since`` knows nothing before it."""
         self.cells, self.metadata = other.cells, other.metadata
+        if changed is not None:
+            self._touch(*changed)
+            return
         self._touch()
         self._changes.clear()
         self._changes_from = self.revision

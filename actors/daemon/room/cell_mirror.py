@@ -4,10 +4,11 @@ Room's side of the shared document (shared_doc.py holds the rest, and the people
 It keeps a fingerprint of each cell as it wrote it, the cells' ids in the order of the Y
 array (followed through every change, a person's too), and the Document it last
 followed. A mirror of that same Document looks only at the cells the Document says
-changed since (``Document.changed_since``); of another, or after a person's update, it
-compares every cell. Only what differs is written: cells created, deleted or moved are
-Y inserts and deletes (order_steps.py), and of the others only the cells whose content
-changed are touched, so an edit, an output or a new cell costs a cell, not the notebook.
+changed since (``Document.changed_since``) and at those people changed in the Y
+document; when either is not known, it compares every cell. Only what differs is
+written: cells created, deleted or moved are Y inserts and deletes (order_steps.py), and
+of the others only the cells whose content changed are touched, so an edit, an output or
+a new cell costs a cell, not the notebook.
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ class CellMirror:
         """The Document or the running cells moved since the last ``write``."""
         return doc.revision != self.revision or running != self.running
 
-    def write(self, doc: Document, running: frozenset[str], heard: bool) -> set[str]:
+    def write(self, doc: Document, running: frozenset[str], heard: set[str] | None) -> set[str]:
         """Bring the Y cells to ``doc`` in one transaction; the ids of the cells whose
         source or whole cell was written again (which moves a cursor anchored there).
         ``running``: the cells queued or running, whose ``execution_state`` is "running"
-        (Lab's ``[*]``); ``heard``: a person's update was applied since the last write."""
+        (Lab's ``[*]``); ``heard``: the cells people's updates changed since the last write
+        (None: not known, so every cell is compared)."""
         order = list(map(CELL_ID, doc.cells))
         with self.notebook.ydoc.transaction():
             if doc.metadata != self.metadata:
@@ -96,18 +98,21 @@ class CellMirror:
                 at += len(added)
 
     def _compared(
-        self, doc: Document, order: list[str], inserted: frozenset[str], heard: bool
+        self, doc: Document, order: list[str], inserted: frozenset[str], heard: set[str] | None
     ) -> list[tuple[int, Cell]]:
         """The cells the mirror must compare, with their indexes: the ones the Document
-        says changed since the last mirror and the ones just inserted, or every cell
-        when that is not known (another Document, or a person's update applied) or when
-        many changed."""
-        following = doc is self._source and not heard
+        says changed since the last mirror, the ones people changed in the Y document, and
+        the ones just inserted; or every cell when that is not known (another Document, a
+        thawed document, a Document replaced whole) or when many changed."""
+        following = doc is self._source and heard is not None
         changed = doc.changed_since(self.revision) if following else None
-        if changed is None or len(changed) + len(inserted) > FEW_CELLS:
+        if changed is None or heard is None:
+            return list(enumerate(doc.cells))
+        wanted = changed | inserted | heard
+        if len(wanted) > FEW_CELLS:
             return list(enumerate(doc.cells))
         compared = []
-        for cell_id in changed | inserted:
+        for cell_id in wanted:
             with contextlib.suppress(ValueError):  # changed, then deleted
                 index = order.index(cell_id)
                 compared.append((index, doc.cells[index]))

@@ -65,7 +65,7 @@ def take(doc: Document, records: list[dict[str, Any]]) -> None:
         if kept is not None and cell.outputs == kept.outputs:
             cell.outputs = kept.outputs
         cells.append(cell)
-    doc.replace(Document(cells, doc.metadata))
+    doc.replace(Document(cells, doc.metadata), changed=named)
 
 
 def records_in_place(

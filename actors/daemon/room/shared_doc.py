@@ -97,6 +97,10 @@ class SharedDoc:
         self._heard = start.frozen is not None
         """A person's update was applied since the last mirror (or the document was made
         from a frozen one, whose cells the mirror must look at)."""
+        self._heard_cells: set[str] | None = None if self._heard else set()
+        """The ids of the cells the people's updates since the last mirror changed inside
+        or put in: with the Room's own changes, what the mirror compares. None: not known
+        (a thawed document), every cell is compared."""
         self._touched: set[str] = set()
         """The ids of the cells the last person's update changed inside."""
         self._updates: list[bytes] = []
@@ -185,8 +189,8 @@ class SharedDoc:
         running, whose ``execution_state`` is "running" (Lab's ``[*]``)."""
         if not self._moved(doc, running):
             return self._marked(False)
-        rewritten = self.mirrored.write(doc, running, self._heard)
-        self._heard = False
+        rewritten = self.mirrored.write(doc, running, self._heard_cells)
+        self._heard, self._heard_cells = False, set()
         updates = [create_update_message(u) for u in self._take()]
         marked = {mark.cell_id for mark in self.marks.marks.values()}
         return updates + self._marked(not rewritten.isdisjoint(marked))
@@ -309,6 +313,8 @@ class SharedDoc:
         finally:
             ycells.unobserve(listening)
         self._heard = True
+        if self._heard_cells is not None:
+            self._heard_cells |= self._touched
         relay = [create_update_message(u) for u in self._take()]
         return Heard(relay=relay, edited=bool(relay))
 
