@@ -554,3 +554,33 @@ def test_a_file_holding_an_integer_from_2_to_the_63_builds_and_mirrors(tmp_path)
     shared = SharedDoc.of(doc)
     shared.mirror(doc)
     assert shared.notebook.get_cell(0)["metadata"]["n"] == float(2**63)
+
+
+def test_a_float_in_a_cells_metadata_stays_one_when_the_person_types_in_the_cell() -> None:
+    """The Y document gives back 2.0 as a float, read as 2: the put of the person's
+    keystroke carried it, and the file's ``2.0`` was saved as ``2``."""
+    doc = _doc("x")
+    doc.cells[0].metadata = {"scale": 2.0, "flag": True, "sizes": [1.0, 2], "n": 3}
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    text = peer.notebook.ycells[0]["source"]
+    text += "y"
+    assert peer.flush()
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    assert doc.cells[0].source == "xy"
+    metadata = doc.cells[0].metadata
+    expected = b'{"flag":true,"n":3,"scale":2.0,"sizes":[1.0,2]}'
+    assert orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS) == expected
+
+
+def test_a_number_the_person_changed_in_a_cells_metadata_is_theirs() -> None:
+    doc = _doc("x")
+    doc.cells[0].metadata = {"scale": 2.0}
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    peer.notebook.ycells[0]["metadata"] = Map({"scale": 3.0, "new": 1.0})
+    assert peer.flush()
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    assert (
+        orjson.dumps(doc.cells[0].metadata, option=orjson.OPT_SORT_KEYS) == b'{"new":1,"scale":3}'
+    )
