@@ -419,14 +419,18 @@ def test_a_save_names_its_temp_file_as_the_sweep_expects(tmp_path: Path) -> None
     [
         (2**63 - 1, 2**63 - 1),
         (-(2**63), -(2**63)),
-        (2**64 - 1, 2**64 - 1),
+        (2**63, float(2**63)),
+        (2**64 - 1, float(2**64 - 1)),
         (2**70, float(2**70)),
         (-(2**63) - 1, float(-(2**63) - 1)),
     ],
 )
-def test_an_integer_orjson_cannot_write_is_read_as_a_float(tmp_path, number, read_as) -> None:
+def test_an_integer_orjson_or_pycrdt_cannot_hold_is_read_as_a_float(
+    tmp_path, number, read_as
+) -> None:
     """Kept as an int, a number past 64 bits in an output made every save, journal record
-    and read of the cell fail; the browser's JavaScript holds it as a float anyway."""
+    and read of the cell fail, and one from 2**63 up made pycrdt panic building the
+    people's Y document; the browser's JavaScript holds it as a float anyway."""
     output = {
         "output_type": "display_data",
         "metadata": {},
@@ -441,3 +445,13 @@ def test_an_integer_orjson_cannot_write_is_read_as_a_float(tmp_path, number, rea
     assert value == read_as
     assert type(value) is type(read_as)
     assert orjson.loads(orjson.dumps(doc.to_json()))["cells"][0]["execution_count"] == 1
+
+
+def test_an_integer_no_float_holds_refuses_the_file(tmp_path: Path) -> None:
+    """float() of it raised OverflowError, which is no ValueError: it escaped the refusal
+    and the open failed with an internal error."""
+    path = tmp_path / "huge.ipynb"
+    path.write_text('{"cells": [], "metadata": {"n": 1' + "0" * 400 + '}, "nbformat": 4}')
+    with pytest.raises(NbstageError) as refused:
+        load_notebook(path)
+    assert "too large" in refused.value.message

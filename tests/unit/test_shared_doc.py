@@ -19,6 +19,7 @@ from pycrdt import (
 
 from nbstage.actors.daemon.notebook import journal
 from nbstage.actors.daemon.notebook.document import Document
+from nbstage.actors.daemon.notebook.notebook_files import load_notebook
 from nbstage.actors.daemon.room import person_edits, shared_cells
 from nbstage.actors.daemon.room.order_steps import Delete, Step, steps
 from nbstage.actors.daemon.room.shared_doc import SharedDoc, UnreadableMessage
@@ -508,6 +509,8 @@ def test_a_change_in_a_big_notebook_is_mirrored_without_fingerprinting_every_cel
         (-2.0, -2),
         (2.5, 2.5),
         (1e21, 1e21),
+        (1e19, 1e19),
+        (float(2**63 - 1024), 2**63 - 1024),
         (float("inf"), float("inf")),
         ([1.0, {"x": 2.0}], [1, {"x": 2}]),
         (True, True),
@@ -527,12 +530,14 @@ def test_a_persons_metadata_with_numbers_no_int_holds_is_taken_and_can_be_journa
     doc = _doc("a")
     shared = SharedDoc.of(doc)
     peer = Peer(shared)
-    peer.notebook.ycells[0]["metadata"] = Map({"big": 1e21, "far": float("inf"), "n": 3.0})
+    metadata = {"big": 1e21, "i64": 1e19, "far": float("inf"), "n": 3.0}
+    peer.notebook.ycells[0]["metadata"] = Map(metadata)
     assert peer.flush()
     records = person_edits.records(doc, shared.edited_content(doc))
     assert orjson.loads(orjson.dumps(records))  # what the journal appends
     person_edits.take(doc, records)
-    assert doc.cells[0].metadata == {"big": 1e21, "far": float("inf"), "n": 3}
+    assert doc.cells[0].metadata == {"big": 1e21, "i64": 1e19, "far": float("inf"), "n": 3}
+    assert type(doc.cells[0].metadata["i64"]) is float
     assert orjson.dumps(doc.to_json())  # what a save writes
 
 
@@ -630,3 +635,49 @@ def test_the_mirror_after_a_persons_keystroke_compares_the_cell_typed_in(monkeyp
         peer.hear(update)
     assert counted == [doc.cells[300].id]
     assert peer.notebook.get() == doc.to_json() == shared.content()
+
+    shared.mirror(doc)  # 1e19 taken as an int made pycrdt panic writing the metadata back
+
+
+def test_a_file_holding_an_integer_from_2_to_the_63_builds_and_mirrors(tmp_path) -> None:
+    """orjson writes it, pycrdt does not: kept as an int, the build on the worker panicked
+    (a BaseException, past the offload's ``except Exception``: no answer ever came)."""
+    output = {"output_type": "display_data", "metadata": {}, "data": {"text/plain": "n"}}
+    cell = {"id": "a", "cell_type": "code", "source": "", "execution_count": 1}
+    cells = [{**cell, "metadata": {"n": 2**63 + 1}, "outputs": [output]}]
+    path = tmp_path / "big.ipynb"
+    path.write_text(orjson.dumps({"cells": cells, "metadata": {}, "nbformat": 4}).decode())
+    doc = Document.from_json(load_notebook(path))
+    shared = SharedDoc.of(doc)
+    shared.mirror(doc)
+    assert shared.notebook.get_cell(0)["metadata"]["n"] == float(2**63)
+
+
+def test_a_float_in_a_cells_metadata_stays_one_when_the_person_types_in_the_cell() -> None:
+    """The Y document gives back 2.0 as a float, read as 2: the put of the person's
+    keystroke carried it, and the file's ``2.0`` was saved as ``2``."""
+    doc = _doc("x")
+    doc.cells[0].metadata = {"scale": 2.0, "flag": True, "sizes": [1.0, 2], "n": 3}
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    text = peer.notebook.ycells[0]["source"]
+    text += "y"
+    assert peer.flush()
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    assert doc.cells[0].source == "xy"
+    metadata = doc.cells[0].metadata
+    expected = b'{"flag":true,"n":3,"scale":2.0,"sizes":[1.0,2]}'
+    assert orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS) == expected
+
+
+def test_a_number_the_person_changed_in_a_cells_metadata_is_theirs() -> None:
+    doc = _doc("x")
+    doc.cells[0].metadata = {"scale": 2.0}
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    peer.notebook.ycells[0]["metadata"] = Map({"scale": 3.0, "new": 1.0})
+    assert peer.flush()
+    person_edits.take(doc, person_edits.records(doc, shared.edited_content(doc)))
+    assert (
+        orjson.dumps(doc.cells[0].metadata, option=orjson.OPT_SORT_KEYS) == b'{"new":1,"scale":3}'
+    )

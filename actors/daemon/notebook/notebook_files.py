@@ -209,11 +209,12 @@ def _read_text(path: Path, max_bytes: int) -> tuple[str, DiskStamp]:
         raise _not_a_notebook(path, f"it cannot be read ({exc.strerror})") from None
 
 
-INT_RANGE = range(-(2**63), 2**64)
-"""The integers orjson writes (the journal, the snapshots, the wire): a bigger one in a
-notebook file is read as a float, as jupyter_client reads one in a kernel's message and
-as every browser's JavaScript holds it. Kept as an int, it made the notebook's saves,
-its journal and every read of its cell fail."""
+INT_RANGE = range(-(2**63), 2**63)
+"""The integers both orjson (the journal, the snapshots, the wire) and pycrdt (the
+people's Y document) hold: a bigger one in a notebook file is read as a float, as every
+browser's JavaScript holds it. Kept as an int, one past 64 bits made the notebook's
+saves, its journal and every read of its cell fail; one from 2**63 up, which orjson
+writes, made pycrdt panic (a BaseException) building or mirroring the Y document."""
 
 
 def _bounded_int(digits: str) -> int | float:
@@ -227,6 +228,8 @@ def _parse(text: str, path: Path, given: set[str] | None = None) -> dict:
         raw = json.loads(text, parse_int=_bounded_int)
     except ValueError as exc:
         raise _not_a_notebook(path, f"it is not valid JSON ({exc})") from None
+    except OverflowError:
+        raise _not_a_notebook(path, "it holds an integer too large for any number") from None
     if not isinstance(raw, dict) or "nbformat" not in raw:
         raise _not_a_notebook(path, "it has no 'nbformat' version field")
     version = raw["nbformat"]

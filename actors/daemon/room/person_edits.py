@@ -110,12 +110,27 @@ def _kept(cell: dict[str, Any], mine: dict[str, Any] | None) -> dict[str, Any]:
     """The cell as a journal put carries it: its id, what a person may change, and the
     Room's execution count."""
     kept = {"id": cell["id"], "cell_type": cell["cell_type"], "source": cell["source"]}
-    kept["metadata"] = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    kept["metadata"] = _as_before(metadata, (mine or {}).get("metadata"))
     if cell["cell_type"] == "code":
         kept["execution_count"] = (mine or {}).get("execution_count")
     elif isinstance(cell.get("attachments"), dict):
         kept["attachments"] = cell["attachments"]
     return kept
+
+
+def _as_before(theirs: Any, mine: Any) -> Any:
+    """``theirs`` with each whole number that ``mine`` holds as the same float, at the
+    same place, kept a float: the Y document gives numbers back as floats, read as ints
+    where whole (shared_cells.whole_numbers), so a key the person did not touch would
+    otherwise turn from ``2.0`` to ``2`` when they type in the cell."""
+    if isinstance(theirs, dict) and isinstance(mine, dict):
+        return {k: _as_before(v, mine[k]) if k in mine else v for k, v in theirs.items()}
+    if isinstance(theirs, list) and isinstance(mine, list) and len(theirs) == len(mine):
+        return [_as_before(a, b) for a, b in zip(theirs, mine, strict=True)]
+    if type(theirs) is int and type(mine) is float and theirs == mine:
+        return mine
+    return theirs
 
 
 def notice(records: list[dict[str, Any]]) -> Notice:

@@ -87,9 +87,10 @@ def cell_of(ycell: Any) -> dict[str, Any]:
 
 def whole_numbers(value: list[Any] | dict[Any, Any]) -> None:
     """``value`` with each whole float an int, as nbformat's JSON would have it, except
-    where no int can stand for it: infinities, NaN and numbers past what orjson writes
+    where no int can stand for it: infinities, NaN and numbers outside ``INT_RANGE``
     stay floats (jupyter_ydoc's ``cast_all`` raised on the first two and made the last
-    an int that no journal record or save could hold). Changed in place."""
+    an int that no journal record or save could hold, or that pycrdt panicked on when
+    the mirror wrote it back). Changed in place."""
     items = enumerate(value) if isinstance(value, list) else value.items()
     for key, item in list(items):
         if type(item) is float and item.is_integer() and int(item) in INT_RANGE:
