@@ -65,3 +65,10 @@ class NbstageError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code.value!r}, {self.message!r})"
+
+
+def panicked(exc: BaseException) -> bool:
+    """A Rust extension's panic (pycrdt's, orjson's): pyo3 raises it as a
+    ``PanicException``, a BaseException, so ``except Exception`` lets it through and the
+    work, the mirror or the message it broke would never be answered."""
+    return type(exc).__name__ == "PanicException"

@@ -112,3 +112,21 @@ def test_a_process_ends_although_its_work_is_stuck_forever() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['stuck']"
+
+
+def _pycrdt_panics() -> None:
+    from pycrdt import Doc, Map
+
+    doc: Doc = Doc()
+    doc["m"] = held = Map()
+    held["n"] = 2**63 + 1  # pycrdt holds no int past i64: pyo3 panics, a BaseException
+
+
+def test_work_a_rust_extension_panicked_in_comes_back_as_a_failure() -> None:
+    """pyo3's PanicException is no Exception: it went past the runner, and the actor that
+    asked for the work never heard of it again (a build's held joins waited for ever)."""
+    told = run_all([BlockingWorkRequested("build", _pycrdt_panics, "room")])
+    [(to, done)] = told
+    assert to == "room"
+    assert isinstance(done, BlockingWorkDone)
+    assert type(done.error).__name__ == "PanicException"

@@ -681,3 +681,19 @@ def test_a_number_the_person_changed_in_a_cells_metadata_is_theirs() -> None:
     assert (
         orjson.dumps(doc.cells[0].metadata, option=orjson.OPT_SORT_KEYS) == b'{"new":1,"scale":3}'
     )
+
+
+def test_an_output_holding_an_int_past_64_bits_reaches_the_person_as_a_float() -> None:
+    """orjson reads a kernel's message with such ints (up to 2**64); pycrdt holds none."""
+    doc = _doc("a")
+    shared = SharedDoc.of(doc)
+    peer = Peer(shared)
+    data = {"application/json": {"n": 2**63 + 1}, "text/plain": "n"}
+    output = {"output_type": "display_data", "metadata": {}, "data": data}
+    doc.set_outputs(doc.cells[0].id, [output], 1)
+    doc.create_cell("b", "code", 0)
+    for update in shared.mirror(doc):
+        peer.hear(update)
+    held = peer.notebook.get()["cells"][1]["outputs"][0]["data"]["application/json"]["n"]
+    assert held == float(2**63 + 1)
+    assert SharedDoc.of(doc).content()["cells"][1]["outputs"][0]["data"]["application/json"]

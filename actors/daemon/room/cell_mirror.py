@@ -158,7 +158,10 @@ class CellMirror:
                 deleted.append(ids[step.index])
             else:  # an insert's index is the cell's place in the Document
                 ycells.insert(
-                    step.index, self.notebook.create_ycell(doc.cells[step.index].to_json())
+                    step.index,
+                    self.notebook.create_ycell(
+                        shared_cells.within_y(doc.cells[step.index].to_json())
+                    ),
                 )
                 inserted.add(step.cell_id)
         return frozenset(inserted), deleted
@@ -204,7 +207,7 @@ class CellMirror:
         ycell = self.notebook.ycells[index]
         cell_type, source, outputs, count, metadata = now
         if cell_type != before[0]:
-            self.notebook.set_cell(index, cell.to_json())
+            self.notebook.set_cell(index, shared_cells.within_y(cell.to_json()))
             return True
         if source != before[1]:
             self.notebook.set_cell(index, source=source)

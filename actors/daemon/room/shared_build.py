@@ -190,7 +190,7 @@ def notebook_of(ydoc: Doc[Any]) -> YNotebook:
 def _made(notebook: dict[str, Any], seen: dict[str, shared_cells.Fingerprint]) -> Built:
     ydoc: Doc[Any] = Doc()
     ynotebook = notebook_of(ydoc)
-    ynotebook.set(notebook)
+    ynotebook.set(shared_cells.within_y(notebook))
     if not notebook["cells"]:
         ynotebook.ycells.clear()  # set() gives a notebook without cells an empty one
     named = {cell_id: cell_id for cell_id in seen}  # the Document's strs, not copies

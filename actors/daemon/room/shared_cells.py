@@ -5,7 +5,6 @@ schema. Pure; shared_doc.py uses them.
 
 from __future__ import annotations
 
-import copy
 import sys
 from typing import Any, NamedTuple, Protocol
 
@@ -104,9 +103,22 @@ def id_of(ycell: Any) -> str | None:
     return cell_id if isinstance(cell_id, str) else None
 
 
+def within_y(value: Any) -> Any:
+    """A copy of a JSON value that a Y document can hold: an integer past 64 signed bits
+    (which a kernel's message may carry, read by orjson) is a float, as the browser
+    holds it anyway; pycrdt panicked on it."""
+    if isinstance(value, dict):
+        return {key: within_y(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [within_y(item) for item in value]
+    if type(value) is int and value not in INT_RANGE:
+        return float(value)
+    return value
+
+
 def youtput(output: dict[str, Any]) -> Map[Any]:
     """An output as JupyterLab's schema holds it: a stream's text is a Y text."""
-    output = copy.deepcopy(output)
+    output = within_y(output)
     if output.get("output_type") == "stream":
         text = output.get("text", "")
         output["text"] = Text(text if isinstance(text, str) else "".join(text))

@@ -33,7 +33,7 @@ from nbstage.actors.daemon.notebook.document import CELL_ID, Document
 from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.cell_mirror import CellMirror
-from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError, panicked
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
@@ -273,7 +273,9 @@ class SharedDoc:
             return self._receive(message)
         except UnreadableMessage:
             raise
-        except Exception as exc:  # pycrdt raises several kinds on a bad update
+        except BaseException as exc:  # pycrdt raises several kinds on a bad update
+            if not isinstance(exc, Exception) and not panicked(exc):
+                raise
             raise UnreadableMessage(f"the message could not be applied: {exc}") from None
 
     def _receive(self, message: bytes) -> Heard:
