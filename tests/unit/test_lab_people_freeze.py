@@ -8,9 +8,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from nbstage.actors.common.effects import AfterMail
+from jupyter_ydoc import YNotebook
+from pycrdt import Doc, create_update_message
+
+from nbstage.actors.common.effects import AfterMail, Wake
 from nbstage.actors.daemon.room import lab_people
 from nbstage.actors.daemon.room.actions import Offload
+from nbstage.actors.daemon.room.shared_doc import SharedDoc
 from nbstage.protocol.common.offload import BlockingWorkDone
 from nbstage.protocol.daemon.lab import PassSharedDocMessage, to_text
 from nbstage.protocol.daemon.room_replies import SharedDocState
@@ -82,3 +86,27 @@ def test_awareness_renewals_alone_let_a_watched_document_freeze() -> None:
     [freeze] = room.acted
     assert isinstance(freeze, Offload)
     assert isinstance(freeze.token, SharedDocFrozen)
+
+
+def test_a_mirror_that_fails_as_a_thaw_is_taken_still_serves_what_waited(monkeypatch) -> None:
+    """The held requests went back to the Room only after the mirror: one that raised
+    left them unanswered, and no idle timer was armed."""
+    watched = Watched("a", "b")
+    watched.freeze()
+    typist = Doc()
+    typist.apply_update(watched.browser.notebook.ydoc.get_update())
+    before = typist.get_state()
+    YNotebook(typist).ycells[0]["source"].insert(1, " typed")
+    update = typist.get_update(before)
+    [thaw] = watched.says(watched.person, create_update_message(update))
+    assert isinstance(thaw.token, SharedDocBuilt)
+
+    def broken(self: Any, doc: Any, running: Any = frozenset()) -> list[bytes]:
+        raise RuntimeError("the people's document is broken")
+
+    monkeypatch.setattr(SharedDoc, "mirror", broken)
+    done = BlockingWorkDone(thaw.token, thaw.work(), None)
+    todo, held = watched.sharing.built(done, watched.room.doc, frozenset(), EDGE, "nb")
+    assert [type(req) for _, req in held] == [PassSharedDocMessage], "served all the same"
+    assert any(isinstance(a, Wake) and isinstance(a.payload, SharedDocIdle) for a in todo)
+    assert watched.sharing.stalled_at == watched.room.doc.revision

@@ -32,7 +32,7 @@ from nbstage.actors.daemon.room.freezing import (
 )
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.shared_doc import SharedDoc
-from nbstage.protocol.common.errors import ErrorCode, NbstageError
+from nbstage.protocol.common.errors import ErrorCode, NbstageError, panicked
 from nbstage.protocol.daemon.lab import (
     JoinSharedDoc,
     PassSharedDocMessage,
@@ -77,6 +77,9 @@ class SharedLifecycle:
         """When the live document last had a person's sync message, a join, a leave or a
         mirror with something to do: the idle timer reads it, so activity costs no timer
         of its own."""
+        self.stalled_at: int | None = None
+        """The Document's revision at which a mirror failed: none is asked for again
+        until it moves."""
         self.mirror_due = False
         """A ``SharedDocMirrorDue`` is on its way back to the Room."""
 
@@ -214,11 +217,19 @@ class SharedLifecycle:
     ) -> list[Action]:
         """The live document, just taken (a build or a thaw back, a freeze taken back),
         brought to ``doc``: what changed goes to the people already joined, and the idle
-        timer starts again."""
+        timer starts again. A mirror that fails is logged and stalls the next ones until
+        the Document moves, as the Room's own do; the requests held for the document are
+        served all the same."""
         shared = self.shared
         assert shared is not None
         self.touch()
-        mirrored = shared.mirror(doc, running)
+        try:
+            mirrored = shared.mirror(doc, running)
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and not panicked(exc):
+                raise
+            log.exception("the people's document did not take the changes")
+            self.stalled_at, mirrored = doc.revision, []
         return [*pushed_to(edge, notebook_id, mirrored, shared.others(None)), self._idle_timer()]
 
     def _refuse(self, building: Building, error: NbstageError) -> list[Action]:

@@ -48,9 +48,6 @@ from nbstage.protocol.daemon_actors.edge import Origin
 class Sharing(SharedLifecycle):
     def __init__(self) -> None:
         super().__init__()
-        self.stalled_at: int | None = None
-        """The Document's revision at which a mirror failed: none is asked for again
-        until it moves."""
         self.beacon = ChangeBeacon()
         """The word to the daemon's watchers (sessions subscribed to the notebook as an MCP
         resource) that the document changed (change_beacon.py)."""
