@@ -19,10 +19,13 @@ def start_kept(tasks: set[asyncio.Task], work: Coroutine[Any, Any, Any]) -> asyn
 
 
 async def stop_kept(*held: set[asyncio.Task]) -> int:
-    """Cancel every task held in ``held`` and wait until each has ended; how many ended
+    """Cancel every task held in ``held`` and wait until each has ended, again for any
+    started meanwhile (a request that came in while the others ended); how many ended
     cancelled (the others were ending anyway)."""
-    tasks = [task for tasks in held for task in tasks]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    return sum(task.cancelled() for task in tasks)
+    cancelled = 0
+    while tasks := [task for tasks in held for task in tasks if not task.done()]:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        cancelled += sum(task.cancelled() for task in tasks)
+    return cancelled
