@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbstage.entrypoints.common.worker_threads import DetachedWorkers
-from nbstage.protocol.common.errors import panicked
+from nbstage.protocol.common.errors import a_failure
 from nbstage.protocol.common.offload import BlockingWorkDone, BlockingWorkRequested, WorkProgressed
 
 log = logging.getLogger("nbstage.offload")
@@ -70,7 +70,7 @@ class OffloadRunner:
         try:
             result = await asyncio.get_running_loop().run_in_executor(self._workers, work)
         except BaseException as exc:
-            if not isinstance(exc, Exception) and not panicked(exc):
+            if not a_failure(exc):
                 raise
             log.warning("blocking work %r failed: %s", request.token, exc)
             done = BlockingWorkDone(request.token, error=exc)

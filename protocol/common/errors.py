@@ -72,3 +72,9 @@ def panicked(exc: BaseException) -> bool:
     ``PanicException``, a BaseException, so ``except Exception`` lets it through and the
     work, the mirror or the message it broke would never be answered."""
     return type(exc).__name__ == "PanicException"
+
+
+def a_failure(exc: BaseException) -> bool:
+    """An exception that work, a mirror or a message ends in, to be answered as a
+    failure: any ``Exception``, and a Rust extension's panic; not an interpreter's exit."""
+    return isinstance(exc, Exception) or panicked(exc)

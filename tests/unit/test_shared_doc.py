@@ -480,15 +480,22 @@ def test_the_mirror_that_looks_only_at_changed_cells_keeps_the_person_equal_to_t
         assert peer.notebook.get() == doc.to_json() == shared.content()
 
 
-def test_a_change_in_a_big_notebook_is_mirrored_without_fingerprinting_every_cell(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _big_and_followed() -> tuple[Document, SharedDoc, Peer]:
+    """A 1,000-cell notebook whose shared document has had its first mirror, which after a
+    build reads every cell."""
     doc = _doc(*[f"x = {i}" for i in range(1000)])
     shared = SharedDoc.of(doc)
     peer = Peer(shared)
-    doc.set_cell(doc.cells[0].id, source="first")  # the first mirror after a build reads all
+    doc.set_cell(doc.cells[0].id, source="first")
     for update in shared.mirror(doc):
         peer.hear(update)
+    return doc, shared, peer
+
+
+def test_a_change_in_a_big_notebook_is_mirrored_without_fingerprinting_every_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc, shared, peer = _big_and_followed()
     counted = []
     fingerprint = shared_cells.fingerprint
     monkeypatch.setattr(
@@ -616,12 +623,7 @@ def test_a_keystroke_in_a_big_notebook_is_taken_without_reading_every_cell(monke
 
 
 def test_the_mirror_after_a_persons_keystroke_compares_the_cell_typed_in(monkeypatch) -> None:
-    doc = _doc(*[f"x = {i}" for i in range(1000)])
-    shared = SharedDoc.of(doc)
-    peer = Peer(shared)
-    doc.set_cell(doc.cells[0].id, source="first")  # the first mirror after a build reads all
-    for update in shared.mirror(doc):
-        peer.hear(update)
+    doc, shared, peer = _big_and_followed()
     text = peer.notebook.ycells[300]["source"]
     text += "1"
     assert peer.flush()

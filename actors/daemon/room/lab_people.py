@@ -13,7 +13,7 @@ from typing import Any
 from nbstage.actors.common.effects import AfterMail
 from nbstage.actors.daemon.room import person_edits
 from nbstage.actors.daemon.room.person_said import taken
-from nbstage.protocol.common.errors import panicked
+from nbstage.protocol.common.errors import a_failure
 from nbstage.protocol.daemon import lab
 from nbstage.protocol.daemon_actors.edge import Origin
 from nbstage.protocol.daemon_actors.room_followups import SharedDocMirrorDue
@@ -47,7 +47,7 @@ def mirror(room: Any, due: SharedDocMirrorDue | None = None) -> None:
     try:
         pushes = sharing.mirror(room.doc, room.peers, running, room.edge, nid)
     except BaseException as exc:
-        if not isinstance(exc, Exception) and not panicked(exc):
+        if not a_failure(exc):
             raise
         log.exception("room %s: the people's document did not take the changes", nid)
         sharing.stalled_at = room.doc.revision if room.doc is not None else None

@@ -33,7 +33,7 @@ from nbstage.actors.daemon.notebook.document import CELL_ID, Document
 from nbstage.actors.daemon.room import shared_build, shared_cells
 from nbstage.actors.daemon.room.agent_marks import AgentMarks
 from nbstage.actors.daemon.room.cell_mirror import CellMirror
-from nbstage.protocol.common.errors import ErrorCode, NbstageError, panicked
+from nbstage.protocol.common.errors import ErrorCode, NbstageError, a_failure
 
 QUERY_AWARENESS = 3
 """y-websocket's request for every awareness state (y-protocols' messageQueryAwareness)."""
@@ -274,7 +274,7 @@ class SharedDoc:
         except UnreadableMessage:
             raise
         except BaseException as exc:  # pycrdt raises several kinds on a bad update
-            if not isinstance(exc, Exception) and not panicked(exc):
+            if not a_failure(exc):
                 raise
             raise UnreadableMessage(f"the message could not be applied: {exc}") from None
 

@@ -32,7 +32,7 @@ from nbstage.actors.daemon.room.freezing import (
 )
 from nbstage.actors.daemon.room.peers import Peers
 from nbstage.actors.daemon.room.shared_doc import SharedDoc
-from nbstage.protocol.common.errors import ErrorCode, NbstageError, panicked
+from nbstage.protocol.common.errors import ErrorCode, NbstageError, a_failure
 from nbstage.protocol.daemon.lab import (
     JoinSharedDoc,
     PassSharedDocMessage,
@@ -201,6 +201,10 @@ class SharedLifecycle:
             return self._refuse(building, closed), []
         if done.error is not None:
             log.error("the shared document could not be built: %s", done.error)
+            if building.frozen is not None:
+                # the frozen document stays behind: the Room's next message (this one's own
+                # end first) would start the same thaw again, and again
+                self.stalled_at = doc.revision
             failed = NbstageError(ErrorCode.INTERNAL, "the shared document could not be built")
             return self._refuse(building, failed), []
         frozen = building.frozen
@@ -226,7 +230,7 @@ class SharedLifecycle:
         try:
             mirrored = shared.mirror(doc, running)
         except BaseException as exc:
-            if not isinstance(exc, Exception) and not panicked(exc):
+            if not a_failure(exc):
                 raise
             log.exception("the people's document did not take the changes")
             self.stalled_at, mirrored = doc.revision, []

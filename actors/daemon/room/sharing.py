@@ -66,24 +66,6 @@ class Sharing(SharedLifecycle):
         hello = self.shared.join(req.peer_id, origin.conn)
         return [Answer(origin, SharedDocAnswered(to_text(hello), self.shared.session))]
 
-    def built(
-        self,
-        done: Any,
-        doc: Document | None,
-        running: frozenset[str] = frozenset(),
-        edge: Any = None,
-        notebook_id: str = "",
-    ) -> tuple[list[Action], list[tuple[Origin, Any]]]:
-        """As the lifecycle's; a thaw that failed stalls the mirror at this revision, as
-        a mirror that failed does: the frozen document stays behind, and the Room's next
-        message (this one's own end first) would start the same thaw again, and again."""
-        building = self.building
-        todo, held = super().built(done, doc, running, edge, notebook_id)
-        taken = building is not None and self.building is None
-        if taken and done.error is not None and building.frozen is not None and doc is not None:
-            self.stalled_at = doc.revision
-        return todo, held
-
     def aside(
         self, origin: Origin, req: PassSharedDocMessage, doc: Document, edge: Any
     ) -> list[Action] | None:
